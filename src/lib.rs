@@ -1,0 +1,5 @@
+//! fex: the shared feature library. Decodes Monolith samples straight from the
+//! protobuf wire format, runs a compiled model plan and produces packed tensors.
+//! The same code serves online (fex-server) and offline sample building.
+
+pub mod proto;
