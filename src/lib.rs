@@ -3,3 +3,5 @@
 //! The same code serves online (fex-server) and offline sample building.
 
 pub mod proto;
+pub mod wire;
+pub mod view;

@@ -1,0 +1,163 @@
+//! The legacy `parser.proto.Instance` read in place: flat fids, values, labels,
+//! instance weight, LineId and the matrix features.
+
+use crate::wire::{DecodeError, Reader, WireType, Within};
+
+use super::{LineIdView, le_f32, le_u64};
+
+/// A serialized `Instance`, with its top level checked.
+#[derive(Debug, Clone, Copy)]
+pub struct InstanceView<'a> {
+    buf: &'a [u8],
+    line_id: Option<(&'a [u8], usize)>,
+    instance_weight: f32,
+    data_source_key: u32,
+}
+
+/// One legacy matrix `Feature`: a name with fids and values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MatrixFeature<'a> {
+    pub name: &'a [u8],
+    pub fids: Vec<u64>,
+    pub floats: Vec<f32>,
+    pub int64s: Vec<i64>,
+    pub bytes: Vec<&'a [u8]>,
+}
+
+impl<'a> InstanceView<'a> {
+    pub fn parse(buf: &'a [u8]) -> Result<Self, DecodeError> {
+        let mut view = Self { buf, line_id: None, instance_weight: 0.0, data_source_key: 0 };
+        let mut r = Reader::new(buf, 0);
+        while !r.is_empty() {
+            let (field, wire) = r.key()?;
+            match (field, wire) {
+                (4, WireType::Fixed32) => view.instance_weight = f32::from_bits(r.fixed32()?),
+                (5, WireType::Len) => view.line_id = Some(r.len_delimited().within("line_id", None)?),
+                (100, WireType::Varint) => view.data_source_key = r.varint()? as u32,
+                (4 | 5 | 100, _) => return Err(r.wrong_wire(field, wire, "its declared type")),
+                _ => r.skip(field, wire)?,
+            }
+        }
+        Ok(view)
+    }
+
+    pub fn instance_weight(&self) -> f32 {
+        self.instance_weight
+    }
+
+    pub fn data_source_key(&self) -> u32 {
+        self.data_source_key
+    }
+
+    pub fn line_id(&self) -> Option<LineIdView<'a>> {
+        self.line_id.map(|(b, at)| LineIdView::new(b, at))
+    }
+
+    /// Field 1 `fid` (packed or not).
+    pub fn fids(&self) -> Result<Vec<u64>, DecodeError> {
+        self.fixed64_field(1).within("fid", None)
+    }
+
+    /// Field 8 `next_fid`.
+    pub fn next_fids(&self) -> Result<Vec<u64>, DecodeError> {
+        self.fixed64_field(8).within("next_fid", None)
+    }
+
+    /// Field 2 `value`.
+    pub fn values(&self) -> Result<Vec<f32>, DecodeError> {
+        self.fixed32_field(2).within("value", None)
+    }
+
+    /// Field 3 `label`.
+    pub fn labels(&self) -> Result<Vec<f32>, DecodeError> {
+        self.fixed32_field(3).within("label", None)
+    }
+
+    /// Field 9, the matrix features, decoded.
+    pub fn features(&self) -> Result<Vec<MatrixFeature<'a>>, DecodeError> {
+        let mut out = Vec::new();
+        let mut r = Reader::new(self.buf, 0);
+        while !r.is_empty() {
+            let (field, wire) = r.key()?;
+            if field == 9 && wire == WireType::Len {
+                let (body, at) = r.len_delimited()?;
+                out.push(matrix_feature(body, at).within("feature", Some(out.len()))?);
+            } else {
+                r.skip(field, wire)?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn fixed64_field(&self, number: u32) -> Result<Vec<u64>, DecodeError> {
+        let mut out = Vec::new();
+        scalar_field(self.buf, number, 8, |c| out.push(le_u64(c)))?;
+        Ok(out)
+    }
+
+    fn fixed32_field(&self, number: u32) -> Result<Vec<f32>, DecodeError> {
+        let mut out = Vec::new();
+        scalar_field(self.buf, number, 4, |c| out.push(le_f32(c)))?;
+        Ok(out)
+    }
+}
+
+/// Visits the fixed-width values of one repeated field, packed or not.
+fn scalar_field(buf: &[u8], number: u32, width: usize, mut f: impl FnMut(&[u8])) -> Result<(), DecodeError> {
+    let single = if width == 8 { WireType::Fixed64 } else { WireType::Fixed32 };
+    let mut r = Reader::new(buf, 0);
+    while !r.is_empty() {
+        let (field, wire) = r.key()?;
+        if field != number {
+            r.skip(field, wire)?;
+        } else if wire == WireType::Len {
+            let (run, at) = r.len_delimited()?;
+            if run.len() % width != 0 {
+                let kind = crate::wire::DecodeErrorKind::PackedLength { len: run.len(), element: width };
+                return Err(DecodeError::new(kind, at));
+            }
+            run.chunks_exact(width).for_each(&mut f);
+        } else if wire == single {
+            let mut value = [0u8; 8];
+            if width == 8 {
+                value = r.fixed64()?.to_le_bytes();
+            } else {
+                value[..4].copy_from_slice(&r.fixed32()?.to_le_bytes());
+            }
+            f(&value[..width]);
+        } else {
+            return Err(r.wrong_wire(field, wire, "fixed-width or packed"));
+        }
+    }
+    Ok(())
+}
+
+fn matrix_feature(body: &[u8], at: usize) -> Result<MatrixFeature<'_>, DecodeError> {
+    let mut out = MatrixFeature::default();
+    let mut r = Reader::new(body, at);
+    while !r.is_empty() {
+        let (field, wire) = r.key()?;
+        match (field, wire) {
+            (1, WireType::Len) => out.name = r.len_delimited()?.0,
+            _ => r.skip(field, wire)?,
+        }
+    }
+    scalar_field(body, 2, 8, |c| out.fids.push(le_u64(c)))?;
+    scalar_field(body, 3, 4, |c| out.floats.push(le_f32(c)))?;
+    let mut r = Reader::new(body, at);
+    while !r.is_empty() {
+        let (field, wire) = r.key()?;
+        match (field, wire) {
+            (4, WireType::Varint) => out.int64s.push(r.varint()? as i64),
+            (4, WireType::Len) => {
+                let mut run = r.sub_reader()?;
+                while !run.is_empty() {
+                    out.int64s.push(run.varint()? as i64);
+                }
+            }
+            (5, WireType::Len) => out.bytes.push(r.len_delimited()?.0),
+            _ => r.skip(field, wire)?,
+        }
+    }
+    Ok(out)
+}

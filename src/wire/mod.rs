@@ -1,0 +1,222 @@
+//! Protobuf wire-format primitives over `&[u8]`: varints, fixed-width values,
+//! length-delimited bodies and skipping of every wire type. Every length is
+//! checked against what remains before the cursor moves, so nothing here can
+//! read out of bounds, panic, or allocate.
+
+mod error;
+mod packed;
+
+pub use error::{DecodeError, DecodeErrorKind, Within};
+pub use packed::{for_each_bytes, for_each_fixed32, for_each_fixed64, for_each_varint};
+
+/// Deepest group nesting `skip` follows before giving up.
+pub const MAX_DEPTH: usize = 64;
+
+/// The six wire types protobuf defines (3 and 4 are the deprecated groups).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireType {
+    Varint = 0,
+    Fixed64 = 1,
+    Len = 2,
+    StartGroup = 3,
+    EndGroup = 4,
+    Fixed32 = 5,
+}
+
+/// A cursor over one message body. `base` is the body's offset in the
+/// outermost buffer, so errors report absolute positions.
+#[derive(Clone)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8], base: usize) -> Self {
+        Self { buf, pos: 0, base }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    /// Absolute offset of the next byte.
+    #[inline]
+    pub fn offset(&self) -> usize {
+        self.base + self.pos
+    }
+
+    #[inline]
+    fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    #[cold]
+    fn error(&self, kind: DecodeErrorKind) -> DecodeError {
+        DecodeError::new(kind, self.offset())
+    }
+
+    /// Reads a base-128 varint.
+    #[inline]
+    pub fn varint(&mut self) -> Result<u64, DecodeError> {
+        match self.buf.get(self.pos) {
+            Some(&b) if b < 0x80 => {
+                self.pos += 1;
+                Ok(u64::from(b))
+            }
+            _ => self.varint_slow(),
+        }
+    }
+
+    #[cold]
+    fn varint_slow(&mut self) -> Result<u64, DecodeError> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let Some(&b) = self.buf.get(self.pos + i) else {
+                return Err(self.error(DecodeErrorKind::TruncatedVarint));
+            };
+            // The tenth byte may only contribute bit 63.
+            if i == 9 && b > 1 {
+                return Err(self.error(DecodeErrorKind::VarintTooLong));
+            }
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b < 0x80 {
+                self.pos += i + 1;
+                return Ok(value);
+            }
+        }
+        Err(self.error(DecodeErrorKind::VarintTooLong))
+    }
+
+    /// Reads a field key: field number and wire type.
+    #[inline]
+    pub fn key(&mut self) -> Result<(u32, WireType), DecodeError> {
+        let start = self.pos;
+        let key = self.varint()?;
+        let wire = match key & 7 {
+            0 => WireType::Varint,
+            1 => WireType::Fixed64,
+            2 => WireType::Len,
+            3 => WireType::StartGroup,
+            4 => WireType::EndGroup,
+            5 => WireType::Fixed32,
+            w => return Err(self.error_at(start, DecodeErrorKind::InvalidWireType(w as u8))),
+        };
+        let field = key >> 3;
+        if field == 0 {
+            return Err(self.error_at(start, DecodeErrorKind::ZeroTag));
+        }
+        if field > 0x1fff_ffff {
+            return Err(self.error_at(start, DecodeErrorKind::FieldNumberTooLarge(field)));
+        }
+        Ok((field as u32, wire))
+    }
+
+    #[cold]
+    fn error_at(&self, pos: usize, kind: DecodeErrorKind) -> DecodeError {
+        DecodeError::new(kind, self.base + pos)
+    }
+
+    /// Takes the next `n` bytes, or fails without moving.
+    #[inline]
+    fn take(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
+        if n > self.remaining() as u64 {
+            return Err(self.error(DecodeErrorKind::Truncated {
+                needed: n,
+                remaining: self.remaining(),
+            }));
+        }
+        let n = n as usize;
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    #[inline]
+    pub fn fixed32(&mut self) -> Result<u32, DecodeError> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    #[inline]
+    pub fn fixed64(&mut self) -> Result<u64, DecodeError> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+
+    /// Reads a length-delimited body; returns it with its absolute offset.
+    #[inline]
+    pub fn len_delimited(&mut self) -> Result<(&'a [u8], usize), DecodeError> {
+        let len = self.varint()?;
+        let at = self.offset();
+        Ok((self.take(len)?, at))
+    }
+
+    /// Reads a length-delimited body as a reader positioned at its start.
+    #[inline]
+    pub fn sub_reader(&mut self) -> Result<Reader<'a>, DecodeError> {
+        let (body, at) = self.len_delimited()?;
+        Ok(Reader::new(body, at))
+    }
+
+    /// Skips the value of a field whose key was just read.
+    pub fn skip(&mut self, field: u32, wire: WireType) -> Result<(), DecodeError> {
+        self.skip_at_depth(field, wire, 0)
+    }
+
+    fn skip_at_depth(&mut self, field: u32, wire: WireType, depth: usize) -> Result<(), DecodeError> {
+        match wire {
+            WireType::Varint => self.varint().map(drop),
+            WireType::Fixed64 => self.take(8).map(drop),
+            WireType::Fixed32 => self.take(4).map(drop),
+            WireType::Len => self.len_delimited().map(drop),
+            WireType::StartGroup => self.skip_group(field, depth + 1),
+            WireType::EndGroup => Err(self.error(DecodeErrorKind::UnbalancedGroup)),
+        }
+    }
+
+    #[cold]
+    fn skip_group(&mut self, field: u32, depth: usize) -> Result<(), DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(self.error(DecodeErrorKind::TooDeep));
+        }
+        loop {
+            if self.is_empty() {
+                return Err(self.error(DecodeErrorKind::UnbalancedGroup));
+            }
+            let (inner, wire) = self.key()?;
+            if wire == WireType::EndGroup {
+                return if inner == field {
+                    Ok(())
+                } else {
+                    Err(self.error(DecodeErrorKind::UnbalancedGroup))
+                };
+            }
+            self.skip_at_depth(inner, wire, depth)?;
+        }
+    }
+
+    /// Fails with a wrong-wire-type error for `field`, at the key just read.
+    #[cold]
+    pub fn wrong_wire(&self, field: u32, found: WireType, expected: &'static str) -> DecodeError {
+        self.error(DecodeErrorKind::WrongWireType { field, found: found as u8, expected })
+    }
+}
+
+/// Decodes a zigzag-encoded signed integer.
+#[inline]
+pub fn zigzag64(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Decodes a zigzag-encoded 32-bit signed integer carried in a varint.
+#[inline]
+pub fn zigzag32(v: u64) -> i32 {
+    let v = v as u32;
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+#[cfg(test)]
+mod tests;

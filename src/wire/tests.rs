@@ -1,0 +1,130 @@
+//! Worked cases for the wire primitives, one `check` per rule.
+
+use super::*;
+
+fn varint_of(bytes: &[u8]) -> Result<u64, String> {
+    Reader::new(bytes, 0).varint().map_err(|e| e.to_string())
+}
+
+#[test]
+fn varints() {
+    let check = |input: &[u8], expected: Result<u64, &str>| {
+        assert_eq!(varint_of(input), expected.map_err(str::to_string), "input {input:?}");
+    };
+    check(&[0], Ok(0));
+    check(&[0x7f], Ok(127));
+    check(&[0x80, 0x01], Ok(128));
+    check(&[0xac, 0x02], Ok(300));
+    check(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], Ok(u64::MAX));
+    check(&[], Err("@ byte 0: truncated varint"));
+    check(&[0x80, 0x80], Err("@ byte 0: truncated varint"));
+    check(&[0xff; 10], Err("@ byte 0: varint longer than 10 bytes"));
+    check(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], Err("@ byte 0: varint longer than 10 bytes"));
+}
+
+#[test]
+fn zigzag() {
+    assert_eq!(zigzag64(0), 0);
+    assert_eq!(zigzag64(1), -1);
+    assert_eq!(zigzag64(2), 1);
+    assert_eq!(zigzag64(u64::MAX), i64::MIN);
+    assert_eq!(zigzag32(3), -2);
+    assert_eq!(zigzag32(0xffff_fffe), i32::MAX);
+}
+
+#[test]
+fn keys_reject_zero_tag_and_wire_types_6_7() {
+    let key = |b: &[u8]| Reader::new(b, 10).key().map_err(|e| e.to_string());
+    assert_eq!(key(&[0x08]), Ok((1, WireType::Varint)));
+    assert_eq!(key(&[0x02]), Err("@ byte 10: field number 0 is invalid".into()));
+    assert_eq!(key(&[0x0e]), Err("@ byte 10: invalid wire type 6".into()));
+    assert_eq!(key(&[0x0f]), Err("@ byte 10: invalid wire type 7".into()));
+}
+
+#[test]
+fn skip_every_wire_type() {
+    // varint, fixed64, len(2), group{ varint }, fixed32, then field 9 varint.
+    let msg = [
+        0x08, 0x96, 0x01, //
+        0x11, 1, 2, 3, 4, 5, 6, 7, 8, //
+        0x1a, 2, 0xaa, 0xbb, //
+        0x23, 0x08, 0x01, 0x24, //
+        0x2d, 1, 2, 3, 4, //
+        0x48, 0x05,
+    ];
+    let mut r = Reader::new(&msg, 0);
+    let mut seen = Vec::new();
+    while !r.is_empty() {
+        let (field, wire) = r.key().unwrap();
+        seen.push(field);
+        if field == 9 {
+            assert_eq!(r.varint().unwrap(), 5);
+        } else {
+            r.skip(field, wire).unwrap();
+        }
+    }
+    assert_eq!(seen, [1, 2, 3, 4, 5, 9]);
+}
+
+#[test]
+fn skip_errors() {
+    let skip_all = |b: &[u8]| -> Result<(), String> {
+        let mut r = Reader::new(b, 0);
+        while !r.is_empty() {
+            let (f, w) = r.key().map_err(|e| e.to_string())?;
+            r.skip(f, w).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    assert_eq!(skip_all(&[0x0a, 5, 1]), Err("@ byte 2: needs 5 bytes, only 1 remain".into()));
+    assert_eq!(skip_all(&[0x09, 1, 2]), Err("@ byte 1: needs 8 bytes, only 2 remain".into()));
+    assert_eq!(skip_all(&[0x0b, 0x08, 1]), Err("@ byte 3: unbalanced group markers".into()));
+    assert_eq!(skip_all(&[0x0c]), Err("@ byte 1: unbalanced group markers".into()));
+    let mut deep = vec![0x0b; MAX_DEPTH + 2];
+    deep.extend(vec![0x0c; MAX_DEPTH + 2]);
+    assert!(skip_all(&deep).unwrap_err().contains("nesting deeper than"));
+}
+
+#[test]
+fn packed_and_unpacked_fixed64_runs() {
+    // field 1 packed [1, 2], then field 1 unpacked 3, then unknown field 2.
+    let mut msg = vec![0x0a, 16];
+    msg.extend(1u64.to_le_bytes());
+    msg.extend(2u64.to_le_bytes());
+    msg.push(0x09);
+    msg.extend(3u64.to_le_bytes());
+    msg.extend([0x10, 0x07]);
+    let mut values = Vec::new();
+    for_each_fixed64(&msg, 0, |run| {
+        values.extend(run.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())))
+    })
+    .unwrap();
+    assert_eq!(values, [1, 2, 3]);
+}
+
+#[test]
+fn packed_length_must_divide() {
+    let msg = [0x0a, 3, 1, 2, 3];
+    let err = for_each_fixed32(&msg, 100, |_| {}).unwrap_err();
+    assert_eq!(err.to_string(), "@ byte 102: packed run of 3 bytes is not a multiple of 4");
+    let wrong = [0x08, 1];
+    let err = for_each_fixed32(&wrong, 0, |_| {}).unwrap_err();
+    assert_eq!(err.to_string(), "@ byte 1: field 1 has wire type 0, expected fixed32 or packed");
+}
+
+#[test]
+fn varint_lists_packed_and_not() {
+    let msg = [0x0a, 3, 1, 0x96, 0x01, 0x08, 5];
+    let mut values = Vec::new();
+    for_each_varint(&msg, 0, |v| values.push(v)).unwrap();
+    assert_eq!(values, [1, 150, 5]);
+}
+
+#[test]
+fn error_paths_read_outermost_first() {
+    let err = DecodeError::new(DecodeErrorKind::TruncatedVarint, 51234)
+        .within("feature", Some(17))
+        .within("named_feature_list", Some(3));
+    assert_eq!(err.to_string(), "named_feature_list[3].feature[17] @ byte 51234: truncated varint");
+    assert_eq!(std::mem::size_of::<Result<(), DecodeError>>(), std::mem::size_of::<usize>());
+}
