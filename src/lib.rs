@@ -4,4 +4,5 @@
 
 pub mod proto;
 pub mod wire;
+pub mod config;
 pub mod view;
