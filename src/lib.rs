@@ -5,4 +5,11 @@
 pub mod proto;
 pub mod wire;
 pub mod config;
+pub mod extract;
+pub mod fid;
+pub mod tensor;
 pub mod view;
+
+pub use config::{Compat, ConfigErrors, Plan};
+pub use extract::{ExtractError, Extracted, Extractor, extract_batch, extract_examples};
+pub use proto::fex_v1::{DataType, Layout, Tensor};

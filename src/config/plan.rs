@@ -43,6 +43,14 @@ pub struct LineIdField {
     pub ty: FieldType,
     /// The proto2 default of a known field (sample_rate: 1.0), else 0.
     pub default: f64,
+    /// Repeated fields give a prefix; singular fields their last value.
+    pub repeated: bool,
+}
+
+impl LineIdField {
+    pub fn known(f: &crate::view::KnownField) -> Self {
+        Self { number: f.number, ty: f.ty, default: f.default, repeated: f.repeated }
+    }
 }
 
 /// Where an output's values come from.
@@ -102,9 +110,10 @@ pub struct Plan {
     /// Sample feature names the plan reads, indexed by `Source::Feature`.
     pub source_names: Vec<String>,
     pub(crate) index: FxHashMap<Box<[u8]>, usize>,
-    pub(crate) needs_line_id: bool,
-    pub(crate) needs_label: bool,
-    pub(crate) needs_weight: bool,
+    /// Source indices of the reserved lists, when some output needs them.
+    pub(crate) line_id_source: Option<usize>,
+    pub(crate) label_source: Option<usize>,
+    pub(crate) weight_source: Option<usize>,
 }
 
 impl Plan {

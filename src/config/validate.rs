@@ -55,17 +55,29 @@ fn compile(raw: RawModel, compat: Compat, limits: Limits, outputs: Vec<(Output, 
     }
     let needs = |s: Source| compiled.iter().any(|o: &Output| o.source == s);
     let meta_fallback = compiled.iter().any(|o| matches!(o.op, Op::Dense { meta: Some(_), .. }));
+    // The reserved lists become ordinary sources, so gathering treats every
+    // list alike; only the ops that read them know they are special.
+    let mut reserve = |needed: bool, name: &str| {
+        needed.then(|| {
+            index.insert(name.as_bytes().into(), source_names.len());
+            source_names.push(name.to_string());
+            source_names.len() - 1
+        })
+    };
+    let line_id_source = reserve(needs(Source::LineId) || meta_fallback, "__LINE_ID__");
+    let label_source = reserve(needs(Source::Label), "__LABEL__");
+    let weight_source = reserve(needs(Source::Weight), "instance_weight");
     Plan {
         name: raw.name,
         version: raw.version.unwrap_or_default(),
         compat,
         limits,
-        needs_line_id: needs(Source::LineId) || meta_fallback,
-        needs_label: needs(Source::Label),
-        needs_weight: needs(Source::Weight),
         outputs: compiled,
         source_names,
         index,
+        line_id_source,
+        label_source,
+        weight_source,
     }
 }
 
@@ -235,11 +247,7 @@ impl Checker {
             self.error(format!("{path}.dtype"), "f64 dense features abort Monolith; use f32 or compat: native");
         }
         let (dim, shape) = self.shape(path, raw.shape.as_deref());
-        let meta = source.strip_prefix("__meta__").and_then(known_field).map(|f| LineIdField {
-            number: f.number,
-            ty: f.ty,
-            default: f.default,
-        });
+        let meta = source.strip_prefix("__meta__").and_then(known_field).map(LineIdField::known);
         (Op::Dense { dtype, dim, default: self.default(path, raw), meta }, shape)
     }
 
@@ -306,13 +314,13 @@ impl Checker {
     }
 
     fn line_id_field(&mut self, path: &str, raw: &RawFeature) -> LineIdField {
-        let fallback = LineIdField { number: 1, ty: FieldType::Int64, default: 0.0 };
+        let fallback = LineIdField { number: 1, ty: FieldType::Int64, default: 0.0, repeated: false };
         let ty = raw.field_type.as_deref().map(|t| (t, FieldType::parse(t)));
         match (&raw.field, ty) {
             (None, _) => self.error(format!("{path}.field"), "missing; name a LineId field or give its number"),
             (Some(FieldRef::Name(name)), ty) => match known_field(name) {
                 Some(_) if ty.is_some() => self.error(format!("{path}.type"), format!("{name:?} is a known field; its type is fixed")),
-                Some(f) => return LineIdField { number: f.number, ty: f.ty, default: f.default },
+                Some(f) => return LineIdField::known(f),
                 None => {
                     let names: Vec<_> = KNOWN_FIELDS.iter().map(|f| f.name).collect();
                     let msg = format!("unknown LineId field {name:?}; use one of {} or a number with type", names.join(", "));
@@ -327,8 +335,13 @@ impl Checker {
                 self.error(format!("{path}.type"), format!("unknown type {t:?}, expected one of {}", FieldType::NAMES))
             }
             (Some(FieldRef::Number(n)), Some((_, Some(ty)))) => {
-                let known = KNOWN_FIELDS.iter().find(|f| f.number == *n as u32 && f.ty == ty);
-                return LineIdField { number: *n as u32, ty, default: known.map_or(0.0, |f| f.default) };
+                if let Some(f) = KNOWN_FIELDS.iter().find(|f| f.number == *n as u32 && f.ty == ty) {
+                    return LineIdField::known(f);
+                }
+                // An undeclared field is read as repeated when more than one
+                // value per row is asked for.
+                let repeated = raw.shape.as_deref().is_some_and(|s| s.iter().product::<i64>() > 1);
+                return LineIdField { number: *n as u32, ty, default: 0.0, repeated };
             }
         }
         fallback

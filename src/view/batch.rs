@@ -158,6 +158,7 @@ impl<'a> ListEntry<'a> {
                 (3, WireType::Varint) => {
                     list_type = if r.varint()? as i32 == 1 { ListType::Shared } else { ListType::Individual };
                 }
+                (1, WireType::Len) => r.skip(field, wire)?,
                 (1 | 2 | 3, _) => return Err(r.wrong_wire(field, wire, "its declared type")),
                 _ => r.skip(field, wire)?,
             }

@@ -1,0 +1,110 @@
+//! Labels → f32 `[rows, dim]` and instance weights → f32 `[rows]`.
+//! ExampleBatch: the `__LABEL__` and `instance_weight` lists. Example: fields
+//! 101 and 102, extended by the same-named features as Monolith does.
+
+use super::write::fill;
+use super::{Ctx, ExtractError};
+use crate::proto::fex_v1::Tensor;
+use crate::view::{ExampleView, FeatureKind};
+
+/// Monolith's INVALID_LABEL: a missing label of an Example.
+const INVALID_LABEL: f32 = f32::MIN;
+
+pub(super) fn write_label(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, dim: usize, default: f64) -> Result<(), ExtractError> {
+    let pad = match (cx.is_monolith(), cx.is_batch()) {
+        (true, true) => 0.0,
+        (true, false) => f64::from(INVALID_LABEL),
+        (false, _) => default,
+    };
+    for row in 0..rows {
+        let mut row_labels = RowLabels { buf: &mut t.values, dim, n: 0 };
+        collect_labels(cx, row, &mut row_labels)?;
+        let n = row_labels.n;
+        fill(&mut t.values, crate::proto::fex_v1::DataType::F32, pad, dim - n);
+    }
+    Ok(())
+}
+
+/// Writes the first `dim` labels of a row, counting all it was offered.
+struct RowLabels<'b> {
+    buf: &'b mut Vec<u8>,
+    dim: usize,
+    n: usize,
+}
+
+impl RowLabels<'_> {
+    fn push(&mut self, v: f32) {
+        if self.n < self.dim {
+            self.buf.extend_from_slice(&v.to_le_bytes());
+            self.n += 1;
+        }
+    }
+
+    fn extend(&mut self, run: &[u8]) {
+        run.chunks_exact(4).for_each(|c| self.push(crate::view::le_f32(c)));
+    }
+}
+
+/// The label values of one row, in order: Example field 101, then `__LABEL__`.
+fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Result<(), ExtractError> {
+    if !cx.is_batch() {
+        let view = ExampleView::parse(cx.bufs[row], 0)?;
+        view.labels(|v| out.push(v)).map_err(|e| ExtractError::Decode(e.within("example", Some(row))))?;
+    }
+    let source = cx.plan.label_source.expect("plans with labels reserve __LABEL__");
+    let Some((f, cell)) = cx.feature(source, row)? else { return Ok(()) };
+    match f.kind() {
+        Some(FeatureKind::FloatList) => {
+            let mut any = false;
+            f.float_runs(|run| {
+                any |= !run.is_empty();
+                out.extend(run);
+            })
+            .map_err(|e| cx.locate(e, source, row, cell))?;
+            if !any && out.dim == 1 && cx.is_monolith() && cx.is_batch() {
+                return Err(cx.invalid(source, row, cell, "empty __LABEL__ float_list (Monolith aborts)"));
+            }
+            Ok(())
+        }
+        None => Ok(()),
+        other => Err(cx.mismatch(source, row, cell, other, "float_list")),
+    }
+}
+
+pub(super) fn write_weight(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize) -> Result<(), ExtractError> {
+    let source = cx.plan.weight_source.expect("plans with weights reserve instance_weight");
+    for row in 0..rows {
+        let w = weight(cx, source, row)?;
+        t.values.extend_from_slice(&w.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// The weight of one row: the first positive value found, else 1.
+fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractError> {
+    if !cx.is_batch() && cx.example_row(row).weight > 0.0 {
+        return Ok(cx.example_row(row).weight);
+    }
+    if cx.is_batch() && cx.is_monolith() && !cx.present(source) {
+        // Monolith leaves the weight of a batch without the list at 0.
+        return Ok(0.0);
+    }
+    let Some((f, cell)) = cx.feature(source, row)? else { return Ok(1.0) };
+    let mut first = None;
+    match f.kind() {
+        Some(FeatureKind::FloatList) => f
+            .float_runs(|run| {
+                if first.is_none() && run.len() >= 4 {
+                    first = Some(crate::view::le_f32(run));
+                }
+            })
+            .map_err(|e| cx.locate(e, source, row, cell))?,
+        None => {}
+        other => return Err(cx.mismatch(source, row, cell, other, "float_list")),
+    }
+    match first {
+        None if cx.is_monolith() && cx.is_batch() => Err(cx.invalid(source, row, cell, "empty instance_weight float_list (Monolith aborts)")),
+        Some(w) if w > 0.0 => Ok(w),
+        _ => Ok(1.0),
+    }
+}

@@ -1,0 +1,112 @@
+//! LineId ("extra") features → `[rows, dim]` (integers i64, floats f32) or one
+//! string per row. The LineId of a row is `__LINE_ID__`'s bytes_list[0] or, for
+//! an Example without that feature, its field 100.
+
+use super::write::{fill, push_f64, push_i64, push_split};
+use super::{Ctx, ExtractError};
+use crate::config::LineIdField;
+use crate::proto::fex_v1::{DataType, Tensor};
+use crate::view::{FeatureKind, LineIdView, Value, ValueClass};
+
+pub(super) fn write(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, field: LineIdField, dim: usize) -> Result<(), ExtractError> {
+    if field.ty.class() == ValueClass::Bytes {
+        return write_strings(cx, t, rows, field);
+    }
+    let dtype = if field.ty.class() == ValueClass::Float { DataType::F32 } else { DataType::I64 };
+    for row in 0..rows {
+        let n = meta_row(cx, &mut t.values, row, field, dtype, dim)?;
+        fill(&mut t.values, dtype, 0.0, dim - n);
+    }
+    Ok(())
+}
+
+fn write_strings(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, field: LineIdField) -> Result<(), ExtractError> {
+    push_split(t, DataType::I64, 0)?;
+    for row in 0..rows {
+        if let Some(line_id) = line_id(cx, row)? {
+            let last = line_id.last(field.number, field.ty).map_err(|e| locate(cx, e, row))?;
+            if let Some(Value::Bytes(b)) = last {
+                t.values.extend_from_slice(b);
+            }
+        }
+        push_split(t, DataType::I64, t.values.len())?;
+    }
+    Ok(())
+}
+
+/// Writes up to `dim` values of a LineId field for `row`; returns how many.
+/// Used by line_id outputs and by `__meta__` dense features without their list.
+pub(super) fn meta_row(cx: &Ctx<'_, '_>, buf: &mut Vec<u8>, row: usize, field: LineIdField, dtype: DataType, dim: usize) -> Result<usize, ExtractError> {
+    let Some(line_id) = line_id(cx, row)? else {
+        // Monolith zeroes extras of a batch without __LINE_ID__; otherwise an
+        // absent LineId reads as the default instance (sample_rate 1.0).
+        let no_list = cx.is_monolith() && cx.is_batch();
+        let default = if no_list || field.repeated { 0.0 } else { field.default };
+        push_f64(buf, dtype, default);
+        return Ok(1);
+    };
+    let mut n = 0;
+    let mut last = None;
+    line_id
+        .values(field.number, field.ty, |v| {
+            if !field.repeated {
+                last = Some(v);
+            } else if n < dim {
+                push_value(buf, dtype, v);
+                n += 1;
+            }
+        })
+        .map_err(|e| locate(cx, e, row))?;
+    if !field.repeated {
+        push_value(buf, dtype, last.unwrap_or(Value::Float(field.default)));
+        n = 1;
+    }
+    Ok(n)
+}
+
+fn push_value(buf: &mut Vec<u8>, dtype: DataType, v: Value<'_>) {
+    match v {
+        Value::Int(i) => push_i64(buf, dtype, i),
+        Value::Float(f) => push_f64(buf, dtype, f),
+        Value::Bytes(_) => push_f64(buf, dtype, 0.0),
+    }
+}
+
+/// The LineId of `row`, if it has one.
+pub(super) fn line_id<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<LineIdView<'a>>, ExtractError> {
+    let source = cx.plan.line_id_source.expect("plans that read LineIds reserve __LINE_ID__");
+    if let Some((f, cell)) = cx.feature(source, row)? {
+        return match f.kind() {
+            Some(FeatureKind::BytesList) => {
+                let mut first = None;
+                f.bytes_values(|v| {
+                    first.get_or_insert(v);
+                })
+                .map_err(|e| cx.locate(e, source, row, cell))?;
+                match first {
+                    Some(b) => Ok(Some(LineIdView::new(b, value_offset(cx, cell, b)))),
+                    None if cx.is_monolith() => Err(cx.invalid(source, row, cell, "empty __LINE_ID__ bytes_list (Monolith aborts)")),
+                    None => Ok(None),
+                }
+            }
+            None => Ok(None),
+            other => Err(cx.mismatch(source, row, cell, other, "bytes_list holding a serialized LineId")),
+        };
+    }
+    if cx.is_batch() {
+        return Ok(None);
+    }
+    let cell = cx.example_row(row).line_id;
+    Ok((!cell.is_none()).then(|| LineIdView::new(cx.bytes(cell), cell.start as usize)))
+}
+
+/// Absolute offset of a sub-slice of a cell's bytes.
+fn value_offset(cx: &Ctx<'_, '_>, cell: super::Cell, value: &[u8]) -> usize {
+    let outer = cx.bytes(cell);
+    cell.start as usize + (value.as_ptr() as usize - outer.as_ptr() as usize)
+}
+
+fn locate(cx: &Ctx<'_, '_>, e: crate::wire::DecodeError, row: usize) -> ExtractError {
+    let e = if cx.is_batch() { e.within("line_id", None).within("row", Some(row)) } else { e.within("line_id", None).within("example", Some(row)) };
+    ExtractError::Decode(e)
+}

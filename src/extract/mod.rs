@@ -1,0 +1,260 @@
+//! Extraction: serialized samples plus a [`Plan`] in, packed tensors out.
+//! Phase one (`gather`) locates each needed Feature; phase two runs one writer
+//! per output (`sparse`, `dense`, `strings`, `sequence`, `line_id`, `label`).
+//! An [`Extractor`] keeps its scratch between calls and an [`Extracted`] keeps
+//! its buffers, so steady-state extraction allocates nothing new.
+
+mod error;
+mod gather;
+mod label;
+mod line_id;
+mod sequence;
+mod sparse;
+mod strings;
+mod write;
+mod dense;
+
+pub use error::ExtractError;
+
+use gather::{Cell, Column, ExampleRow, InputKind};
+
+use crate::config::{Op, Output, Plan, Source};
+use crate::proto::fex_v1::Tensor;
+use crate::view::{FeatureKind, FeatureView};
+use crate::wire::DecodeError;
+
+/// The tensors of one extraction. Reuse one across calls to keep its buffers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extracted {
+    /// Rows in the request (ExampleBatch.batch_size, or the number of Examples).
+    pub batch_size: usize,
+    /// One tensor per plan output, in plan order.
+    pub tensors: Vec<Tensor>,
+}
+
+impl Extracted {
+    /// The tensor named `name`, if the plan produced one.
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+}
+
+/// Reusable scratch for extraction; one per thread.
+#[derive(Debug)]
+pub struct Extractor {
+    cells: Vec<Cell>,
+    columns: Vec<Column>,
+    example_rows: Vec<ExampleRow>,
+    kind: InputKind,
+    rows: usize,
+}
+
+impl Default for Extractor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Extractor {
+    pub fn new() -> Self {
+        Self { cells: Vec::new(), columns: Vec::new(), example_rows: Vec::new(), kind: InputKind::Batch, rows: 0 }
+    }
+
+    /// Extracts a serialized `ExampleBatch` into `out`, reusing its buffers.
+    pub fn extract_batch(&mut self, plan: &Plan, buf: &[u8], out: &mut Extracted) -> Result<(), ExtractError> {
+        self.gather_batch(plan, buf)?;
+        self.run(plan, &[buf], out)
+    }
+
+    /// Extracts serialized `Example`s (one per row) into `out`.
+    pub fn extract_examples(&mut self, plan: &Plan, bufs: &[&[u8]], out: &mut Extracted) -> Result<(), ExtractError> {
+        self.gather_examples(plan, bufs)?;
+        self.run(plan, bufs, out)
+    }
+
+    fn run(&self, plan: &Plan, bufs: &[&[u8]], out: &mut Extracted) -> Result<(), ExtractError> {
+        let cx = Ctx { ex: self, plan, bufs };
+        out.batch_size = self.rows;
+        out.tensors.truncate(plan.outputs.len());
+        out.tensors.resize_with(plan.outputs.len(), Tensor::default);
+        let mut budget = 0usize;
+        for (output, tensor) in plan.outputs.iter().zip(out.tensors.iter_mut()) {
+            write::begin(tensor, output);
+            cx.write(output, tensor, &mut budget)?;
+        }
+        Ok(())
+    }
+}
+
+/// Extracts a serialized `ExampleBatch` with fresh scratch (allocates).
+pub fn extract_batch(plan: &Plan, buf: &[u8]) -> Result<Extracted, ExtractError> {
+    let mut out = Extracted::default();
+    Extractor::new().extract_batch(plan, buf, &mut out)?;
+    Ok(out)
+}
+
+/// Extracts serialized `Example`s with fresh scratch (allocates).
+pub fn extract_examples(plan: &Plan, bufs: &[&[u8]]) -> Result<Extracted, ExtractError> {
+    let mut out = Extracted::default();
+    Extractor::new().extract_examples(plan, bufs, &mut out)?;
+    Ok(out)
+}
+
+/// What one writer sees: the gathered cells, the plan and the input buffers.
+pub(crate) struct Ctx<'x, 'a> {
+    ex: &'x Extractor,
+    plan: &'x Plan,
+    bufs: &'x [&'a [u8]],
+}
+
+/// How many rows a writer computes, and what becomes of them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rows {
+    /// Rows to compute: 1 for a SHARED source, else the batch size.
+    pub compute: usize,
+    /// Rows the tensor ends with (after broadcasting).
+    pub total: usize,
+    /// Returned once with rows = 1 (`shared: once` on a SHARED list).
+    pub once: bool,
+}
+
+impl<'x, 'a> Ctx<'x, 'a> {
+    fn write(&self, out: &Output, t: &mut Tensor, budget: &mut usize) -> Result<(), ExtractError> {
+        let rows = self.rows(out);
+        let limit = self.plan.limits.max_output_bytes;
+        match &out.op {
+            Op::Sparse { splits, .. } => sparse::write(self, out, t, rows.compute, *splits)?,
+            Op::Dense { dtype, dim, default, meta } => {
+                write::charge(budget, rows.compute * dim * write::elem_size(*dtype), limit)?;
+                dense::write(self, out, t, rows.compute, (*dtype, *dim, *default, *meta))?
+            }
+            Op::String => strings::write(self, out, t, rows.compute)?,
+            Op::Sequence { .. } => sequence::write(self, out, t, rows.compute)?,
+            Op::LineId { field, dim } => line_id::write(self, t, rows.compute, *field, *dim)?,
+            Op::Label { dim, default } => label::write_label(self, t, rows.compute, *dim, *default)?,
+            Op::Weight => label::write_weight(self, t, rows.compute)?,
+        }
+        let own = t.values.len() + t.row_splits.len();
+        write::charge(budget, own, limit)?;
+        if rows.total > rows.compute {
+            write::broadcast(t, rows.total, budget, limit)?;
+        }
+        t.shared = rows.once;
+        self.set_shape(out, t, rows.total);
+        Ok(())
+    }
+
+    /// A SHARED source is computed once, then broadcast or returned once.
+    fn rows(&self, out: &Output) -> Rows {
+        let all = self.ex.rows;
+        // A missing list of a `shared: once` output still answers with one
+        // (empty) row, so the model sees the same shape on every request.
+        let shared = self.source_index(out.source).is_some_and(|s| {
+            let col = self.ex.columns[s];
+            col.shared || (!col.present && out.shared_once && self.is_batch())
+        });
+        match (shared, out.shared_once) {
+            (true, true) => Rows { compute: 1, total: 1, once: true },
+            (true, false) => Rows { compute: all.min(1), total: all, once: false },
+            _ => Rows { compute: all, total: all, once: false },
+        }
+    }
+
+    fn set_shape(&self, out: &Output, t: &mut Tensor, rows: usize) {
+        t.shape.push(rows as i64);
+        match &out.op {
+            Op::Sparse { .. } => t.shape.push(-1),
+            Op::Sequence { width, .. } => t.shape.extend([-1, *width as i64]),
+            Op::Dense { .. } | Op::Label { .. } => t.shape.extend(&out.shape),
+            Op::LineId { .. } if t.layout == crate::proto::fex_v1::Layout::Dense as i32 => t.shape.extend(&out.shape),
+            _ => {}
+        }
+    }
+
+    pub(crate) fn source_index(&self, source: Source) -> Option<usize> {
+        match source {
+            Source::Feature(i) => Some(i),
+            Source::LineId => self.plan.line_id_source,
+            Source::Label => self.plan.label_source,
+            Source::Weight => self.plan.weight_source,
+        }
+    }
+
+    pub(crate) fn is_monolith(&self) -> bool {
+        self.plan.compat == crate::config::Compat::Monolith
+    }
+
+    pub(crate) fn is_batch(&self) -> bool {
+        self.ex.kind == InputKind::Batch
+    }
+
+    /// Whether the source's list (or any Example's feature) was present at all.
+    pub(crate) fn present(&self, source: usize) -> bool {
+        self.ex.columns[source].present
+    }
+
+    /// The cell of `source` at `row`, if that row has the feature.
+    pub(crate) fn cell(&self, source: usize, row: usize) -> Option<Cell> {
+        let col = self.ex.columns[source];
+        let i = match (col.present, col.shared) {
+            (false, _) => return None,
+            (true, true) if col.len > 0 => col.first,
+            (true, false) if row < col.len => col.first + row,
+            _ => return None,
+        };
+        Some(self.ex.cells[i]).filter(|c| !c.is_none())
+    }
+
+    pub(crate) fn bytes(&self, cell: Cell) -> &'a [u8] {
+        &self.bufs[cell.buf as usize][cell.start as usize..cell.end as usize]
+    }
+
+    /// The Feature of `source` at `row`, parsed, with its cell for errors.
+    pub(crate) fn feature(&self, source: usize, row: usize) -> Result<Option<(FeatureView<'a>, Cell)>, ExtractError> {
+        let Some(cell) = self.cell(source, row) else { return Ok(None) };
+        let view = FeatureView::parse(self.bytes(cell), cell.start as usize);
+        Ok(Some((view.map_err(|e| self.locate(e, source, row, cell))?, cell)))
+    }
+
+    /// Adds the path of a cell to an error from inside its Feature.
+    pub(crate) fn locate(&self, e: DecodeError, source: usize, row: usize, cell: Cell) -> ExtractError {
+        let e = match self.ex.kind {
+            InputKind::Batch => e
+                .within("feature", Some(cell.index as usize))
+                .within("named_feature_list", Some(self.ex.columns[source].list_index)),
+            InputKind::Examples => e
+                .within("feature", None)
+                .within("named_feature", Some(cell.index as usize))
+                .within("example", Some(row)),
+        };
+        ExtractError::Decode(e)
+    }
+
+    /// The path of a cell, for type errors.
+    pub(crate) fn path(&self, source: usize, row: usize, cell: Cell) -> String {
+        match self.ex.kind {
+            InputKind::Batch => format!(
+                "named_feature_list[{}].feature[{}]",
+                self.ex.columns[source].list_index, cell.index
+            ),
+            InputKind::Examples => format!("example[{row}].named_feature[{}].feature", cell.index),
+        }
+    }
+
+    pub(crate) fn mismatch(&self, source: usize, row: usize, cell: Cell, found: Option<FeatureKind>, expected: &'static str) -> ExtractError {
+        ExtractError::TypeMismatch {
+            path: self.path(source, row, cell),
+            name: self.plan.source_names[source].clone(),
+            found: found.map_or("an empty feature", FeatureKind::name),
+            expected,
+        }
+    }
+
+    pub(crate) fn invalid(&self, source: usize, row: usize, cell: Cell, message: &'static str) -> ExtractError {
+        ExtractError::Invalid { path: self.path(source, row, cell), name: self.plan.source_names[source].clone(), message }
+    }
+
+    pub(crate) fn example_row(&self, row: usize) -> ExampleRow {
+        self.ex.example_rows[row]
+    }
+}
