@@ -374,3 +374,17 @@ fn reused_buffers_give_the_same_result() {
     ex.extract_batch(&p, &second, &mut out).unwrap();
     assert_eq!(out, fex::extract_batch(&p, &second).unwrap());
 }
+
+#[test]
+fn selected_outputs_only_and_list_counts() {
+    let p = Plan::default_model();
+    let bytes = batch(1, vec![list("item_id", INDIVIDUAL, vec![fids(&[4])]), list("noise", INDIVIDUAL, vec![fids(&[1])])]);
+    let picked = p.select(&["item_ctr_7d", "item_id"]).unwrap();
+    let mut out = Extracted::default();
+    fex::Extractor::new().extract_batch_selected(&p, &bytes, Some(&picked), &mut out).unwrap();
+    let names: Vec<&str> = out.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["item_ctr_7d", "item_id"]);
+    assert_eq!((out.lists_seen, out.lists_decoded), (2, 1));
+    let err = p.select(&["nope"]).unwrap_err();
+    assert!(err.starts_with(r#"model "default" has no output "nope"; it has user_id, "#), "{err}");
+}

@@ -133,6 +133,21 @@ impl Plan {
         self.index.get(name).copied()
     }
 
+    /// Output indices for a list of output names, in the order given; an
+    /// unknown name is an error that lists the outputs the model has.
+    pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, String> {
+        names
+            .iter()
+            .map(|name| {
+                let name = name.as_ref();
+                self.outputs.iter().position(|o| o.name == name).ok_or_else(|| {
+                    let known: Vec<&str> = self.outputs.iter().map(|o| o.name.as_str()).collect();
+                    format!("model {:?} has no output {name:?}; it has {}", self.name, known.join(", "))
+                })
+            })
+            .collect()
+    }
+
     /// The output signature: name, layout, dtype and shape of every output.
     pub fn signature(&self) -> Vec<TensorSpec> {
         self.outputs.iter().map(Output::spec).collect()

@@ -66,7 +66,9 @@ impl Extractor {
         for entry in batch.lists() {
             let entry = entry?;
             let name = entry.name()?;
+            self.lists_seen += 1;
             let Some(source) = plan.source_of(name) else { continue };
+            self.lists_decoded += 1;
             let first = self.cells.len();
             let cells = &mut self.cells;
             let list_type = entry.decode(|i, body, at| push_cell(cells, 0, i, body, at))?;
@@ -126,7 +128,9 @@ impl Extractor {
         self.example_rows.push(ExampleRow { line_id, weight: view.instance_weight() });
         for entry in view.features() {
             let entry = entry?;
+            self.lists_seen += 1;
             let Some(source) = plan.source_of(entry.name) else { continue };
+            self.lists_decoded += 1;
             // A NamedFeature without a Feature reads as an empty Feature.
             let (body, at) = entry.feature.unwrap_or((&[], 0));
             self.cells[source * rows + row] = cell(row, entry.index, body, at);
@@ -137,6 +141,8 @@ impl Extractor {
     fn reset(&mut self, plan: &Plan, kind: InputKind, rows: usize) {
         self.kind = kind;
         self.rows = rows;
+        self.lists_seen = 0;
+        self.lists_decoded = 0;
         self.cells.clear();
         self.example_rows.clear();
         self.columns.clear();

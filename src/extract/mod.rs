@@ -28,8 +28,12 @@ use crate::wire::DecodeError;
 pub struct Extracted {
     /// Rows in the request (ExampleBatch.batch_size, or the number of Examples).
     pub batch_size: usize,
-    /// One tensor per plan output, in plan order.
+    /// One tensor per selected plan output, in plan order.
     pub tensors: Vec<Tensor>,
+    /// Feature lists (or named features) seen in the input, and how many of
+    /// them the plan needed and decoded; the rest were skipped by length.
+    pub lists_seen: usize,
+    pub lists_decoded: usize,
 }
 
 impl Extracted {
@@ -47,6 +51,8 @@ pub struct Extractor {
     example_rows: Vec<ExampleRow>,
     kind: InputKind,
     rows: usize,
+    lists_seen: usize,
+    lists_decoded: usize,
 }
 
 impl Default for Extractor {
@@ -57,28 +63,55 @@ impl Default for Extractor {
 
 impl Extractor {
     pub fn new() -> Self {
-        Self { cells: Vec::new(), columns: Vec::new(), example_rows: Vec::new(), kind: InputKind::Batch, rows: 0 }
+        Self { cells: Vec::new(), columns: Vec::new(), example_rows: Vec::new(), kind: InputKind::Batch, rows: 0, lists_seen: 0, lists_decoded: 0 }
     }
 
     /// Extracts a serialized `ExampleBatch` into `out`, reusing its buffers.
     pub fn extract_batch(&mut self, plan: &Plan, buf: &[u8], out: &mut Extracted) -> Result<(), ExtractError> {
-        self.gather_batch(plan, buf)?;
-        self.run(plan, &[buf], out)
+        self.extract_batch_selected(plan, buf, None, out)
     }
 
     /// Extracts serialized `Example`s (one per row) into `out`.
     pub fn extract_examples(&mut self, plan: &Plan, bufs: &[&[u8]], out: &mut Extracted) -> Result<(), ExtractError> {
-        self.gather_examples(plan, bufs)?;
-        self.run(plan, bufs, out)
+        self.extract_examples_selected(plan, bufs, None, out)
     }
 
-    fn run(&self, plan: &Plan, bufs: &[&[u8]], out: &mut Extracted) -> Result<(), ExtractError> {
+    /// Like `extract_batch`, computing only the outputs at `selected` (indices
+    /// from [`Plan::select`]); `None` computes all of them.
+    pub fn extract_batch_selected(
+        &mut self,
+        plan: &Plan,
+        buf: &[u8],
+        selected: Option<&[usize]>,
+        out: &mut Extracted,
+    ) -> Result<(), ExtractError> {
+        self.gather_batch(plan, buf)?;
+        self.run(plan, &[buf], selected, out)
+    }
+
+    /// Like `extract_examples`, computing only the outputs at `selected`.
+    pub fn extract_examples_selected(
+        &mut self,
+        plan: &Plan,
+        bufs: &[&[u8]],
+        selected: Option<&[usize]>,
+        out: &mut Extracted,
+    ) -> Result<(), ExtractError> {
+        self.gather_examples(plan, bufs)?;
+        self.run(plan, bufs, selected, out)
+    }
+
+    fn run(&self, plan: &Plan, bufs: &[&[u8]], selected: Option<&[usize]>, out: &mut Extracted) -> Result<(), ExtractError> {
         let cx = Ctx { ex: self, plan, bufs };
+        let count = selected.map_or(plan.outputs.len(), <[usize]>::len);
         out.batch_size = self.rows;
-        out.tensors.truncate(plan.outputs.len());
-        out.tensors.resize_with(plan.outputs.len(), Tensor::default);
+        out.lists_seen = self.lists_seen;
+        out.lists_decoded = self.lists_decoded;
+        out.tensors.truncate(count);
+        out.tensors.resize_with(count, Tensor::default);
         let mut budget = 0usize;
-        for (output, tensor) in plan.outputs.iter().zip(out.tensors.iter_mut()) {
+        for (i, tensor) in out.tensors.iter_mut().enumerate() {
+            let output = &plan.outputs[selected.map_or(i, |s| s[i])];
             write::begin(tensor, output);
             cx.write(output, tensor, &mut budget)?;
         }
