@@ -1,0 +1,122 @@
+//! Global concurrency limit with load shedding: a call that finds every permit
+//! taken is refused at once with RESOURCE_EXHAUSTED. There is no queue, so an
+//! overloaded server answers fast and memory stays bounded by
+//! `max_request_bytes * max_concurrency`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::sync::Semaphore;
+use tower::{Layer, Service};
+
+use crate::metrics::Metrics;
+
+#[derive(Clone)]
+pub struct AdmissionLayer {
+    permits: Arc<Semaphore>,
+    limit: usize,
+    metrics: Arc<Metrics>,
+}
+
+impl AdmissionLayer {
+    /// One layer value is shared by every connection: the limit is global.
+    pub fn new(limit: usize, metrics: Arc<Metrics>) -> Self {
+        Self { permits: Arc::new(Semaphore::new(limit)), limit, metrics }
+    }
+}
+
+impl<S> Layer<S> for AdmissionLayer {
+    type Service = Admission<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Admission { inner, layer: self.clone() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Admission<S> {
+    inner: S,
+    layer: AdmissionLayer,
+}
+
+type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
+impl<S, B> Service<http::Request<B>> for Admission<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<S::Response, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if !super::governed(request.uri()) {
+            return Box::pin(self.inner.call(request));
+        }
+        let Ok(permit) = Arc::clone(&self.layer.permits).try_acquire_owned() else {
+            self.layer.metrics.shed.inc();
+            let message = format!("server is at its limit of {} concurrent requests; retry with backoff", self.layer.limit);
+            let response = super::status_response(tonic::Status::resource_exhausted(message));
+            return Box::pin(async move { Ok(response) });
+        };
+        let call = self.inner.call(request);
+        Box::pin(async move {
+            let response = call.await;
+            drop(permit);
+            response
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower_test::mock;
+
+    fn request() -> http::Request<()> {
+        http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract").body(()).unwrap()
+    }
+
+    fn grpc_status(r: &http::Response<tonic::body::Body>) -> Option<String> {
+        r.headers().get("grpc-status").map(|v| v.to_str().unwrap().to_string())
+    }
+
+    #[tokio::test]
+    async fn sheds_beyond_the_limit_and_recovers() {
+        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
+        let mut svc = AdmissionLayer::new(1, Metrics::new()).layer(service);
+        handle.allow(10);
+        let first = svc.call(request());
+        // The second call finds the only permit taken: refused without queueing.
+        let second = svc.call(request()).await.unwrap();
+        assert_eq!(grpc_status(&second).as_deref(), Some("8"), "RESOURCE_EXHAUSTED");
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(http::Response::new(tonic::body::Body::empty()));
+        first.await.unwrap();
+        // The permit came back.
+        let third = svc.call(request());
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(http::Response::new(tonic::body::Body::empty()));
+        assert_eq!(grpc_status(&third.await.unwrap()), None);
+    }
+
+    #[tokio::test]
+    async fn health_checks_are_never_shed() {
+        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
+        let mut svc = AdmissionLayer::new(0, Metrics::new()).layer(service);
+        handle.allow(1);
+        let health = http::Request::builder().uri("/grpc.health.v1.Health/Check").body(()).unwrap();
+        let call = svc.call(health);
+        let (_, send) = handle.next_request().await.unwrap();
+        send.send_response(http::Response::new(tonic::body::Body::empty()));
+        assert_eq!(grpc_status(&call.await.unwrap()), None);
+    }
+}

@@ -1,0 +1,132 @@
+//! Per-call deadline: the client's `grpc-timeout` when it is shorter than the
+//! server default. A call past its deadline is answered DEADLINE_EXCEEDED (a
+//! real gRPC status, not a reset stream that clients would see as INTERNAL).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tower::{Layer, Service};
+
+use crate::metrics::Metrics;
+
+#[derive(Clone)]
+pub struct DeadlineLayer {
+    default: Duration,
+    metrics: Arc<Metrics>,
+}
+
+impl DeadlineLayer {
+    pub fn new(default: Duration, metrics: Arc<Metrics>) -> Self {
+        Self { default, metrics }
+    }
+}
+
+impl<S> Layer<S> for DeadlineLayer {
+    type Service = Deadline<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Deadline { inner, layer: self.clone() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Deadline<S> {
+    inner: S,
+    layer: DeadlineLayer,
+}
+
+type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
+
+impl<S, B> Service<http::Request<B>> for Deadline<S>
+where
+    S: Service<http::Request<B>, Response = http::Response<tonic::body::Body>> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<S::Response, S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        if !super::governed(request.uri()) {
+            return Box::pin(self.inner.call(request));
+        }
+        let client = request.headers().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(parse_grpc_timeout);
+        let deadline = client.map_or(self.layer.default, |c| c.min(self.layer.default));
+        let metrics = Arc::clone(&self.layer.metrics);
+        let call = self.inner.call(request);
+        Box::pin(async move {
+            match tokio::time::timeout(deadline, call).await {
+                Ok(response) => response,
+                Err(_) => {
+                    metrics.deadline_exceeded.inc();
+                    let message = format!("deadline of {deadline:?} exceeded");
+                    Ok(super::status_response(tonic::Status::deadline_exceeded(message)))
+                }
+            }
+        })
+    }
+}
+
+/// Parses a `grpc-timeout` header value: up to 8 digits and a unit
+/// (H, M, S, m, u, n), as the gRPC HTTP/2 protocol defines it.
+pub fn parse_grpc_timeout(v: &str) -> Option<Duration> {
+    if v.len() < 2 || v.len() > 9 {
+        return None;
+    }
+    let (digits, unit) = v.split_at(v.len() - 1);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower_test::mock;
+
+    #[test]
+    fn grpc_timeout_values() {
+        let check = |v, want: Option<Duration>| assert_eq!(parse_grpc_timeout(v), want, "{v}");
+        check("100m", Some(Duration::from_millis(100)));
+        check("2S", Some(Duration::from_secs(2)));
+        check("1H", Some(Duration::from_secs(3600)));
+        check("5u", Some(Duration::from_micros(5)));
+        check("7n", Some(Duration::from_nanos(7)));
+        check("123456789S", None);
+        check("10x", None);
+        check("S", None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn client_deadline_wins_when_shorter() {
+        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
+        let mut svc = DeadlineLayer::new(Duration::from_secs(10), Metrics::new()).layer(service);
+        handle.allow(1);
+        let request = http::Request::builder()
+            .uri("/fex.v1.FeatureExtractor/Extract")
+            .header("grpc-timeout", "50m")
+            .body(())
+            .unwrap();
+        let call = svc.call(request);
+        // Hold the request without answering: the deadline must fire.
+        let _pending = handle.next_request().await.unwrap();
+        let response = call.await.unwrap();
+        assert_eq!(response.headers().get("grpc-status").unwrap(), "4", "DEADLINE_EXCEEDED");
+        let message = response.headers().get("grpc-message").unwrap().to_str().unwrap();
+        assert!(message.contains("50ms"), "{message}");
+    }
+}

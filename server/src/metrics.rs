@@ -1,0 +1,117 @@
+//! Prometheus metrics and the HTTP endpoint that serves them (/metrics).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModelCode {
+    pub model: String,
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModelLabel {
+    pub model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: String,
+}
+
+/// Every metric the server exports.
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<ModelCode, Counter>,
+    pub latency: Family<ModelLabel, Histogram>,
+    pub request_bytes: Family<ModelLabel, Counter>,
+    pub response_bytes: Family<ModelLabel, Counter>,
+    pub rows: Family<ModelLabel, Counter>,
+    pub lists_decoded: Family<ModelLabel, Counter>,
+    pub lists_skipped: Family<ModelLabel, Counter>,
+    pub reloads: Family<ResultLabel, Counter>,
+    pub models: Gauge,
+    pub in_flight: Gauge,
+    pub shed: Counter,
+    pub deadline_exceeded: Counter,
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Self> {
+        let mut registry = Registry::with_prefix("fex");
+        let latency = Family::<ModelLabel, Histogram>::new_with_constructor(|| {
+            // 50 µs .. ~3.3 s in powers of two.
+            Histogram::new(exponential_buckets(0.000_05, 2.0, 17))
+        });
+        let m = Metrics {
+            requests: Family::default(),
+            latency,
+            request_bytes: Family::default(),
+            response_bytes: Family::default(),
+            rows: Family::default(),
+            lists_decoded: Family::default(),
+            lists_skipped: Family::default(),
+            reloads: Family::default(),
+            models: Gauge::default(),
+            in_flight: Gauge::default(),
+            shed: Counter::default(),
+            deadline_exceeded: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register("requests", "Extract calls by model and gRPC status code", m.requests.clone());
+        registry.register("request_duration_seconds", "Extract latency inside the server", m.latency.clone());
+        registry.register("request_bytes", "Sample bytes received", m.request_bytes.clone());
+        registry.register("response_bytes", "Tensor bytes returned", m.response_bytes.clone());
+        registry.register("rows", "Rows (candidates) extracted", m.rows.clone());
+        registry.register("feature_lists_decoded", "Feature lists the model needed and decoded", m.lists_decoded.clone());
+        registry.register("feature_lists_skipped", "Feature lists skipped by their length prefix", m.lists_skipped.clone());
+        registry.register("reloads", "Model config reloads by result (ok, rejected)", m.reloads.clone());
+        registry.register("models_loaded", "Models currently served", m.models.clone());
+        registry.register("in_flight_requests", "Extract calls being handled", m.in_flight.clone());
+        registry.register("shed", "Calls refused with RESOURCE_EXHAUSTED at the concurrency limit", m.shed.clone());
+        registry.register("deadline_exceeded", "Calls that ran past their deadline", m.deadline_exceeded.clone());
+        Arc::new(Metrics { registry, ..m })
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+
+    pub fn model(model: &str) -> ModelLabel {
+        ModelLabel { model: model.to_string() }
+    }
+}
+
+/// Serves GET /metrics on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    metrics: Arc<Metrics>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::routing::get;
+    let app = axum::Router::new().route(
+        "/metrics",
+        get(move || {
+            let metrics = Arc::clone(&metrics);
+            async move {
+                ([(http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], metrics.render())
+            }
+        }),
+    );
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}
+
+/// Binds the metrics listener (before the server reports ready).
+pub async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}

@@ -1,0 +1,197 @@
+//! Building and running the server: listeners, the tower stack, health,
+//! reflection, metrics, reloads, and the drain on shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use fex::proto::fex_v1::FILE_DESCRIPTOR_SET;
+use fex::proto::fex_v1::feature_extractor_server::FeatureExtractorServer;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tonic::transport::server::TcpIncoming;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+use tonic_health::server::HealthReporter;
+
+use crate::args::Args;
+use crate::layers::{AdmissionLayer, DeadlineLayer};
+use crate::metrics::{Metrics, ResultLabel};
+use crate::registry::{LoadError, Registry, ReloadReport};
+use crate::service::ExtractorService;
+
+/// A running server. Drop does not stop it: call `shutdown` and `wait`.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub registry: Arc<Registry>,
+    pub metrics: Arc<Metrics>,
+    drain: watch::Sender<bool>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+/// Loads the models `args` names: a directory, or the embedded default.
+pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
+    match &args.models {
+        Some(dir) => Registry::from_dir(dir),
+        None => Ok(Registry::embedded_default()),
+    }
+}
+
+/// Binds every listener and starts serving; returns once the server is ready.
+pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
+    let metrics = Metrics::new();
+    metrics.models.set(registry.all().len() as i64);
+    let listener = tokio::net::TcpListener::bind(args.listen_addr)
+        .await
+        .with_context(|| format!("binding the gRPC listener on {}", args.listen_addr))?;
+    let addr = listener.local_addr()?;
+    let (drain, drained) = watch::channel(false);
+    let metrics_addr = start_metrics(args, &metrics, drained.clone()).await?;
+    let (health, health_service) = tonic_health::server::health_reporter();
+    let task = tokio::spawn(run(args.clone(), listener, Arc::clone(&registry), Arc::clone(&metrics), health, health_service, drained));
+    tracing::info!(%addr, models = ?registry.names(), "fex-server listening");
+    Ok(Server { addr, metrics_addr, registry, metrics, drain, task })
+}
+
+async fn start_metrics(args: &Args, metrics: &Arc<Metrics>, mut drained: watch::Receiver<bool>) -> anyhow::Result<Option<SocketAddr>> {
+    let Some(addr) = args.metrics_addr.0 else { return Ok(None) };
+    let listener = crate::metrics::bind(addr).await.with_context(|| format!("binding the metrics listener on {addr}"))?;
+    let local = listener.local_addr()?;
+    let metrics = Arc::clone(metrics);
+    tokio::spawn(async move {
+        let stop = async move {
+            let _ = drained.wait_for(|d| *d).await;
+        };
+        if let Err(e) = crate::metrics::serve(listener, metrics, stop).await {
+            tracing::error!(error = %e, "metrics endpoint failed");
+        }
+    });
+    Ok(Some(local))
+}
+
+async fn run(
+    args: Args,
+    listener: tokio::net::TcpListener,
+    registry: Arc<Registry>,
+    metrics: Arc<Metrics>,
+    health: HealthReporter,
+    health_service: tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
+    mut drained: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let extractor = ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
+    let extractor = FeatureExtractorServer::new(extractor)
+        .max_decoding_message_size(args.max_request_bytes)
+        .max_encoding_message_size(args.max_response_bytes);
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
+    let reflection_v1 = reflection.build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    // The stack, outermost first. The deadline wraps everything so its clock
+    // includes admission; admission (global limit + shed) sits inside it and
+    // answers at once when full. Both skip health and reflection calls.
+    let stack = tower::ServiceBuilder::new()
+        .layer(DeadlineLayer::new(args.request_timeout, Arc::clone(&metrics)))
+        .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
+        .into_inner();
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = tls_config(&args)? {
+        builder = builder.tls_config(tls)?;
+    }
+    health.set_serving::<FeatureExtractorServer<ExtractorService>>().await;
+    health.set_service_status("", tonic_health::ServingStatus::Serving).await;
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let stop_health = health.clone();
+    let mut stop_rx = drained.clone();
+    let shutdown = async move {
+        let _ = stop_rx.wait_for(|d| *d).await;
+        stop_health.set_not_serving::<FeatureExtractorServer<ExtractorService>>().await;
+        stop_health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+    };
+    let serve = builder
+        .layer(stack)
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(extractor)
+        .serve_with_incoming_shutdown(incoming, shutdown);
+    let drain_timeout = args.drain_timeout;
+    let deadline = async move {
+        let _ = drained.wait_for(|d| *d).await;
+        tokio::time::sleep(drain_timeout).await;
+    };
+    tokio::select! {
+        result = serve => result.context("serving gRPC")?,
+        () = deadline => tracing::warn!(?drain_timeout, "drain deadline passed with calls in flight; exiting"),
+    }
+    Ok(())
+}
+
+fn tls_config(args: &Args) -> anyhow::Result<Option<ServerTlsConfig>> {
+    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else { return Ok(None) };
+    let read = |p: &std::path::PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
+    let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?));
+    if let Some(ca) = &args.tls_client_ca {
+        tls = tls.client_ca_root(Certificate::from_pem(read(ca)?));
+    }
+    Ok(Some(tls))
+}
+
+impl Server {
+    /// Starts the drain: health turns NOT_SERVING, the listener closes, and
+    /// in-flight calls get up to the drain timeout to finish.
+    pub fn shutdown(&self) {
+        let _ = self.drain.send(true);
+    }
+
+    /// Waits until the server has stopped.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await.context("server task")?
+    }
+
+    /// Re-reads the models directory, logging and counting the outcome.
+    pub fn reload(&self) -> ReloadReport {
+        reload(&self.registry, &self.metrics)
+    }
+
+    /// Reloads every `interval` (if non-zero) until the drain starts.
+    pub fn spawn_reloader(&self, interval: Duration) {
+        if interval.is_zero() {
+            return;
+        }
+        let (registry, metrics) = (Arc::clone(&self.registry), Arc::clone(&self.metrics));
+        let mut drained = self.drain.subscribe();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.tick().await;
+            loop {
+                tokio::select! {
+                    _ = ticks.tick() => { reload(&registry, &metrics); }
+                    _ = drained.wait_for(|d| *d) => return,
+                }
+            }
+        });
+    }
+}
+
+fn reload(registry: &Registry, metrics: &Metrics) -> ReloadReport {
+    let report = registry.reload();
+    for name in &report.loaded {
+        tracing::info!(model = %name, "model loaded");
+    }
+    for name in &report.removed {
+        tracing::info!(model = %name, "model unloaded: its config file is gone");
+    }
+    for e in &report.rejected {
+        tracing::error!(path = %e.path.display(), error = %e.message, "model config rejected; the previous version keeps serving");
+    }
+    let count = |result: &str, n: usize| metrics.reloads.get_or_create(&ResultLabel { result: result.into() }).inc_by(n as u64);
+    count("ok", report.loaded.len());
+    count("rejected", report.rejected.len());
+    metrics.models.set(registry.all().len() as i64);
+    report
+}

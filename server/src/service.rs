@@ -1,0 +1,158 @@
+//! `fex.v1.FeatureExtractor`: looks the model up, runs the library on the
+//! request's bytes (shared with tonic's buffer, never copied), and answers with
+//! the library's tensors as they are.
+
+use std::cell::RefCell;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use fex::proto::fex_v1::extract_request::Payload;
+use fex::proto::fex_v1::feature_extractor_server::FeatureExtractor;
+use fex::proto::fex_v1::{
+    DescribeModelRequest, DescribeModelResponse, ExtractRequest, ExtractResponse, ListModelsRequest,
+    ListModelsResponse, ModelInfo,
+};
+use fex::{Extracted, Extractor};
+use tonic::{Request, Response, Status};
+
+use crate::metrics::Metrics;
+use crate::registry::{Model, Registry};
+use crate::status::ServeError;
+
+thread_local! {
+    /// Extraction scratch, one per worker thread, kept between requests.
+    static EXTRACTOR: RefCell<Extractor> = RefCell::new(Extractor::new());
+}
+
+pub struct ExtractorService {
+    pub registry: Arc<Registry>,
+    pub metrics: Arc<Metrics>,
+    pub max_response_bytes: usize,
+}
+
+#[tonic::async_trait]
+impl FeatureExtractor for ExtractorService {
+    async fn extract(&self, request: Request<ExtractRequest>) -> Result<Response<ExtractResponse>, Status> {
+        let started = Instant::now();
+        let request = request.into_inner();
+        let span = tracing::info_span!("extract", model = %request.model, bytes = payload_len(&request));
+        let _entered = span.enter();
+        self.metrics.in_flight.inc();
+        let result = self.handle(&request);
+        self.metrics.in_flight.dec();
+        let model = Metrics::model(&request.model);
+        let code = match &result {
+            Ok(_) => tonic::Code::Ok,
+            Err(e) => e.code(),
+        };
+        self.metrics.requests.get_or_create(&crate::metrics::ModelCode { model: request.model.clone(), code: format!("{code:?}") }).inc();
+        self.metrics.latency.get_or_create(&model).observe(started.elapsed().as_secs_f64());
+        self.metrics.request_bytes.get_or_create(&model).inc_by(payload_len(&request) as u64);
+        match result {
+            Ok(response) => {
+                let bytes: usize = response.tensors.iter().map(tensor_bytes).sum();
+                self.metrics.response_bytes.get_or_create(&model).inc_by(bytes as u64);
+                Ok(Response::new(response))
+            }
+            Err(e) => {
+                if e.code() == tonic::Code::Internal {
+                    tracing::error!(model = %request.model, error = %e, "extraction panicked");
+                } else {
+                    tracing::debug!(model = %request.model, error = %e, "request rejected");
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    async fn list_models(&self, _: Request<ListModelsRequest>) -> Result<Response<ListModelsResponse>, Status> {
+        let models = self
+            .registry
+            .all()
+            .iter()
+            .map(|m| ModelInfo { name: m.plan.name.clone(), version: m.version.clone(), outputs: m.plan.outputs.len() as i32 })
+            .collect();
+        Ok(Response::new(ListModelsResponse { models }))
+    }
+
+    async fn describe_model(&self, request: Request<DescribeModelRequest>) -> Result<Response<DescribeModelResponse>, Status> {
+        let name = request.into_inner().model;
+        let model = self.lookup(&name)?;
+        Ok(Response::new(DescribeModelResponse {
+            model: model.plan.name.clone(),
+            version: model.version.clone(),
+            compat: model.plan.compat.as_str().to_string(),
+            outputs: model.plan.signature(),
+        }))
+    }
+}
+
+impl ExtractorService {
+    fn lookup(&self, name: &str) -> Result<Arc<Model>, ServeError> {
+        self.registry.get(name).ok_or_else(|| ServeError::UnknownModel { name: name.to_string(), known: self.registry.names().join(", ") })
+    }
+
+    fn handle(&self, request: &ExtractRequest) -> Result<ExtractResponse, ServeError> {
+        // The request keeps this Arc: a reload mid-call does not change its plan.
+        let model = self.lookup(&request.model)?;
+        let selected = if request.outputs.is_empty() {
+            None
+        } else {
+            Some(model.plan.select(&request.outputs).map_err(ServeError::UnknownOutput)?)
+        };
+        let payload = request.payload.as_ref().ok_or(ServeError::NoPayload)?;
+        let mut out = Extracted::default();
+        run_extraction(&model, payload, selected.as_deref(), &mut out)?;
+        let size: usize = out.tensors.iter().map(tensor_bytes).sum();
+        if size > self.max_response_bytes {
+            return Err(ServeError::ResponseTooLarge { found: size, limit: self.max_response_bytes });
+        }
+        let label = Metrics::model(&model.plan.name);
+        self.metrics.rows.get_or_create(&label).inc_by(out.batch_size as u64);
+        self.metrics.lists_decoded.get_or_create(&label).inc_by(out.lists_decoded as u64);
+        self.metrics.lists_skipped.get_or_create(&label).inc_by((out.lists_seen - out.lists_decoded) as u64);
+        Ok(ExtractResponse {
+            model: model.plan.name.clone(),
+            model_version: model.version.clone(),
+            batch_size: out.batch_size as i32,
+            tensors: out.tensors,
+        })
+    }
+}
+
+/// Runs the library; a panic (a bug) becomes INTERNAL instead of a reset stream.
+fn run_extraction(model: &Model, payload: &Payload, selected: Option<&[usize]>, out: &mut Extracted) -> Result<(), ServeError> {
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        EXTRACTOR.with(|cell| {
+            let mut ex = cell.borrow_mut();
+            match payload {
+                Payload::ExampleBatch(bytes) => ex.extract_batch_selected(&model.plan, bytes, selected, out),
+                Payload::Examples(list) => {
+                    let rows: Vec<&[u8]> = list.example.iter().map(|b| b.as_ref()).collect();
+                    ex.extract_examples_selected(&model.plan, &rows, selected, out)
+                }
+            }
+        })
+    }));
+    match result {
+        Ok(r) => r.map_err(ServeError::from),
+        Err(_) => {
+            // The scratch may be half-written; start the next call afresh.
+            EXTRACTOR.with(|cell| *cell.borrow_mut() = Extractor::new());
+            Err(ServeError::Internal)
+        }
+    }
+}
+
+fn payload_len(request: &ExtractRequest) -> usize {
+    match &request.payload {
+        Some(Payload::ExampleBatch(b)) => b.len(),
+        Some(Payload::Examples(list)) => list.example.iter().map(|b| b.len()).sum(),
+        None => 0,
+    }
+}
+
+fn tensor_bytes(t: &fex::Tensor) -> usize {
+    t.values.len() + t.row_splits.len() + t.weights.len() + t.lengths.len()
+}

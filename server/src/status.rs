@@ -1,0 +1,50 @@
+//! Every way a call can fail, and its gRPC status: one exhaustive match, so a
+//! new error cannot reach a client without a deliberate code.
+
+use fex::ExtractError;
+use tonic::{Code, Status};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("model {name:?} is not loaded; loaded models: {known}")]
+    UnknownModel { name: String, known: String },
+    #[error("request carries no payload; set example_batch or examples")]
+    NoPayload,
+    #[error("{0}")]
+    UnknownOutput(String),
+    #[error("{0}")]
+    Extract(#[from] ExtractError),
+    #[error("response would be {found} bytes, the limit is {limit}")]
+    ResponseTooLarge { found: usize, limit: usize },
+    /// A bug: the library panicked. Logged with the model name.
+    #[error("internal error while extracting; this is a bug in fex-server")]
+    Internal,
+}
+
+impl ServeError {
+    pub fn code(&self) -> Code {
+        match self {
+            Self::UnknownModel { .. } => Code::NotFound,
+            Self::NoPayload | Self::UnknownOutput(_) => Code::InvalidArgument,
+            Self::Extract(e) => match e {
+                ExtractError::Decode(_)
+                | ExtractError::BatchSize { .. }
+                | ExtractError::TooManyRows { .. }
+                | ExtractError::ListLength { .. }
+                | ExtractError::TypeMismatch { .. }
+                | ExtractError::Invalid { .. }
+                | ExtractError::InputTooLarge { .. }
+                | ExtractError::SplitsOverflow { .. } => Code::InvalidArgument,
+                ExtractError::TooLarge { .. } => Code::ResourceExhausted,
+            },
+            Self::ResponseTooLarge { .. } => Code::ResourceExhausted,
+            Self::Internal => Code::Internal,
+        }
+    }
+}
+
+impl From<ServeError> for Status {
+    fn from(e: ServeError) -> Self {
+        Status::new(e.code(), e.to_string())
+    }
+}
