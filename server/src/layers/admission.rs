@@ -79,6 +79,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
     use tower_test::mock;
 
     fn request() -> http::Request<()> {
@@ -94,15 +95,15 @@ mod tests {
         let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
         let mut svc = AdmissionLayer::new(1, Metrics::new()).layer(service);
         handle.allow(10);
-        let first = svc.call(request());
+        let first = svc.ready().await.unwrap().call(request());
         // The second call finds the only permit taken: refused without queueing.
-        let second = svc.call(request()).await.unwrap();
+        let second = svc.ready().await.unwrap().call(request()).await.unwrap();
         assert_eq!(grpc_status(&second).as_deref(), Some("8"), "RESOURCE_EXHAUSTED");
         let (_, send) = handle.next_request().await.unwrap();
         send.send_response(http::Response::new(tonic::body::Body::empty()));
         first.await.unwrap();
         // The permit came back.
-        let third = svc.call(request());
+        let third = svc.ready().await.unwrap().call(request());
         let (_, send) = handle.next_request().await.unwrap();
         send.send_response(http::Response::new(tonic::body::Body::empty()));
         assert_eq!(grpc_status(&third.await.unwrap()), None);
@@ -114,7 +115,7 @@ mod tests {
         let mut svc = AdmissionLayer::new(0, Metrics::new()).layer(service);
         handle.allow(1);
         let health = http::Request::builder().uri("/grpc.health.v1.Health/Check").body(()).unwrap();
-        let call = svc.call(health);
+        let call = svc.ready().await.unwrap().call(health);
         let (_, send) = handle.next_request().await.unwrap();
         send.send_response(http::Response::new(tonic::body::Body::empty()));
         assert_eq!(grpc_status(&call.await.unwrap()), None);

@@ -96,6 +96,7 @@ pub fn parse_grpc_timeout(v: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tower::ServiceExt;
     use tower_test::mock;
 
     #[test]
@@ -121,7 +122,7 @@ mod tests {
             .header("grpc-timeout", "50m")
             .body(())
             .unwrap();
-        let call = svc.call(request);
+        let call = svc.ready().await.unwrap().call(request);
         // Hold the request without answering: the deadline must fire.
         let _pending = handle.next_request().await.unwrap();
         let response = call.await.unwrap();
