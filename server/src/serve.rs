@@ -50,7 +50,7 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     let metrics_addr = start_metrics(args, &metrics, drained.clone()).await?;
     let (health, health_service) = tonic_health::server::health_reporter();
     let task = tokio::spawn(run(args.clone(), listener, Arc::clone(&registry), Arc::clone(&metrics), health, health_service, drained));
-    tracing::info!(%addr, models = ?registry.names(), "fex-server listening");
+    tracing::info!(%addr, metrics = ?metrics_addr, models = ?registry.names(), "fex-server listening");
     Ok(Server { addr, metrics_addr, registry, metrics, drain, task })
 }
 

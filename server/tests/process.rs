@@ -1,0 +1,131 @@
+//! The fex-server binary as an operator runs it: flags, JSON logs, signals
+//! (SIGHUP reload, SIGTERM drain), exit codes, and /metrics over HTTP.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+
+use common::*;
+use fex::proto::fex_v1::ListModelsRequest;
+use tonic::Code;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fex-server");
+
+/// A running fex-server process; killed on drop if still alive.
+struct Process {
+    child: Child,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(extra: &[&str]) -> Process {
+    let mut child = Command::new(BIN)
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json", "--reload-interval", "0s"])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fex-server starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // The "listening" log line carries both bound addresses.
+    let (addr, metrics) = loop {
+        let line = lines.next().expect("log line before exit").unwrap();
+        let log: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if log["fields"]["message"] == "fex-server listening" {
+            let addr = log["fields"]["addr"].as_str().unwrap().parse().unwrap();
+            let metrics = log["fields"]["metrics"].as_str().unwrap();
+            let metrics = metrics.trim_start_matches("Some(").trim_end_matches(')').parse().unwrap();
+            break (addr, metrics);
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    Process { child, addr, metrics }
+}
+
+fn signal(p: &Process, name: &str) {
+    let status = Command::new("kill").args([&format!("-{name}"), &p.child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+fn http_get(addr: SocketAddr, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: fex\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[tokio::test]
+async fn sigterm_drains_an_in_flight_call_then_exits_0() {
+    let mut p = spawn(&["--max-concurrency", "1"]);
+    wait_serving(p.addr).await;
+    let request = extract_request("default", sample_batch(4));
+    let held = HeldCall::open(p.addr, &request, None).await;
+    let mut probe = client(p.addr).await;
+    while !matches!(probe.extract(request.clone()).await, Err(s) if s.code() == Code::ResourceExhausted) {}
+    signal(&p, "TERM");
+    let (code, message) = held.finish().await;
+    assert_eq!(code, "0", "the in-flight call completes: {message}");
+    let status = p.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn sighup_reloads_and_metrics_are_served_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.yaml");
+    std::fs::write(&file, "name: m\nversion: \"1\"\nfeatures:\n  - {name: item_id, kind: sparse}\n").unwrap();
+    let p = spawn(&["--models", dir.path().to_str().unwrap()]);
+    wait_serving(p.addr).await;
+    std::fs::write(&file, "name: m\nversion: \"2\"\nfeatures:\n  - {name: item_id, kind: sparse}\n").unwrap();
+    signal(&p, "HUP");
+    let mut c = client(p.addr).await;
+    let mut version = String::new();
+    for _ in 0..500 {
+        version = c.list_models(ListModelsRequest {}).await.unwrap().into_inner().models[0].version.clone();
+        if version == "2" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(version, "2");
+    c.extract(extract_request("m", sample_batch(3))).await.unwrap();
+    let metrics = http_get(p.metrics, "/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains(r#"fex_reloads_total{result="ok"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"fex_rows_total{model="m"} 3"#), "{metrics}");
+    assert!(metrics.contains("fex_request_duration_seconds_bucket"), "{metrics}");
+}
+
+#[test]
+fn check_config_lists_every_error_and_exits_64() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/config");
+    let out = Command::new(BIN).args(["--models", fixtures, "--check-config"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("bad_many.yaml: 4 errors in model config"), "{stderr}");
+    assert!(stderr.contains(r#"features.item_tags.kind: unknown feature kind "sprase""#), "{stderr}");
+
+    let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
+    let out = Command::new(BIN).args(["--models", models, "--check-config"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("default: ok"));
+}
+
+#[test]
+fn help_documents_flags_and_environment() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in ["--listen-addr", "FEX_LISTEN_ADDR", "--metrics-addr", "--models", "--max-request-bytes", "--max-concurrency", "--request-timeout", "--drain-timeout", "--tls-cert", "--tls-client-ca", "--log-format", "--check-config"] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}
