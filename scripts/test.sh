@@ -9,10 +9,20 @@ if ! command -v cargo >/dev/null; then
     exit 1
 fi
 
+# Python's standard gRPC client, for the test that calls fex-server from
+# Python with nothing but the .proto files.
+if ! python3 -m pip --version >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq python3 python3-pip >/dev/null
+fi
+python3 -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
 
+cargo build --locked -p fex-server
+python3 tests/python/test_grpcio.py target/debug/fex-server
+
 # Unit, integration, property and doc tests of the library, server and client;
 # `--all-targets` also builds the benches and runs each once as a smoke test.
-cargo test --workspace --all-targets --locked
 cargo test --workspace --doc --locked
+cargo test --workspace --all-targets --locked
