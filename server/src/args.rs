@@ -39,11 +39,11 @@ pub struct Args {
     pub reload_interval: Duration,
 
     /// Largest request accepted, in bytes.
-    #[arg(long, env = "FEX_MAX_REQUEST_BYTES", default_value_t = 16 << 20)]
+    #[arg(long, env = "FEX_MAX_REQUEST_BYTES", default_value_t = 4 << 20)]
     pub max_request_bytes: usize,
 
     /// Largest response sent, in bytes.
-    #[arg(long, env = "FEX_MAX_RESPONSE_BYTES", default_value_t = 256 << 20)]
+    #[arg(long, env = "FEX_MAX_RESPONSE_BYTES", default_value_t = 64 << 20)]
     pub max_response_bytes: usize,
 
     /// Requests handled at once across all connections; more are refused at
