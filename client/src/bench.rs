@@ -1,0 +1,236 @@
+//! The load generator. Closed loop: `concurrency` workers, each sending its next
+//! request when the last one answers. Open loop: requests are scheduled at
+//! `rate` per second whatever the server does, and latency is measured from the
+//! scheduled send time, so a slow server shows as latency, not as a lower rate.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use fex::proto::fex_v1::extract_request::Payload;
+use fex::proto::fex_v1::feature_extractor_client::FeatureExtractorClient;
+use prost::Message;
+use tokio::time::Instant;
+use tonic::transport::Channel;
+
+use crate::client::{ConnectOptions, request};
+use crate::report::{Recorder, Report};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// `n` requests in flight at all times.
+    Closed { concurrency: usize },
+    /// Requests scheduled at this rate (per second), independent of responses.
+    Open { rate: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// Measure for this long after the warm-up.
+    Duration(Duration),
+    /// Measure this many requests after the warm-up.
+    Requests(u64),
+}
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub connect: ConnectOptions,
+    pub model: String,
+    pub mode: Mode,
+    pub stop: Stop,
+    /// Requests started in this first period are sent but not reported.
+    pub warmup: Duration,
+    /// HTTP/2 connections; requests are spread over them round-robin.
+    pub connections: usize,
+    /// Per-request deadline (sent as grpc-timeout too).
+    pub timeout: Duration,
+    /// Serialized ExampleBatches, sent round-robin.
+    pub payloads: Vec<Bytes>,
+    /// Open loop only: most requests in flight; beyond it a scheduled request
+    /// is counted as dropped (the client, not the server, is the bottleneck).
+    pub max_in_flight: usize,
+    /// Hard limit on the whole run (warm-up included), whatever else happens.
+    pub max_run_time: Duration,
+    pub progress: bool,
+}
+
+/// Shared between the scheduler, the workers and the progress bar.
+struct Shared {
+    config: BenchConfig,
+    clients: Vec<FeatureExtractorClient<Channel>>,
+    /// Prebuilt requests, one per payload.
+    requests: Vec<fex::proto::fex_v1::ExtractRequest>,
+    request_sizes: Vec<u64>,
+    start: Instant,
+    measure_from: Instant,
+    hard_stop: Instant,
+    next: AtomicUsize,
+    measured: AtomicU64,
+    done: AtomicBool,
+    in_flight: AtomicUsize,
+    recorder: Mutex<Recorder>,
+}
+
+pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
+    anyhow::ensure!(!config.payloads.is_empty(), "no payloads to send");
+    anyhow::ensure!(config.connections >= 1, "--connections must be at least 1");
+    let endpoint = config.connect.endpoint()?;
+    let mut clients = Vec::with_capacity(config.connections);
+    for _ in 0..config.connections {
+        let channel = endpoint.connect().await.map_err(|e| anyhow::anyhow!("connecting to {}: {e}", config.connect.address))?;
+        clients.push(FeatureExtractorClient::new(channel).max_decoding_message_size(usize::MAX));
+    }
+    let requests: Vec<_> = config.payloads.iter().map(|p| request(&config.model, Payload::ExampleBatch(p.clone()))).collect();
+    let request_sizes = requests.iter().map(|r| r.encoded_len() as u64).collect();
+    let start = Instant::now();
+    let shared = Arc::new(Shared {
+        measure_from: start + config.warmup,
+        hard_stop: start + config.max_run_time,
+        clients,
+        requests,
+        request_sizes,
+        start,
+        next: AtomicUsize::new(0),
+        measured: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+        in_flight: AtomicUsize::new(0),
+        recorder: Mutex::new(Recorder::new()),
+        config,
+    });
+    let progress = crate::report::progress(&shared.config);
+    let ticker = tokio::spawn(tick_progress(Arc::clone(&shared), progress.clone()));
+    match shared.config.mode {
+        Mode::Closed { concurrency } => closed_loop(&shared, concurrency).await,
+        Mode::Open { rate } => open_loop(&shared, rate).await,
+    }
+    shared.done.store(true, Ordering::SeqCst);
+    ticker.abort();
+    progress.finish_and_clear();
+    let recorder = shared.recorder.lock().expect("recorder lock").clone();
+    let elapsed = Instant::now().saturating_duration_since(shared.measure_from);
+    Ok(recorder.report(&shared.config, elapsed))
+}
+
+impl Shared {
+    /// Whether the measured part of the run is over.
+    fn finished(&self, now: Instant) -> bool {
+        if now >= self.hard_stop {
+            return true;
+        }
+        match self.config.stop {
+            Stop::Duration(d) => now >= self.measure_from + d,
+            Stop::Requests(n) => self.measured.load(Ordering::SeqCst) >= n,
+        }
+    }
+
+    /// Claims a measured slot for a request scheduled at `at` (false: warm-up).
+    fn claim(&self, at: Instant) -> Option<bool> {
+        if at < self.measure_from {
+            return Some(false);
+        }
+        match self.config.stop {
+            Stop::Requests(n) => {
+                let claimed = self.measured.fetch_add(1, Ordering::SeqCst);
+                (claimed < n).then_some(true)
+            }
+            Stop::Duration(_) => {
+                self.measured.fetch_add(1, Ordering::SeqCst);
+                Some(true)
+            }
+        }
+    }
+
+    /// Sends one request and records it (if measured) against `scheduled`.
+    async fn send(&self, worker: usize, scheduled: Instant, measured: bool) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.requests.len();
+        let mut client = self.clients[worker % self.clients.len()].clone();
+        let mut req = tonic::Request::new(self.requests[i].clone());
+        req.set_timeout(self.config.timeout);
+        let outcome = tokio::time::timeout(self.config.timeout, client.extract(req)).await;
+        let latency = scheduled.elapsed();
+        if !measured {
+            return;
+        }
+        let result = match outcome {
+            Ok(Ok(response)) => Ok(response.into_inner().encoded_len() as u64),
+            Ok(Err(status)) => Err(status),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!("client timeout of {:?}", self.config.timeout))),
+        };
+        let second = scheduled.saturating_duration_since(self.measure_from).as_secs();
+        self.recorder.lock().expect("recorder lock").record(second, latency, self.request_sizes[i], result);
+    }
+}
+
+async fn closed_loop(shared: &Arc<Shared>, concurrency: usize) {
+    let workers: Vec<_> = (0..concurrency.max(1))
+        .map(|w| {
+            let shared = Arc::clone(shared);
+            tokio::spawn(async move {
+                loop {
+                    let now = Instant::now();
+                    if shared.finished(now) {
+                        break;
+                    }
+                    let Some(measured) = shared.claim(now) else { break };
+                    shared.send(w, now, measured).await;
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.await;
+    }
+}
+
+async fn open_loop(shared: &Arc<Shared>, rate: f64) {
+    let interval = Duration::from_secs_f64(1.0 / rate.max(1e-3));
+    let send_until = match shared.config.stop {
+        Stop::Duration(d) => (shared.measure_from + d).min(shared.hard_stop),
+        Stop::Requests(_) => shared.hard_stop,
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0u64.. {
+        // Send times are fixed in advance; a late loop catches up in a burst
+        // and each request's latency still counts from its own slot.
+        let scheduled = shared.start + interval.mul_f64(i as f64);
+        if scheduled >= send_until {
+            break;
+        }
+        tokio::time::sleep_until(scheduled).await;
+        let Some(measured) = shared.claim(scheduled) else { break };
+        if shared.in_flight.load(Ordering::SeqCst) >= shared.config.max_in_flight {
+            if measured {
+                shared.recorder.lock().expect("recorder lock").dropped += 1;
+            }
+            continue;
+        }
+        shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let shared = Arc::clone(shared);
+        tasks.spawn(async move {
+            shared.send(i as usize, scheduled, measured).await;
+            shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    // Let every sent request finish (each is bounded by the timeout).
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn tick_progress(shared: Arc<Shared>, bar: indicatif::ProgressBar) {
+    let mut ticks = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        ticks.tick().await;
+        if shared.done.load(Ordering::SeqCst) {
+            return;
+        }
+        let now = Instant::now();
+        let position = match shared.config.stop {
+            Stop::Duration(_) => now.saturating_duration_since(shared.start).as_millis() as u64,
+            Stop::Requests(_) => shared.measured.load(Ordering::SeqCst),
+        };
+        bar.set_position(position);
+        let recorder = shared.recorder.lock().expect("recorder lock");
+        bar.set_message(recorder.progress_line(now.saturating_duration_since(shared.measure_from)));
+    }
+}

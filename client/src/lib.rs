@@ -1,0 +1,13 @@
+//! fex-client: a typed client for fex-server (`client`, `views`) and the tools
+//! built on it: a synthetic request generator (`synth`), framed request files
+//! (`frames`) and a load generator (`bench`, `report`).
+
+pub mod bench;
+pub mod client;
+pub mod frames;
+pub mod synth;
+pub mod report;
+pub mod views;
+
+pub use client::{ConnectOptions, Extraction, FexClient};
+pub use views::{TensorView, Values};
