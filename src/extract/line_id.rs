@@ -40,8 +40,13 @@ pub(super) fn meta_row(cx: &Ctx<'_, '_>, buf: &mut Vec<u8>, row: usize, field: L
     let Some(line_id) = line_id(cx, row)? else {
         // Monolith zeroes extras of a batch without __LINE_ID__; otherwise an
         // absent LineId reads as the default instance (sample_rate 1.0).
+        // A repeated field has no values at all: the caller pads the row (with
+        // 0, or a `__meta__` dense feature's default).
+        if field.repeated {
+            return Ok(0);
+        }
         let no_list = cx.is_monolith() && cx.is_batch();
-        let default = if no_list || field.repeated { 0.0 } else { field.default };
+        let default = if no_list { 0.0 } else { field.default };
         push_f64(buf, dtype, default);
         return Ok(1);
     };
