@@ -118,7 +118,7 @@ impl<'a> ExampleView<'a> {
 
 /// Floats of one packed run (the body of a packed field 101).
 fn packed_floats(run: &[u8], at: usize, f: &mut impl FnMut(f32)) -> Result<(), DecodeError> {
-    if run.len() % 4 != 0 {
+    if !run.len().is_multiple_of(4) {
         let kind = DecodeErrorKind::PackedLength { len: run.len(), element: 4 };
         return Err(DecodeError::new(kind, at));
     }

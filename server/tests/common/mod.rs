@@ -44,10 +44,10 @@ pub async fn wait_serving(addr: SocketAddr) {
     let mut health = HealthClient::new(channel(addr).await);
     for _ in 0..500 {
         let request = HealthCheckRequest { service: "fex.v1.FeatureExtractor".into() };
-        if let Ok(r) = health.check(request).await {
-            if r.into_inner().status == ServingStatus::Serving as i32 {
-                return;
-            }
+        if let Ok(r) = health.check(request).await
+            && r.into_inner().status == ServingStatus::Serving as i32
+        {
+            return;
         }
         tokio::task::yield_now().await;
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
