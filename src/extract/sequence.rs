@@ -1,7 +1,7 @@
 //! `*_lists` features → ragged positions: up to `max_len` inner lists per row,
 //! each cut or zero-padded to `width` values, so values are `[positions, width]`.
 
-use super::write::{push_f64, push_i64, push_split};
+use super::write::{elem_size, push_f64, push_i64, push_split};
 use super::{Ctx, ExtractError};
 use crate::config::{Op, Output, Source};
 use crate::fid::v1_to_v2;
@@ -13,6 +13,8 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
     let Source::Feature(source) = out.source else { unreachable!("sequence outputs read features") };
     let Op::Sequence { dtype, max_len, width, splits } = out.op else { unreachable!() };
     push_split(t, splits, 0)?;
+    let limit = cx.plan.limits.max_output_bytes;
+    let position_bytes = width * elem_size(dtype);
     let mut positions = 0;
     for row in 0..rows {
         if let Some((f, cell)) = cx.feature(source, row)? {
@@ -23,15 +25,27 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
             if !accepts(dtype, kind) {
                 return Err(cx.mismatch(source, row, cell, Some(kind), expected(dtype)));
             }
+            // A 2-byte empty inner list becomes `width` values, so the output
+            // limit is checked per position, before writing: checked only
+            // after the tensor, a small request could allocate gigabytes.
             let mut taken = 0;
+            let mut over = None;
             f.inner_lists(|list, at| {
-                if taken < max_len {
+                if taken < max_len && over.is_none() {
+                    let found = t.values.len() + position_bytes;
+                    if found > limit {
+                        over = Some(found);
+                        return Ok(());
+                    }
                     position(&mut t.values, kind, dtype, width, list, at)?;
                     taken += 1;
                 }
                 Ok(())
             })
             .map_err(|e| cx.locate(e, source, row, cell))?;
+            if let Some(found) = over {
+                return Err(ExtractError::TooLarge { found, limit });
+            }
             positions += taken;
         }
         push_split(t, splits, positions)?;
@@ -55,7 +69,14 @@ fn expected(dtype: DataType) -> &'static str {
 }
 
 /// Writes one position: the first `width` values of an inner list, zero-padded.
-fn position(buf: &mut Vec<u8>, kind: FeatureKind, dtype: DataType, width: usize, list: &[u8], at: usize) -> Result<(), DecodeError> {
+fn position(
+    buf: &mut Vec<u8>,
+    kind: FeatureKind,
+    dtype: DataType,
+    width: usize,
+    list: &[u8],
+    at: usize,
+) -> Result<(), DecodeError> {
     let mut n = 0;
     match kind {
         FeatureKind::FidV2Lists | FeatureKind::FidV1Lists => for_each_fixed64(list, at, |run| {

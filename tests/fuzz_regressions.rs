@@ -1,0 +1,69 @@
+//! Inputs the fuzz targets (fuzz/, run by scripts/fuzz.sh) once failed on,
+//! kept as ordinary tests: one test per finding, saying what broke and where.
+
+use fex::proto::monolith_pb as pb;
+use fex::{ExtractError, Extracted, Extractor, Plan};
+use prost::Message;
+
+/// The `seq_wide` output of the native fuzz plan (fuzz/src/plans.rs): each
+/// inner list, even an empty 2-byte one, becomes 4096 f64 values (32 KiB).
+const WIDE_SEQUENCE: &str = r#"
+name: fuzz-regression
+limits: {max_output_bytes: 65536}
+features:
+  - {name: seq_wide, kind: sequence, dtype: f64, max_len: 65536, width: 4096, source: seq_float}
+"#;
+const LIMIT: usize = 65536;
+
+/// Extracts with scratch the test can inspect afterwards, as a server reuses
+/// it: the result, and the largest buffer any tensor was left holding.
+fn extract_keeping_buffers(plan: &Plan, input: &[u8]) -> (Result<(), ExtractError>, usize) {
+    let mut out = Extracted::default();
+    let result = Extractor::new().extract_batch(plan, input, &mut out);
+    let largest = out.tensors.iter().map(|t| t.values.capacity().max(t.row_splits.capacity())).max();
+    (result, largest.unwrap_or(0))
+}
+
+/// One `seq_float` row holding `lists` empty inner lists.
+fn empty_inner_lists(lists: usize) -> Vec<u8> {
+    let float_lists = pb::FloatLists { list: vec![pb::FloatList::default(); lists] };
+    let feature = pb::Feature { r#type: Some(pb::feature::Type::FloatLists(float_lists)) };
+    let list = pb::NamedFeatureList { name: "seq_float".into(), feature: vec![feature], r#type: 0, id: 0 };
+    pb::ExampleBatch { named_feature_list: vec![list], batch_size: 1, ..Default::default() }.encode_to_vec()
+}
+
+fn assert_too_large_within_limit(plan: &Plan, input: &[u8]) {
+    assert!(matches!(fex::extract_batch(plan, input), Err(ExtractError::TooLarge { limit: LIMIT, .. })));
+    let (result, largest) = extract_keeping_buffers(plan, input);
+    assert!(matches!(result, Err(ExtractError::TooLarge { .. })), "{result:?}");
+    assert!(largest <= 2 * LIMIT, "a {} B input left a {largest} B buffer; the limit is {LIMIT}", input.len());
+}
+
+/// fuzz decode_batch, minimized (113 bytes): three rows of `seq_float` with two
+/// inner lists each. src/extract/sequence.rs wrote every position and the
+/// budget was charged only after the whole tensor, so 192 KiB were written
+/// against a 64 KiB limit; 128 KiB of empty inner lists made 2 GiB. The limit
+/// is now checked before each position is written.
+#[test]
+fn sequence_output_limit_is_checked_before_writing() {
+    const INPUT: &[u8] = b"@\x00\x0ak\x0a\x09seq_float\x12\x1eB\x1c\x0a\x12\x0a\x10\x00\x00\x00?\x00\x00\x00?\
+      \x00\x00\x00?\x00\x00\x00?\x0a\x06\x0a\x04\x00\x00\xc0?\x12\x1eB\x1c\x0a\x12\x0a\x10\
+      \x00?\x12\x08\x1a\x06\x0a\x04\x00\x00\x00@\x18\x03\x00?\x0a\x06\x0a\x04\x00\x00\xc0?\
+      \x12\x1eB\x1c\x0a\x12\x0a\x10\x00\x00\x00?\x00\x03\x00\x00\x00\x00\x00\x00\x09?\x12\
+      \x08\x1a\x06\x0a\x04\x00\x00\x00@\x18\x03";
+    let plan = Plan::from_yaml(WIDE_SEQUENCE).unwrap();
+    assert_too_large_within_limit(&plan, INPUT);
+    // The same amplification at a larger scale: 2 KiB in, 32 MiB before the fix.
+    assert_too_large_within_limit(&plan, &empty_inner_lists(1024));
+}
+
+/// The early check must not change results that fit: one position, 32 KiB.
+#[test]
+fn sequence_under_the_limit_is_unchanged() {
+    let plan = Plan::from_yaml(WIDE_SEQUENCE).unwrap();
+    let out = fex::extract_batch(&plan, &empty_inner_lists(1)).unwrap();
+    let t = out.get("seq_wide").unwrap();
+    assert_eq!(t.shape, [1, -1, 4096]);
+    assert_eq!(t.splits(), [0, 1]);
+    assert_eq!(t.f64s(), vec![0.0; 4096]);
+}
