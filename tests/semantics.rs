@@ -388,3 +388,17 @@ fn selected_outputs_only_and_list_counts() {
     let err = p.select(&["nope"]).unwrap_err();
     assert!(err.starts_with(r#"model "default" has no output "nope"; it has user_id, "#), "{err}");
 }
+
+#[test]
+fn wide_fixed_outputs_fail_before_allocating() {
+    let p = Plan::from_yaml(
+        "name: t\nlimits: {max_output_bytes: 4096}\nfeatures:\n  - {name: l, kind: label, shape: [1024]}\n",
+    )
+    .unwrap();
+    let err = fex::extract_batch(&p, &batch(2, vec![])).unwrap_err();
+    assert_eq!(err.to_string(), "output would take 8192 bytes, the limit is 4096");
+    // Exactly at the limit is fine, and counted once.
+    let p = Plan::from_yaml("name: t\nlimits: {max_output_bytes: 8192}\nfeatures:\n  - {name: l, kind: label, shape: [1024]}\n")
+        .unwrap();
+    assert_eq!(tensor(&fex::extract_batch(&p, &batch(2, vec![])).unwrap(), "l").f32s().len(), 2048);
+}

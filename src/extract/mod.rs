@@ -133,6 +133,18 @@ pub fn extract_examples(plan: &Plan, bufs: &[&[u8]]) -> Result<Extracted, Extrac
     Ok(out)
 }
 
+/// Bytes an output takes whatever the input holds (0 for variable outputs).
+fn fixed_size(out: &Output, rows: usize) -> usize {
+    let (layout, dtype, _) = out.layout();
+    let per_row = match &out.op {
+        _ if layout != crate::proto::fex_v1::Layout::Dense => 0,
+        Op::Dense { dim, .. } | Op::LineId { dim, .. } | Op::Label { dim, .. } => *dim,
+        Op::Weight => 1,
+        _ => 0,
+    };
+    rows.saturating_mul(per_row).saturating_mul(write::elem_size(dtype))
+}
+
 /// What one writer sees: the gathered cells, the plan and the input buffers.
 pub(crate) struct Ctx<'x, 'a> {
     ex: &'x Extractor,
@@ -155,10 +167,13 @@ impl<'x, 'a> Ctx<'x, 'a> {
     fn write(&self, out: &Output, t: &mut Tensor, budget: &mut usize) -> Result<(), ExtractError> {
         let rows = self.rows(out);
         let limit = self.plan.limits.max_output_bytes;
+        // Fixed-size outputs are charged before anything is written, so a
+        // large batch times a wide shape fails before it allocates.
+        let fixed = fixed_size(out, rows.compute);
+        write::charge(budget, fixed, limit)?;
         match &out.op {
             Op::Sparse { splits, .. } => sparse::write(self, out, t, rows.compute, *splits)?,
             Op::Dense { dtype, dim, default, meta } => {
-                write::charge(budget, rows.compute * dim * write::elem_size(*dtype), limit)?;
                 dense::write(self, out, t, rows.compute, (*dtype, *dim, *default, *meta))?
             }
             Op::String => strings::write(self, out, t, rows.compute)?,
@@ -168,7 +183,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::Weight => label::write_weight(self, t, rows.compute)?,
         }
         let own = t.values.len() + t.row_splits.len();
-        write::charge(budget, own, limit)?;
+        write::charge(budget, own.saturating_sub(fixed), limit)?;
         if rows.total > rows.compute {
             write::broadcast(t, rows.total, budget, limit)?;
         }
@@ -243,6 +258,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     /// The Feature of `source` at `row`, parsed, with its cell for errors.
+    #[inline]
     pub(crate) fn feature(&self, source: usize, row: usize) -> Result<Option<(FeatureView<'a>, Cell)>, ExtractError> {
         let Some(cell) = self.cell(source, row) else { return Ok(None) };
         let view = FeatureView::parse(self.bytes(cell), cell.start as usize);
