@@ -72,6 +72,7 @@ pub struct ListIter<'a> {
 impl<'a> Iterator for ListIter<'a> {
     type Item = Result<ListEntry<'a>, DecodeError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while !self.r.is_empty() {
             let step = self.r.key().and_then(|(field, wire)| {
@@ -117,19 +118,9 @@ impl<'a> ListEntry<'a> {
 
     #[inline]
     fn peek_name(&self) -> Result<&'a [u8], DecodeError> {
-        let mut r = Reader::new(self.body, self.base);
-        let mut name: &[u8] = &[];
-        while !r.is_empty() {
-            let (field, wire) = r.key()?;
-            if field == 1 && wire == WireType::Len {
-                name = r.len_delimited()?.0;
-                // Names come first in every encoder we know; keep scanning only
-                // to honour a later duplicate, which costs a key per field.
-            } else {
-                r.skip(field, wire)?;
-            }
-        }
-        Ok(name)
+        // Names come first in every encoder we know; keep scanning only to
+        // honour a later duplicate, which costs a key and a length per field.
+        Reader::new(self.body, self.base).last_len_field(1)
     }
 
     /// Decodes the list header and hands each Feature body to `f`.
@@ -159,7 +150,7 @@ impl<'a> ListEntry<'a> {
                     list_type = if r.varint()? as i32 == 1 { ListType::Shared } else { ListType::Individual };
                 }
                 (1, WireType::Len) => r.skip(field, wire)?,
-                (1 | 2 | 3, _) => return Err(r.wrong_wire(field, wire, "its declared type")),
+                (1..=3, _) => return Err(r.wrong_wire(field, wire, "its declared type")),
                 _ => r.skip(field, wire)?,
             }
         }

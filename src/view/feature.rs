@@ -107,6 +107,7 @@ pub struct FeatureView<'a> {
 
 impl<'a> FeatureView<'a> {
     /// Reads the Feature's keys; list bodies are checked when their values are read.
+    #[inline]
     pub fn parse(msg: &'a [u8], base: usize) -> Result<Self, DecodeError> {
         let mut view = Self { msg, base, kind: None, run_start: 0, scalar: 0, scalar_bytes: &[] };
         let mut r = Reader::new(msg, base);

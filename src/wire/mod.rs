@@ -23,6 +23,16 @@ pub enum WireType {
     Fixed32 = 5,
 }
 
+/// Wire types by their number (0..=5), for the one-byte key fast path.
+const WIRE_TYPES: [WireType; 6] = [
+    WireType::Varint,
+    WireType::Fixed64,
+    WireType::Len,
+    WireType::StartGroup,
+    WireType::EndGroup,
+    WireType::Fixed32,
+];
+
 /// A cursor over one message body. `base` is the body's offset in the
 /// outermost buffer, so errors report absolute positions.
 #[derive(Clone)]
@@ -58,13 +68,18 @@ impl<'a> Reader<'a> {
         DecodeError::new(kind, self.offset())
     }
 
-    /// Reads a base-128 varint.
+    /// Reads a base-128 varint. One- and two-byte varints (values below 16384,
+    /// such as the lengths of most lists and Features) take the inline path.
     #[inline]
     pub fn varint(&mut self) -> Result<u64, DecodeError> {
-        match self.buf.get(self.pos) {
-            Some(&b) if b < 0x80 => {
+        match self.buf.get(self.pos..) {
+            Some(&[b0, ..]) if b0 < 0x80 => {
                 self.pos += 1;
-                Ok(u64::from(b))
+                Ok(u64::from(b0))
+            }
+            Some(&[b0, b1, ..]) if b1 < 0x80 => {
+                self.pos += 2;
+                Ok(u64::from(b0 & 0x7f) | (u64::from(b1) << 7))
             }
             _ => self.varint_slow(),
         }
@@ -90,9 +105,22 @@ impl<'a> Reader<'a> {
         Err(self.error(DecodeErrorKind::VarintTooLong))
     }
 
-    /// Reads a field key: field number and wire type.
+    /// Reads a field key: field number and wire type. A one-byte key of a
+    /// valid wire type (fields 1..=15, nearly every key here) is decoded inline.
     #[inline]
     pub fn key(&mut self) -> Result<(u32, WireType), DecodeError> {
+        if let Some(&b) = self.buf.get(self.pos) {
+            // b >= 8: field 0 is invalid; b < 0x80: one byte; wire types 6, 7 are invalid.
+            if (8..0x80).contains(&b) && b & 7 < 6 {
+                self.pos += 1;
+                return Ok((u32::from(b >> 3), WIRE_TYPES[usize::from(b & 7)]));
+            }
+        }
+        self.key_slow()
+    }
+
+    /// Any key, with every check: multi-byte keys and all the error cases.
+    fn key_slow(&mut self) -> Result<(u32, WireType), DecodeError> {
         let start = self.pos;
         let key = self.varint()?;
         let wire = match key & 7 {
@@ -154,6 +182,49 @@ impl<'a> Reader<'a> {
         Ok((self.take(len)?, at))
     }
 
+    /// Reads to the end of the body and returns the last value of the
+    /// length-delimited `field` (empty when absent): how a list's name is found
+    /// without decoding its features. One-byte keys of varint fields, and of
+    /// length-delimited fields with a length of one or two bytes (every feature
+    /// of a list), are stepped over in the tight loop; anything else goes
+    /// through `key` and `skip`, with all their checks and errors.
+    #[inline]
+    pub fn last_len_field(&mut self, field: u32) -> Result<&'a [u8], DecodeError> {
+        let mut found: &'a [u8] = &[];
+        while let Some(&b) = self.buf.get(self.pos) {
+            if b & 7 == 0 && (8..0x80).contains(&b) {
+                self.pos += 1;
+                self.varint()?;
+                continue;
+            }
+            if b & 7 == 2 && (8..0x80).contains(&b) {
+                let after = self.pos + 1;
+                let short = match self.buf[after..] {
+                    [l0, ..] if l0 < 0x80 => Some((usize::from(l0), after + 1)),
+                    [l0, l1, ..] if l1 < 0x80 => Some((usize::from(l0 & 0x7f) | (usize::from(l1) << 7), after + 2)),
+                    _ => None,
+                };
+                if let Some((len, start)) = short.filter(|&(len, start)| len <= self.buf.len() - start) {
+                    if u32::from(b >> 3) == field {
+                        found = &self.buf[start..start + len];
+                    }
+                    self.pos = start + len;
+                    continue;
+                }
+            }
+            let (f, wire) = self.key()?;
+            if wire == WireType::Len {
+                let body = self.len_delimited()?.0;
+                if f == field {
+                    found = body;
+                }
+            } else {
+                self.skip(f, wire)?;
+            }
+        }
+        Ok(found)
+    }
+
     /// Reads a length-delimited body as a reader positioned at its start.
     #[inline]
     pub fn sub_reader(&mut self) -> Result<Reader<'a>, DecodeError> {
@@ -161,9 +232,17 @@ impl<'a> Reader<'a> {
         Ok(Reader::new(body, at))
     }
 
-    /// Skips the value of a field whose key was just read.
+    /// Skips the value of a field whose key was just read. The common wire
+    /// types are skipped inline; groups take the out-of-line path.
+    #[inline]
     pub fn skip(&mut self, field: u32, wire: WireType) -> Result<(), DecodeError> {
-        self.skip_at_depth(field, wire, 0)
+        match wire {
+            WireType::Len => self.len_delimited().map(drop),
+            WireType::Varint => self.varint().map(drop),
+            WireType::Fixed64 => self.take(8).map(drop),
+            WireType::Fixed32 => self.take(4).map(drop),
+            WireType::StartGroup | WireType::EndGroup => self.skip_at_depth(field, wire, 0),
+        }
     }
 
     fn skip_at_depth(&mut self, field: u32, wire: WireType, depth: usize) -> Result<(), DecodeError> {

@@ -128,3 +128,98 @@ fn error_paths_read_outermost_first() {
     assert_eq!(err.to_string(), "named_feature_list[3].feature[17] @ byte 51234: truncated varint");
     assert_eq!(std::mem::size_of::<Result<(), DecodeError>>(), std::mem::size_of::<usize>());
 }
+
+// The inline fast paths (one- and two-byte varints, one-byte keys, the name
+// scan) must agree with the general code on every input, errors included.
+
+#[test]
+fn short_varints_match_the_general_path() {
+    for b0 in 0..=255u8 {
+        for b1 in 0..=255u8 {
+            for input in [&[b0][..], &[b0, b1][..], &[b0, b1, 0x01][..]] {
+                let (mut fast, mut slow) = (Reader::new(input, 3), Reader::new(input, 3));
+                let f = fast.varint().map_err(|e| e.to_string());
+                assert_eq!(f, slow.varint_slow().map_err(|e| e.to_string()), "input {input:?}");
+                assert_eq!(fast.offset(), slow.offset(), "input {input:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn one_byte_keys_match_the_general_path() {
+    for b in 0..=255u8 {
+        for input in [&[b][..], &[b, 0x01][..], &[b, 0x80][..]] {
+            let mut fast = Reader::new(input, 7);
+            let mut slow = Reader::new(input, 7);
+            let (f, s) = (fast.key().map_err(|e| e.to_string()), slow.key_slow().map_err(|e| e.to_string()));
+            assert_eq!(f, s, "input {input:?}");
+            assert_eq!(fast.offset(), slow.offset(), "input {input:?}");
+        }
+    }
+}
+
+/// The scan `last_len_field` replaces: every key read and skipped in turn.
+fn last_len_field_reference<'a>(r: &mut Reader<'a>, field: u32) -> Result<&'a [u8], DecodeError> {
+    let mut found: &[u8] = &[];
+    while !r.is_empty() {
+        let (f, wire) = r.key()?;
+        if f == field && wire == WireType::Len {
+            found = r.len_delimited()?.0;
+        } else {
+            r.skip(f, wire)?;
+        }
+    }
+    Ok(found)
+}
+
+/// A message of fields of every wire type, then cut short or corrupted.
+fn scan_input() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    // Few field numbers, so duplicates are common; lengths of one and two bytes.
+    let field = (prop_oneof![1u32..4, 1u32..20], 0u8..6, prop_oneof![0usize..40, 0usize..300], any::<u64>());
+    (proptest::collection::vec(field, 0..12), any::<usize>(), any::<u8>(), 0u8..3).prop_map(|(fields, at, byte, damage)| {
+        let mut buf = Vec::new();
+        let push_varint = |buf: &mut Vec<u8>, mut v: u64| {
+            while v >= 0x80 {
+                buf.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            buf.push(v as u8);
+        };
+        for (f, wire, len, v) in fields {
+            push_varint(&mut buf, u64::from(f << 3 | u32::from(wire)));
+            match wire {
+                0 => push_varint(&mut buf, v),
+                1 => buf.extend_from_slice(&v.to_le_bytes()),
+                2 => {
+                    push_varint(&mut buf, len as u64);
+                    buf.extend((0..len).map(|i| i as u8));
+                }
+                3 => push_varint(&mut buf, u64::from(f << 3 | 4)),
+                4 => {}
+                _ => buf.extend_from_slice(&(v as u32).to_le_bytes()),
+            }
+        }
+        match damage {
+            1 if !buf.is_empty() => buf.truncate(at % buf.len()),
+            2 if !buf.is_empty() => {
+                let i = at % buf.len();
+                buf[i] = byte;
+            }
+            _ => {}
+        }
+        buf
+    })
+}
+
+proptest::proptest! {
+    #[test]
+    fn last_len_field_matches_key_and_skip(buf in scan_input(), field in 1u32..4) {
+        let mut fast = Reader::new(&buf, 5);
+        let mut slow = Reader::new(&buf, 5);
+        let f = fast.last_len_field(field).map_err(|e| e.to_string());
+        let s = last_len_field_reference(&mut slow, field).map_err(|e| e.to_string());
+        proptest::prop_assert_eq!(f, s);
+    }
+}
