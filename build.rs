@@ -21,10 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile(PROTOS, ["proto"])?;
     let out_dir = PathBuf::from(env::var("OUT_DIR")?);
     // Reflection needs the encoded descriptor set; protox does not write it.
-    std::fs::write(
-        out_dir.join("fex_descriptor.bin"),
-        prost::Message::encode_to_vec(&fds),
-    )?;
+    std::fs::write(out_dir.join("fex_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
     let grpc = env::var_os("CARGO_FEATURE_GRPC").is_some();
     tonic_prost_build::configure()
         .build_server(grpc)

@@ -2,13 +2,13 @@
 //! protobuf wire format, runs a compiled model plan and produces packed tensors.
 //! The same code serves online (fex-server) and offline sample building.
 
-pub mod proto;
-pub mod wire;
 pub mod config;
 pub mod extract;
 pub mod fid;
+pub mod proto;
 pub mod tensor;
 pub mod view;
+pub mod wire;
 
 pub use config::{Compat, ConfigErrors, Plan};
 pub use extract::{ExtractError, Extracted, Extractor, extract_batch, extract_examples};

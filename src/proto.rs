@@ -36,8 +36,7 @@ pub mod fex {
         include!(concat!(env!("OUT_DIR"), "/fex.v1.rs"));
 
         /// Encoded FileDescriptorSet of every proto, for gRPC reflection.
-        pub const FILE_DESCRIPTOR_SET: &[u8] =
-            include_bytes!(concat!(env!("OUT_DIR"), "/fex_descriptor.bin"));
+        pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fex_descriptor.bin"));
     }
 }
 

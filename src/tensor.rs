@@ -49,10 +49,7 @@ impl Tensor {
     /// The rows of a strings tensor (empty for other layouts).
     pub fn strings(&self) -> Vec<&[u8]> {
         let splits = self.splits();
-        splits
-            .windows(2)
-            .filter_map(|w| self.values.get(w[0] as usize..w[1] as usize))
-            .collect()
+        splits.windows(2).filter_map(|w| self.values.get(w[0] as usize..w[1] as usize)).collect()
     }
 
     /// Ragged rows of u64 ids (sparse outputs).

@@ -82,13 +82,17 @@ fn line_id_fields_by_number_need_a_known_type() {
 fn keys_of_other_kinds_are_rejected() {
     check(
         "bad_not_allowed.yaml",
-        &["features.item_id.shape: not allowed for kind sparse", "features.item_id.max_len: not allowed for kind sparse"],
+        &[
+            "features.item_id.shape: not allowed for kind sparse",
+            "features.item_id.max_len: not allowed for kind sparse",
+        ],
     );
 }
 
 #[test]
 fn errors_render_as_one_report() {
-    let text = std::fs::read_to_string(format!("{}/tests/fixtures/config/bad_many.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text =
+        std::fs::read_to_string(format!("{}/tests/fixtures/config/bad_many.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let report = Plan::from_yaml(&text).unwrap_err().to_string();
     assert!(report.starts_with("4 errors in model config\n  features.a.dtype"), "{report}");
 }

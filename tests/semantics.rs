@@ -64,7 +64,10 @@ fn shared_list_broadcasts_feature_0_to_every_row() {
 
 #[test]
 fn shared_once_returns_one_row_marked_shared() {
-    let p = plan("native", "  - {name: user_id, kind: sparse, shared: once, splits: i32}\n  - {name: user_city, kind: sparse, shared: once}\n");
+    let p = plan(
+        "native",
+        "  - {name: user_id, kind: sparse, shared: once, splits: i32}\n  - {name: user_city, kind: sparse, shared: once}\n",
+    );
     let out = run(&p, &batch(3, vec![list("user_id", SHARED, vec![fids(&[7, 8])])]));
     let t = tensor(&out, "user_id");
     assert_eq!((t.shape.as_slice(), t.shared), (&[1i64, -1][..], true));
@@ -92,7 +95,10 @@ fn fid_v1_becomes_v2() {
 
 #[test]
 fn missing_features_give_empty_rows_and_defaults() {
-    let p = plan("native", "  - {name: f, kind: sparse}\n  - {name: d, kind: dense, shape: [2], default: 0.5}\n  - {name: s, kind: string}\n");
+    let p = plan(
+        "native",
+        "  - {name: f, kind: sparse}\n  - {name: d, kind: dense, shape: [2], default: 0.5}\n  - {name: s, kind: string}\n",
+    );
     let out = run(&p, &batch(2, vec![list("unrelated", SHARED, vec![fids(&[1])])]));
     assert_eq!(tensor(&out, "f").splits(), [0, 0, 0]);
     assert_eq!(tensor(&out, "d").f32s(), [0.5; 4]);
@@ -119,7 +125,10 @@ fn dense_multi_dimensional_shape_is_kept() {
 
 #[test]
 fn double_list_is_cast_to_the_declared_float() {
-    let p = plan("native", "  - {name: d, kind: dense, shape: [2]}\n  - {name: e, kind: dense, dtype: f64, shape: [2], source: d}\n");
+    let p = plan(
+        "native",
+        "  - {name: d, kind: dense, shape: [2]}\n  - {name: e, kind: dense, dtype: f64, shape: [2], source: d}\n",
+    );
     let out = run(&p, &batch(1, vec![list("d", INDIVIDUAL, vec![doubles(&[0.1, 2.5])])]));
     assert_eq!(tensor(&out, "d").f32s(), [0.1f64 as f32, 2.5]);
     assert_eq!(tensor(&out, "e").f64s(), [0.1, 2.5]);
@@ -211,7 +220,8 @@ fn line_id_fields_by_name_and_number() {
         "  - {name: uid, kind: line_id, field: uid}\n  - {name: t, kind: line_id, field: req_time}\n  - {name: req_id, kind: line_id, field: req_id}\n  - {name: actions, kind: line_id, field: actions, shape: [3]}\n  - {name: sr, kind: line_id, field: sample_rate}\n  - {name: rank, kind: line_id, field: 145, type: int32}\n",
     );
     let empty = LineId::default();
-    let out = run(&p, &batch(2, vec![list("__LINE_ID__", INDIVIDUAL, vec![line_id(&sample_line_id()), line_id(&empty)])]));
+    let out =
+        run(&p, &batch(2, vec![list("__LINE_ID__", INDIVIDUAL, vec![line_id(&sample_line_id()), line_id(&empty)])]));
     assert_eq!(tensor(&out, "uid").i64s(), [42, 0]);
     assert_eq!(tensor(&out, "t").i64s(), [1_700_000_000, 0]);
     assert_eq!(tensor(&out, "req_id").strings(), [&b"r-1"[..], b""]);
@@ -242,14 +252,20 @@ fn meta_features_equal_extra_features() {
     // A dual-written __meta__ feature is read as it is.
     let dual = batch(
         1,
-        vec![list("__LINE_ID__", INDIVIDUAL, vec![line_id(&sample_line_id())]), list("__meta__actions", INDIVIDUAL, vec![int64s(&[3])])],
+        vec![
+            list("__LINE_ID__", INDIVIDUAL, vec![line_id(&sample_line_id())]),
+            list("__meta__actions", INDIVIDUAL, vec![int64s(&[3])]),
+        ],
     );
     assert_eq!(tensor(&run(&p, &dual), "__meta__actions").i64s(), [3]);
 }
 
 #[test]
 fn labels_and_instance_weight() {
-    let p = plan("native", "  - {name: label, kind: label, shape: [2], default: -1}\n  - {name: w, kind: instance_weight}\n");
+    let p = plan(
+        "native",
+        "  - {name: label, kind: label, shape: [2], default: -1}\n  - {name: w, kind: instance_weight}\n",
+    );
     let bytes = batch(
         3,
         vec![
@@ -285,7 +301,8 @@ fn examples_input_reads_named_features_and_fields_100_to_102() {
         "native",
         "  - {name: item_id, kind: sparse}\n  - {name: label, kind: label}\n  - {name: w, kind: instance_weight}\n  - {name: sr, kind: line_id, field: sample_rate}\n",
     );
-    let named = |name: &str, f: pb::Feature| pb::NamedFeature { name: name.into(), feature: Some(f), id: 0, sorted_id: 0 };
+    let named =
+        |name: &str, f: pb::Feature| pb::NamedFeature { name: name.into(), feature: Some(f), id: 0, sorted_id: 0 };
     let a = pb::Example {
         named_feature: vec![named("item_id", fids(&[11, 12]))],
         line_id: Some(sample_line_id()),
@@ -328,7 +345,8 @@ fn batch_size_is_bounded() {
 
 #[test]
 fn broadcast_output_is_bounded() {
-    let p = Plan::from_yaml("name: t\nlimits: {max_output_bytes: 1000}\nfeatures:\n  - {name: f, kind: sparse}\n").unwrap();
+    let p =
+        Plan::from_yaml("name: t\nlimits: {max_output_bytes: 1000}\nfeatures:\n  - {name: f, kind: sparse}\n").unwrap();
     let many: Vec<u64> = (0..100).collect();
     let err = fex::extract_batch(&p, &batch(100, vec![list("f", SHARED, vec![fids(&many)])])).unwrap_err();
     assert!(matches!(err, ExtractError::TooLarge { limit: 1000, .. }), "{err}");
@@ -337,7 +355,8 @@ fn broadcast_output_is_bounded() {
 #[test]
 fn malformed_bytes_say_where() {
     let p = plan("native", "  - {name: item_id, kind: sparse}\n");
-    let good = batch(1, vec![list("skip_me", INDIVIDUAL, vec![fids(&[1])]), list("item_id", INDIVIDUAL, vec![fids(&[1, 2])])]);
+    let good =
+        batch(1, vec![list("skip_me", INDIVIDUAL, vec![fids(&[1])]), list("item_id", INDIVIDUAL, vec![fids(&[1, 2])])]);
     // Cut the last fid short: the batch's own length prefix now overruns.
     let err = fex::extract_batch(&p, &good[..good.len() - 3]).unwrap_err();
     assert!(err.to_string().starts_with("named_feature_list[1] @ byte"), "{err}");
@@ -378,7 +397,8 @@ fn reused_buffers_give_the_same_result() {
 #[test]
 fn selected_outputs_only_and_list_counts() {
     let p = Plan::default_model();
-    let bytes = batch(1, vec![list("item_id", INDIVIDUAL, vec![fids(&[4])]), list("noise", INDIVIDUAL, vec![fids(&[1])])]);
+    let bytes =
+        batch(1, vec![list("item_id", INDIVIDUAL, vec![fids(&[4])]), list("noise", INDIVIDUAL, vec![fids(&[1])])]);
     let picked = p.select(&["item_ctr_7d", "item_id"]).unwrap();
     let mut out = Extracted::default();
     fex::Extractor::new().extract_batch_selected(&p, &bytes, Some(&picked), &mut out).unwrap();
@@ -398,7 +418,9 @@ fn wide_fixed_outputs_fail_before_allocating() {
     let err = fex::extract_batch(&p, &batch(2, vec![])).unwrap_err();
     assert_eq!(err.to_string(), "output would take 8192 bytes, the limit is 4096");
     // Exactly at the limit is fine, and counted once.
-    let p = Plan::from_yaml("name: t\nlimits: {max_output_bytes: 8192}\nfeatures:\n  - {name: l, kind: label, shape: [1024]}\n")
-        .unwrap();
+    let p = Plan::from_yaml(
+        "name: t\nlimits: {max_output_bytes: 8192}\nfeatures:\n  - {name: l, kind: label, shape: [1024]}\n",
+    )
+    .unwrap();
     assert_eq!(tensor(&fex::extract_batch(&p, &batch(2, vec![])).unwrap(), "l").f32s().len(), 2048);
 }

@@ -9,7 +9,12 @@ fn default_model_smoke() {
         batch_size: 2,
         named_feature_list: vec![
             pb::NamedFeatureList { name: "user_id".into(), feature: vec![fid(vec![7])], r#type: 1, id: 0 },
-            pb::NamedFeatureList { name: "item_id".into(), feature: vec![fid(vec![1, 2]), fid(vec![3])], r#type: 0, id: 0 },
+            pb::NamedFeatureList {
+                name: "item_id".into(),
+                feature: vec![fid(vec![1, 2]), fid(vec![3])],
+                r#type: 0,
+                id: 0,
+            },
             pb::NamedFeatureList { name: "ctx_hour".into(), feature: vec![fid(vec![9])], r#type: 1, id: 0 },
         ],
         ..Default::default()

@@ -78,10 +78,12 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
     let endpoint = config.connect.endpoint()?;
     let mut clients = Vec::with_capacity(config.connections);
     for _ in 0..config.connections {
-        let channel = endpoint.connect().await.map_err(|e| anyhow::anyhow!("connecting to {}: {e}", config.connect.address))?;
+        let channel =
+            endpoint.connect().await.map_err(|e| anyhow::anyhow!("connecting to {}: {e}", config.connect.address))?;
         clients.push(FeatureExtractorClient::new(channel).max_decoding_message_size(usize::MAX));
     }
-    let requests: Vec<_> = config.payloads.iter().map(|p| request(&config.model, Payload::ExampleBatch(p.clone()))).collect();
+    let requests: Vec<_> =
+        config.payloads.iter().map(|p| request(&config.model, Payload::ExampleBatch(p.clone()))).collect();
     let request_sizes = requests.iter().map(|r| r.encoded_len() as u64).collect();
     let start = Instant::now();
     let shared = Arc::new(Shared {

@@ -10,7 +10,8 @@ use bytes::Bytes;
 use fex::proto::fex_v1::extract_request::Payload;
 use fex::proto::fex_v1::feature_extractor_client::FeatureExtractorClient;
 use fex::proto::fex_v1::{
-    DescribeModelRequest, DescribeModelResponse, ExampleList, ExtractRequest, ExtractResponse, ListModelsRequest, ModelInfo,
+    DescribeModelRequest, DescribeModelResponse, ExampleList, ExtractRequest, ExtractResponse, ListModelsRequest,
+    ModelInfo,
 };
 use fex::proto::monolith_pb::ExampleBatch;
 use prost::Message;
@@ -48,7 +49,8 @@ impl ConnectOptions {
         } else {
             format!("{}://{}", if tls { "https" } else { "http" }, self.address)
         };
-        let mut endpoint = Endpoint::from_shared(uri.clone()).with_context(|| format!("bad address {uri:?}"))?.tcp_nodelay(true);
+        let mut endpoint =
+            Endpoint::from_shared(uri.clone()).with_context(|| format!("bad address {uri:?}"))?.tcp_nodelay(true);
         if let Some(t) = self.connect_timeout {
             endpoint = endpoint.connect_timeout(t);
         }
@@ -109,7 +111,8 @@ impl Extraction {
 
 impl FexClient {
     pub async fn connect(options: &ConnectOptions) -> anyhow::Result<Self> {
-        let channel = options.endpoint()?.connect().await.with_context(|| format!("connecting to {}", options.address))?;
+        let channel =
+            options.endpoint()?.connect().await.with_context(|| format!("connecting to {}", options.address))?;
         Ok(Self::from_channel(channel))
     }
 
@@ -134,7 +137,10 @@ impl FexClient {
     }
 
     /// Sends a prepared request (an output subset, a deadline via `tonic::Request`).
-    pub async fn extract(&mut self, request: impl tonic::IntoRequest<ExtractRequest>) -> Result<Extraction, tonic::Status> {
+    pub async fn extract(
+        &mut self,
+        request: impl tonic::IntoRequest<ExtractRequest>,
+    ) -> Result<Extraction, tonic::Status> {
         let response = self.extractor.extract(request).await?.into_inner();
         Ok(Extraction { response })
     }
@@ -149,7 +155,8 @@ impl FexClient {
 
     /// grpc.health.v1 status of `service` ("" for the whole server), as its name.
     pub async fn health(&mut self, service: &str) -> Result<&'static str, tonic::Status> {
-        let reply = HealthClient::new(self.channel.clone()).check(HealthCheckRequest { service: service.into() }).await?;
+        let reply =
+            HealthClient::new(self.channel.clone()).check(HealthCheckRequest { service: service.into() }).await?;
         Ok(match reply.into_inner().status {
             1 => "SERVING",
             2 => "NOT_SERVING",

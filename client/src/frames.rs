@@ -30,7 +30,10 @@ pub fn parse_records(data: &[u8]) -> Result<Vec<&[u8]>, String> {
         let start = at + 8;
         let remaining = data.len() - start;
         if len as usize > remaining {
-            return Err(format!("record {} at byte {at}: length {len} but only {remaining} bytes remain", records.len()));
+            return Err(format!(
+                "record {} at byte {at}: length {len} but only {remaining} bytes remain",
+                records.len()
+            ));
         }
         records.push(&data[start..start + len as usize]);
         at = start + len as usize;

@@ -5,8 +5,8 @@
 pub mod bench;
 pub mod client;
 pub mod frames;
-pub mod synth;
 pub mod report;
+pub mod synth;
 pub mod views;
 
 pub use client::{ConnectOptions, Extraction, FexClient};

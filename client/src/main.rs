@@ -299,7 +299,9 @@ fn payloads(a: &BenchArgs) -> anyhow::Result<Vec<Bytes>> {
 
 fn gen_command(a: GenArgs) -> anyhow::Result<()> {
     let mut generator = a.synth.generator()?;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?);
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&a.out).with_context(|| format!("creating {}", a.out.display()))?,
+    );
     let mut bytes = 0;
     for _ in 0..a.count {
         let record = generator.next_bytes();
@@ -317,14 +319,23 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
     } else {
         let records = frames::read_file(&a.file)?;
         let count = records.len();
-        records.into_iter().nth(a.record).ok_or_else(|| anyhow::anyhow!("{} holds {count} records; --record {} does not exist", a.file.display(), a.record))?
+        records.into_iter().nth(a.record).ok_or_else(|| {
+            anyhow::anyhow!("{} holds {count} records; --record {} does not exist", a.file.display(), a.record)
+        })?
     };
     let mut client = FexClient::connect(&a.conn.options()).await?;
-    let mut request = fex_client::client::request(&a.model, fex::proto::fex_v1::extract_request::Payload::ExampleBatch(payload));
+    let mut request =
+        fex_client::client::request(&a.model, fex::proto::fex_v1::extract_request::Payload::ExampleBatch(payload));
     request.outputs = a.outputs;
     let extraction = client.extract(request).await.map_err(|s| anyhow::anyhow!("{:?}: {}", s.code(), s.message()))?;
     let r = &extraction.response;
-    println!("model {} version {} · batch_size {} · {} tensors", r.model, r.model_version, r.batch_size, r.tensors.len());
+    println!(
+        "model {} version {} · batch_size {} · {} tensors",
+        r.model,
+        r.model_version,
+        r.batch_size,
+        r.tensors.len()
+    );
     for t in &r.tensors {
         println!("{}", views::describe(t, a.first));
     }
@@ -348,7 +359,14 @@ async fn models_command(a: ModelsArgs) -> anyhow::Result<()> {
         for o in d.outputs {
             let layout = fex::Layout::try_from(o.layout).map_or("?", |l| l.as_str_name());
             let dtype = fex::DataType::try_from(o.dtype).map_or("?", |d| d.as_str_name());
-            println!("  {:<24} {:<14} {:<16} {:?}{}", o.name, layout, dtype, o.shape, if o.shared_once { " shared once" } else { "" });
+            println!(
+                "  {:<24} {:<14} {:<16} {:?}{}",
+                o.name,
+                layout,
+                dtype,
+                o.shape,
+                if o.shared_once { " shared once" } else { "" }
+            );
         }
         return Ok(());
     }

@@ -67,7 +67,10 @@ impl Recorder {
         let n = self.latency.len();
         let rate = n as f64 / elapsed.as_secs_f64().max(1e-9);
         let errors: u64 = self.status.iter().filter(|(c, _)| c.as_str() != "OK").map(|(_, n)| n).sum();
-        format!("{n} done, {rate:.0}/s, p99 {:.2} ms, {errors} errors", self.latency.value_at_quantile(0.99) as f64 / 1000.0)
+        format!(
+            "{n} done, {rate:.0}/s, p99 {:.2} ms, {errors} errors",
+            self.latency.value_at_quantile(0.99) as f64 / 1000.0
+        )
     }
 
     /// The final report; `elapsed` runs from the end of the warm-up to the last answer.
@@ -197,8 +200,22 @@ impl Report {
              throughput {:.1} /s\n\n\
              latency (ms)  min {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  mean {:.3}\n\n\
              status\n",
-            self.model, self.connections, self.stop, self.requests, self.dropped, self.duration_s, self.warmup_s,
-            self.send_rate, self.throughput, l.min, l.p50, l.p90, l.p99, l.p999, l.max, l.mean
+            self.model,
+            self.connections,
+            self.stop,
+            self.requests,
+            self.dropped,
+            self.duration_s,
+            self.warmup_s,
+            self.send_rate,
+            self.throughput,
+            l.min,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.p999,
+            l.max,
+            l.mean
         );
         for (code, n) in &self.status {
             out.push_str(&format!("  {code:<20} {n}\n"));

@@ -98,10 +98,14 @@ impl Generator {
         let kind = match op {
             Op::Sparse { .. } => return self.fids(source as u64 + 1),
             Op::Dense { dtype, dim, .. } => self.dense(*dtype, *dim),
-            Op::String => Type::BytesList(pb::BytesList { value: vec![format!("item-{}", self.rng.random::<u32>()).into_bytes()] }),
+            Op::String => Type::BytesList(pb::BytesList {
+                value: vec![format!("item-{}", self.rng.random::<u32>()).into_bytes()],
+            }),
             Op::Sequence { dtype, max_len, width, .. } => self.sequence(*dtype, *max_len, *width),
             Op::LineId { .. } => Type::BytesList(pb::BytesList { value: vec![self.line_id().encode_to_vec()] }),
-            Op::Label { dim, .. } => Type::FloatList(pb::FloatList { value: (0..*dim).map(|_| f32::from(self.rng.random_bool(0.1))).collect() }),
+            Op::Label { dim, .. } => Type::FloatList(pb::FloatList {
+                value: (0..*dim).map(|_| f32::from(self.rng.random_bool(0.1))).collect(),
+            }),
             Op::Weight => Type::FloatList(pb::FloatList { value: vec![1.0] }),
         };
         pb::Feature { r#type: Some(kind) }
@@ -119,7 +123,9 @@ impl Generator {
 
     fn dense(&mut self, dtype: DataType, dim: usize) -> Type {
         match dtype {
-            DataType::I64 => Type::Int64List(pb::Int64List { value: (0..dim).map(|_| self.rng.random_range(0..1000)).collect() }),
+            DataType::I64 => {
+                Type::Int64List(pb::Int64List { value: (0..dim).map(|_| self.rng.random_range(0..1000)).collect() })
+            }
             DataType::F64 => Type::DoubleList(pb::DoubleList { value: (0..dim).map(|_| self.rng.random()).collect() }),
             _ => Type::FloatList(pb::FloatList { value: (0..dim).map(|_| self.rng.random()).collect() }),
         }
@@ -129,10 +135,14 @@ impl Generator {
         let positions = self.rng.random_range(0..=max_len);
         match dtype {
             DataType::F32 | DataType::F64 => Type::FloatLists(pb::FloatLists {
-                list: (0..positions).map(|_| pb::FloatList { value: (0..width).map(|_| self.rng.random()).collect() }).collect(),
+                list: (0..positions)
+                    .map(|_| pb::FloatList { value: (0..width).map(|_| self.rng.random()).collect() })
+                    .collect(),
             }),
             _ => Type::FidV2Lists(pb::FidLists {
-                list: (0..positions).map(|_| pb::FidList { value: (0..width).map(|_| self.fid(0x100)).collect() }).collect(),
+                list: (0..positions)
+                    .map(|_| pb::FidList { value: (0..width).map(|_| self.fid(0x100)).collect() })
+                    .collect(),
             }),
         }
     }

@@ -75,9 +75,8 @@ pub enum TensorView {
 
 impl TensorView {
     pub fn of(t: &Tensor) -> Self {
-        let weights = (!t.weights.is_empty()).then(|| {
-            t.weights.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-        });
+        let weights = (!t.weights.is_empty())
+            .then(|| t.weights.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
         match Layout::try_from(t.layout).unwrap_or(Layout::Unspecified) {
             Layout::Ragged => {
                 let width = t.shape.get(2).map_or(1, |&w| w.max(1) as usize);
@@ -97,8 +96,10 @@ impl TensorView {
 
 /// One line per tensor: name, layout, dtype, shape, first values.
 pub fn describe(t: &Tensor, first: usize) -> String {
-    let layout = Layout::try_from(t.layout).map_or("?".into(), |l| l.as_str_name().trim_start_matches("LAYOUT_").to_lowercase());
-    let dtype = DataType::try_from(t.dtype).map_or("?".into(), |d| d.as_str_name().trim_start_matches("DATA_TYPE_").to_lowercase());
+    let layout =
+        Layout::try_from(t.layout).map_or("?".into(), |l| l.as_str_name().trim_start_matches("LAYOUT_").to_lowercase());
+    let dtype = DataType::try_from(t.dtype)
+        .map_or("?".into(), |d| d.as_str_name().trim_start_matches("DATA_TYPE_").to_lowercase());
     let shared = if t.shared { " shared" } else { "" };
     let body = match TensorView::of(t) {
         TensorView::Dense { values, .. } => values.preview(first),
@@ -106,7 +107,8 @@ pub fn describe(t: &Tensor, first: usize) -> String {
             format!("row_splits={} values={}", Values::I64(row_splits).preview(first), values.preview(first))
         }
         TensorView::Strings(rows) => {
-            let shown: Vec<String> = rows.iter().take(first).map(|r| format!("{:?}", String::from_utf8_lossy(r))).collect();
+            let shown: Vec<String> =
+                rows.iter().take(first).map(|r| format!("{:?}", String::from_utf8_lossy(r))).collect();
             format!("[{}]", shown.join(", "))
         }
         TensorView::KeyedJagged { keys, lengths, values, .. } => {

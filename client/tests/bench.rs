@@ -61,14 +61,28 @@ fn assert_counts_add_up(r: &Report) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_for_a_bounded_time() {
     let server = server().await;
-    let cfg = config(server.addr, Mode::Closed { concurrency: 4 }, Stop::Duration(Duration::from_millis(800)), payloads(16, 4));
+    let cfg = config(
+        server.addr,
+        Mode::Closed { concurrency: 4 },
+        Stop::Duration(Duration::from_millis(800)),
+        payloads(16, 4),
+    );
     let r = bench::run(cfg).await.unwrap();
     assert_counts_add_up(&r);
     assert_eq!(r.status.get("OK").copied(), Some(r.requests));
     assert!(r.requests > 10, "{r:#?}");
     assert!((0.8..5.0).contains(&r.duration_s), "{}", r.duration_s);
     let json: serde_json::Value = serde_json::to_value(&r).unwrap();
-    for key in ["requests", "duration_s", "throughput", "send_rate", "status", "error_samples", "request_bytes", "response_bytes"] {
+    for key in [
+        "requests",
+        "duration_s",
+        "throughput",
+        "send_rate",
+        "status",
+        "error_samples",
+        "request_bytes",
+        "response_bytes",
+    ] {
         assert!(json.get(key).is_some(), "JSON report lacks {key}");
     }
     for q in ["min", "p50", "p90", "p99", "p999", "max"] {
@@ -105,7 +119,14 @@ async fn open_loop_past_capacity_reports_the_asked_rate_and_rising_latency() {
     let server = server_with(args).await;
     let heavy = payloads(1024, 2);
     // Measure what the server sustains, then ask for three times that.
-    let probe = bench::run(config(server.addr, Mode::Closed { concurrency: 2 }, Stop::Duration(Duration::from_millis(800)), heavy.clone())).await.unwrap();
+    let probe = bench::run(config(
+        server.addr,
+        Mode::Closed { concurrency: 2 },
+        Stop::Duration(Duration::from_millis(800)),
+        heavy.clone(),
+    ))
+    .await
+    .unwrap();
     let rate = (probe.throughput * 3.0).max(30.0);
     let mut cfg = config(server.addr, Mode::Open { rate }, Stop::Duration(Duration::from_millis(2000)), heavy);
     cfg.warmup = Duration::ZERO;
@@ -145,10 +166,14 @@ async fn typed_client_views() {
     let extraction = client.extract_bytes("default", batch.clone()).await.unwrap();
     assert_eq!(extraction.batch_size(), 3);
     let direct = fex::extract_batch(&fex::Plan::default_model(), &batch).unwrap();
-    let TensorView::Ragged { row_splits, values: Values::I64(ids), .. } = extraction.get("item_id").unwrap() else { panic!() };
+    let TensorView::Ragged { row_splits, values: Values::I64(ids), .. } = extraction.get("item_id").unwrap() else {
+        panic!()
+    };
     assert_eq!(row_splits, direct.get("item_id").unwrap().splits());
     assert_eq!(ids, direct.get("item_id").unwrap().i64s());
-    let TensorView::Dense { shape, values: Values::F32(emb) } = extraction.get("item_embedding").unwrap() else { panic!() };
+    let TensorView::Dense { shape, values: Values::F32(emb) } = extraction.get("item_embedding").unwrap() else {
+        panic!()
+    };
     assert_eq!((shape, emb.len()), (vec![3, 16], 48));
     let TensorView::Strings(titles) = extraction.get("item_title").unwrap() else { panic!() };
     assert_eq!(titles.len(), 3);

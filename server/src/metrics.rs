@@ -70,8 +70,16 @@ impl Metrics {
         registry.register("request_bytes", "Sample bytes received", m.request_bytes.clone());
         registry.register("response_bytes", "Tensor bytes returned", m.response_bytes.clone());
         registry.register("rows", "Rows (candidates) extracted", m.rows.clone());
-        registry.register("feature_lists_decoded", "Feature lists the model needed and decoded", m.lists_decoded.clone());
-        registry.register("feature_lists_skipped", "Feature lists skipped by their length prefix", m.lists_skipped.clone());
+        registry.register(
+            "feature_lists_decoded",
+            "Feature lists the model needed and decoded",
+            m.lists_decoded.clone(),
+        );
+        registry.register(
+            "feature_lists_skipped",
+            "Feature lists skipped by their length prefix",
+            m.lists_skipped.clone(),
+        );
         registry.register("reloads", "Model config reloads by result (ok, rejected)", m.reloads.clone());
         registry.register("models_loaded", "Models currently served", m.models.clone());
         registry.register("in_flight_requests", "Extract calls being handled", m.in_flight.clone());

@@ -49,14 +49,27 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     let (drain, drained) = watch::channel(false);
     let metrics_addr = start_metrics(args, &metrics, drained.clone()).await?;
     let (health, health_service) = tonic_health::server::health_reporter();
-    let task = tokio::spawn(run(args.clone(), listener, Arc::clone(&registry), Arc::clone(&metrics), health, health_service, drained));
+    let task = tokio::spawn(run(
+        args.clone(),
+        listener,
+        Arc::clone(&registry),
+        Arc::clone(&metrics),
+        health,
+        health_service,
+        drained,
+    ));
     tracing::info!(%addr, metrics = ?metrics_addr, models = ?registry.names(), "fex-server listening");
     Ok(Server { addr, metrics_addr, registry, metrics, drain, task })
 }
 
-async fn start_metrics(args: &Args, metrics: &Arc<Metrics>, mut drained: watch::Receiver<bool>) -> anyhow::Result<Option<SocketAddr>> {
+async fn start_metrics(
+    args: &Args,
+    metrics: &Arc<Metrics>,
+    mut drained: watch::Receiver<bool>,
+) -> anyhow::Result<Option<SocketAddr>> {
     let Some(addr) = args.metrics_addr.0 else { return Ok(None) };
-    let listener = crate::metrics::bind(addr).await.with_context(|| format!("binding the metrics listener on {addr}"))?;
+    let listener =
+        crate::metrics::bind(addr).await.with_context(|| format!("binding the metrics listener on {addr}"))?;
     let local = listener.local_addr()?;
     let metrics = Arc::clone(metrics);
     tokio::spawn(async move {
@@ -79,7 +92,8 @@ async fn run(
     health_service: tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let extractor = ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
+    let extractor =
+        ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
     let extractor = FeatureExtractorServer::new(extractor)
         .max_decoding_message_size(args.max_request_bytes)
         .max_encoding_message_size(args.max_response_bytes);
@@ -189,7 +203,8 @@ fn reload(registry: &Registry, metrics: &Metrics) -> ReloadReport {
     for e in &report.rejected {
         tracing::error!(path = %e.path.display(), error = %e.message, "model config rejected; the previous version keeps serving");
     }
-    let count = |result: &str, n: usize| metrics.reloads.get_or_create(&ResultLabel { result: result.into() }).inc_by(n as u64);
+    let count =
+        |result: &str, n: usize| metrics.reloads.get_or_create(&ResultLabel { result: result.into() }).inc_by(n as u64);
     count("ok", report.loaded.len());
     count("rejected", report.rejected.len());
     metrics.models.set(registry.all().len() as i64);

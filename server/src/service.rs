@@ -46,7 +46,10 @@ impl FeatureExtractor for ExtractorService {
             Ok(_) => tonic::Code::Ok,
             Err(e) => e.code(),
         };
-        self.metrics.requests.get_or_create(&crate::metrics::ModelCode { model: request.model.clone(), code: format!("{code:?}") }).inc();
+        self.metrics
+            .requests
+            .get_or_create(&crate::metrics::ModelCode { model: request.model.clone(), code: format!("{code:?}") })
+            .inc();
         self.metrics.latency.get_or_create(&model).observe(started.elapsed().as_secs_f64());
         self.metrics.request_bytes.get_or_create(&model).inc_by(payload_len(&request) as u64);
         match result {
@@ -71,12 +74,19 @@ impl FeatureExtractor for ExtractorService {
             .registry
             .all()
             .iter()
-            .map(|m| ModelInfo { name: m.plan.name.clone(), version: m.version.clone(), outputs: m.plan.outputs.len() as i32 })
+            .map(|m| ModelInfo {
+                name: m.plan.name.clone(),
+                version: m.version.clone(),
+                outputs: m.plan.outputs.len() as i32,
+            })
             .collect();
         Ok(Response::new(ListModelsResponse { models }))
     }
 
-    async fn describe_model(&self, request: Request<DescribeModelRequest>) -> Result<Response<DescribeModelResponse>, Status> {
+    async fn describe_model(
+        &self,
+        request: Request<DescribeModelRequest>,
+    ) -> Result<Response<DescribeModelResponse>, Status> {
         let name = request.into_inner().model;
         let model = self.lookup(&name)?;
         Ok(Response::new(DescribeModelResponse {
@@ -90,7 +100,9 @@ impl FeatureExtractor for ExtractorService {
 
 impl ExtractorService {
     fn lookup(&self, name: &str) -> Result<Arc<Model>, ServeError> {
-        self.registry.get(name).ok_or_else(|| ServeError::UnknownModel { name: name.to_string(), known: self.registry.names().join(", ") })
+        self.registry
+            .get(name)
+            .ok_or_else(|| ServeError::UnknownModel { name: name.to_string(), known: self.registry.names().join(", ") })
     }
 
     fn handle(&self, request: &ExtractRequest) -> Result<ExtractResponse, ServeError> {
@@ -122,7 +134,12 @@ impl ExtractorService {
 }
 
 /// Runs the library; a panic (a bug) becomes INTERNAL instead of a reset stream.
-fn run_extraction(model: &Model, payload: &Payload, selected: Option<&[usize]>, out: &mut Extracted) -> Result<(), ServeError> {
+fn run_extraction(
+    model: &Model,
+    payload: &Payload,
+    selected: Option<&[usize]>,
+    out: &mut Extracted,
+) -> Result<(), ServeError> {
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         EXTRACTOR.with(|cell| {
             let mut ex = cell.borrow_mut();

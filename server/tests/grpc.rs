@@ -14,7 +14,8 @@ use tonic::Code;
 async fn extract_equals_the_library_on_the_same_bytes() {
     let server = start_default().await;
     let batch = sample_batch(8);
-    let response = client(server.addr).await.extract(extract_request("default", batch.clone())).await.unwrap().into_inner();
+    let response =
+        client(server.addr).await.extract(extract_request("default", batch.clone())).await.unwrap().into_inner();
     let direct = fex::extract_batch(&fex::Plan::default_model(), &batch).unwrap();
     assert_eq!(response.model, "default");
     assert_eq!(response.model_version, "1");
@@ -56,7 +57,11 @@ async fn malformed_bytes_are_invalid_argument_and_the_server_keeps_serving() {
     batch.truncate(batch.len() - 7);
     let status = c.extract(extract_request("default", batch)).await.unwrap_err();
     assert_eq!(status.code(), Code::InvalidArgument);
-    assert!(status.message().contains("named_feature_list[") && status.message().contains("@ byte"), "{}", status.message());
+    assert!(
+        status.message().contains("named_feature_list[") && status.message().contains("@ byte"),
+        "{}",
+        status.message()
+    );
     let garbage = vec![0xff; 64];
     assert_eq!(c.extract(extract_request("default", garbage)).await.unwrap_err().code(), Code::InvalidArgument);
     assert_eq!(c.extract(extract_request("default", sample_batch(2))).await.unwrap().into_inner().batch_size, 2);
@@ -134,7 +139,8 @@ async fn list_and_describe_models() {
 }
 
 const MODEL_V1: &str = "name: ranker\nversion: \"1\"\nfeatures:\n  - {name: item_id, kind: sparse}\n";
-const MODEL_V2: &str = "name: ranker\nversion: \"2\"\nfeatures:\n  - {name: item_id, kind: sparse}\n  - {name: user_id, kind: sparse}\n";
+const MODEL_V2: &str =
+    "name: ranker\nversion: \"2\"\nfeatures:\n  - {name: item_id, kind: sparse}\n  - {name: user_id, kind: sparse}\n";
 const MODEL_BAD: &str = "name: ranker\nversion: \"3\"\nfeatures:\n  - {name: item_id, kind: sprase}\n";
 
 #[tokio::test]
@@ -147,18 +153,27 @@ async fn reload_good_then_bad_keeps_the_last_good_plan() {
     let server = start(args).await;
     let mut c = client(server.addr).await;
     let version = |r: fex::proto::fex_v1::ExtractResponse| (r.model_version, r.tensors.len());
-    assert_eq!(version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()), ("1".into(), 1));
+    assert_eq!(
+        version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()),
+        ("1".into(), 1)
+    );
 
     std::fs::write(&file, MODEL_V2).unwrap();
     let report = server.reload();
     assert_eq!(report.loaded, ["ranker"]);
-    assert_eq!(version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()), ("2".into(), 2));
+    assert_eq!(
+        version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()),
+        ("2".into(), 2)
+    );
 
     std::fs::write(&file, MODEL_BAD).unwrap();
     let report = server.reload();
     assert_eq!(report.rejected.len(), 1);
     assert!(report.rejected[0].message.contains(r#"unknown feature kind "sprase""#), "{:?}", report.rejected);
-    assert_eq!(version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()), ("2".into(), 2));
+    assert_eq!(
+        version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()),
+        ("2".into(), 2)
+    );
     let metrics = server.metrics.render();
     assert!(metrics.contains(r#"fex_reloads_total{result="rejected"} 1"#), "{metrics}");
 
@@ -208,10 +223,10 @@ async fn periodic_reload_picks_up_changes() {
 
 #[tokio::test]
 async fn health_and_reflection() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
     use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
 
     let server = start_default().await;
     let mut health = tonic_health::pb::health_client::HealthClient::new(channel(server.addr).await);
@@ -220,12 +235,23 @@ async fn health_and_reflection() {
 
     let mut reflection = ServerReflectionClient::new(channel(server.addr).await);
     let ask = |m: MessageRequest| ServerReflectionRequest { host: String::new(), message_request: Some(m) };
-    let requests = tokio_stream::iter(vec![ask(MessageRequest::ListServices(String::new())), ask(MessageRequest::FileContainingSymbol("fex.v1.ExtractRequest".into()))]);
+    let requests = tokio_stream::iter(vec![
+        ask(MessageRequest::ListServices(String::new())),
+        ask(MessageRequest::FileContainingSymbol("fex.v1.ExtractRequest".into())),
+    ]);
     let mut responses = reflection.server_reflection_info(requests).await.unwrap().into_inner();
-    let Some(MessageResponse::ListServicesResponse(list)) = responses.message().await.unwrap().unwrap().message_response else { panic!() };
+    let Some(MessageResponse::ListServicesResponse(list)) =
+        responses.message().await.unwrap().unwrap().message_response
+    else {
+        panic!()
+    };
     let names: Vec<_> = list.service.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"fex.v1.FeatureExtractor") && names.contains(&"grpc.health.v1.Health"), "{names:?}");
-    let Some(MessageResponse::FileDescriptorResponse(files)) = responses.message().await.unwrap().unwrap().message_response else { panic!() };
+    let Some(MessageResponse::FileDescriptorResponse(files)) =
+        responses.message().await.unwrap().unwrap().message_response
+    else {
+        panic!()
+    };
     assert!(!files.file_descriptor_proto.is_empty());
 }
 

@@ -29,7 +29,16 @@ impl Drop for Process {
 
 fn spawn(extra: &[&str]) -> Process {
     let mut child = Command::new(BIN)
-        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json", "--reload-interval", "0s"])
+        .args([
+            "--listen-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--reload-interval",
+            "0s",
+        ])
         .args(extra)
         .stderr(Stdio::piped())
         .spawn()
@@ -125,7 +134,20 @@ fn check_config_lists_every_error_and_exits_64() {
 fn help_documents_flags_and_environment() {
     let out = Command::new(BIN).arg("--help").output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    for flag in ["--listen-addr", "FEX_LISTEN_ADDR", "--metrics-addr", "--models", "--max-request-bytes", "--max-concurrency", "--request-timeout", "--drain-timeout", "--tls-cert", "--tls-client-ca", "--log-format", "--check-config"] {
+    for flag in [
+        "--listen-addr",
+        "FEX_LISTEN_ADDR",
+        "--metrics-addr",
+        "--models",
+        "--max-request-bytes",
+        "--max-concurrency",
+        "--request-timeout",
+        "--drain-timeout",
+        "--tls-cert",
+        "--tls-client-ca",
+        "--log-format",
+        "--check-config",
+    ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }

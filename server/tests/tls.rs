@@ -46,7 +46,11 @@ fn tls_args(pki: &Pki, mutual: bool) -> Args {
     args
 }
 
-async fn tls_client(addr: std::net::SocketAddr, pki: &Pki, identity: bool) -> Result<FeatureExtractorClient<tonic::transport::Channel>, tonic::transport::Error> {
+async fn tls_client(
+    addr: std::net::SocketAddr,
+    pki: &Pki,
+    identity: bool,
+) -> Result<FeatureExtractorClient<tonic::transport::Channel>, tonic::transport::Error> {
     let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(&pki.ca)).domain_name("localhost");
     if identity {
         tls = tls.identity(Identity::from_pem(&pki.client_cert, &pki.client_key));

@@ -8,7 +8,7 @@ mod raw;
 mod validate;
 
 pub use errors::{ConfigError, ConfigErrors};
-pub use plan::{Compat, LineIdField, Limits, Op, Output, Plan, Source};
+pub use plan::{Compat, Limits, LineIdField, Op, Output, Plan, Source};
 
 /// The embedded default model: a ranking model with shared user and context
 /// features, per-candidate item features, dense features and labels.

@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::plan::{Compat, LineIdField, Limits, Op, Output, Plan, Source};
+use super::plan::{Compat, Limits, LineIdField, Op, Output, Plan, Source};
 use super::raw::{FieldRef, RawFeature, RawModel};
 use super::{ConfigError, ConfigErrors};
 use crate::proto::fex_v1::DataType;
@@ -272,7 +272,9 @@ impl Checker {
         match product {
             Some(n) if !shape.is_empty() && n <= MAX_ROW_ELEMENTS => (n as usize, shape),
             _ => {
-                let msg = format!("found {shape:?}, expected positive dimensions with at most {MAX_ROW_ELEMENTS} elements per row");
+                let msg = format!(
+                    "found {shape:?}, expected positive dimensions with at most {MAX_ROW_ELEMENTS} elements per row"
+                );
                 self.error(format!("{path}.shape"), msg);
                 (1, vec![1])
             }
@@ -319,18 +321,23 @@ impl Checker {
         match (&raw.field, ty) {
             (None, _) => self.error(format!("{path}.field"), "missing; name a LineId field or give its number"),
             (Some(FieldRef::Name(name)), ty) => match known_field(name) {
-                Some(_) if ty.is_some() => self.error(format!("{path}.type"), format!("{name:?} is a known field; its type is fixed")),
+                Some(_) if ty.is_some() => {
+                    self.error(format!("{path}.type"), format!("{name:?} is a known field; its type is fixed"))
+                }
                 Some(f) => return LineIdField::known(f),
                 None => {
                     let names: Vec<_> = KNOWN_FIELDS.iter().map(|f| f.name).collect();
-                    let msg = format!("unknown LineId field {name:?}; use one of {} or a number with type", names.join(", "));
+                    let msg =
+                        format!("unknown LineId field {name:?}; use one of {} or a number with type", names.join(", "));
                     self.error(format!("{path}.field"), msg);
                 }
             },
             (Some(FieldRef::Number(n)), _) if !(1..=0x1fff_ffff).contains(n) => {
                 self.error(format!("{path}.field"), format!("found {n}, field numbers are 1..=536870911"))
             }
-            (Some(FieldRef::Number(_)), None) => self.error(format!("{path}.type"), "missing; a field given by number needs its type"),
+            (Some(FieldRef::Number(_)), None) => {
+                self.error(format!("{path}.type"), "missing; a field given by number needs its type")
+            }
             (Some(FieldRef::Number(_)), Some((t, None))) => {
                 self.error(format!("{path}.type"), format!("unknown type {t:?}, expected one of {}", FieldType::NAMES))
             }

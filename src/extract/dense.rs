@@ -13,7 +13,13 @@ use crate::wire::DecodeError;
 /// dtype, dim, default, and the `__meta__` LineId fallback.
 pub(super) type DenseSpec = (DataType, usize, f64, Option<LineIdField>);
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize, spec: DenseSpec) -> Result<(), ExtractError> {
+pub(super) fn write(
+    cx: &Ctx<'_, '_>,
+    out: &Output,
+    t: &mut Tensor,
+    rows: usize,
+    spec: DenseSpec,
+) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("dense outputs read features") };
     let (dtype, dim, default, meta) = spec;
     let pad = if cx.is_monolith() { 0.0 } else { default };
@@ -61,7 +67,13 @@ impl From<DecodeError> for RowError {
 }
 
 /// Writes up to `dim` values of one Feature; returns how many.
-fn row_values(cx: &Ctx<'_, '_>, buf: &mut Vec<u8>, f: &FeatureView<'_>, dtype: DataType, dim: usize) -> Result<usize, RowError> {
+fn row_values(
+    cx: &Ctx<'_, '_>,
+    buf: &mut Vec<u8>,
+    f: &FeatureView<'_>,
+    dtype: DataType,
+    dim: usize,
+) -> Result<usize, RowError> {
     use FeatureKind::*;
     let mut n = 0;
     let expected = expected(dtype);
@@ -101,7 +113,8 @@ fn row_values(cx: &Ctx<'_, '_>, buf: &mut Vec<u8>, f: &FeatureView<'_>, dtype: D
             }
         }
         // Monolith ignores scalar and list-of-list variants: the row stays 0.
-        (Some(Int64Value | FloatValue | DoubleValue), _) | (Some(FidV2Lists | FloatLists | DoubleLists | Int64Lists | BytesLists | FidV1Lists), _)
+        (Some(Int64Value | FloatValue | DoubleValue), _)
+        | (Some(FidV2Lists | FloatLists | DoubleLists | Int64Lists | BytesLists | FidV1Lists), _)
             if cx.is_monolith() => {}
         (Some(FloatValue), DataType::F32 | DataType::F64) => {
             push_f64(buf, dtype, f64::from(f.float_value()));

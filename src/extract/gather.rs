@@ -232,8 +232,8 @@ mod tests {
 
     use super::*;
     use crate::proto::monolith_pb as pb;
-    use prost::Message;
     use proptest::prelude::*;
+    use prost::Message;
 
     const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:\n  - {name: a, kind: sparse}\n  - {name: b, kind: sparse}\n  - {name: label, kind: label}\n";
 
@@ -241,7 +241,8 @@ mod tests {
         let list = (prop::sample::select(vec!["a", "b", "z", "__LABEL__"]), 0..4usize, any::<bool>());
         (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..3u8).prop_map(
             |(lists, rows, at, byte, damage)| {
-                let fid = |v: u64| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: vec![v] })) };
+                let fid =
+                    |v: u64| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: vec![v] })) };
                 let named_feature_list = lists
                     .into_iter()
                     .map(|(name, n, shared)| pb::NamedFeatureList {
@@ -251,7 +252,8 @@ mod tests {
                         id: 0,
                     })
                     .collect();
-                let mut buf = pb::ExampleBatch { named_feature_list, batch_size: rows, ..Default::default() }.encode_to_vec();
+                let mut buf =
+                    pb::ExampleBatch { named_feature_list, batch_size: rows, ..Default::default() }.encode_to_vec();
                 match damage {
                     1 if !buf.is_empty() => buf.truncate(at % buf.len()),
                     2 if !buf.is_empty() => {

@@ -10,7 +10,13 @@ use crate::view::{ExampleView, FeatureKind};
 /// Monolith's INVALID_LABEL: a missing label of an Example.
 const INVALID_LABEL: f32 = f32::MIN;
 
-pub(super) fn write_label(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, dim: usize, default: f64) -> Result<(), ExtractError> {
+pub(super) fn write_label(
+    cx: &Ctx<'_, '_>,
+    t: &mut Tensor,
+    rows: usize,
+    dim: usize,
+    default: f64,
+) -> Result<(), ExtractError> {
     let pad = match (cx.is_monolith(), cx.is_batch()) {
         (true, true) => 0.0,
         (true, false) => f64::from(INVALID_LABEL),
@@ -103,7 +109,9 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
         other => return Err(cx.mismatch(source, row, cell, other, "float_list")),
     }
     match first {
-        None if cx.is_monolith() && cx.is_batch() => Err(cx.invalid(source, row, cell, "empty instance_weight float_list (Monolith aborts)")),
+        None if cx.is_monolith() && cx.is_batch() => {
+            Err(cx.invalid(source, row, cell, "empty instance_weight float_list (Monolith aborts)"))
+        }
         Some(w) if w > 0.0 => Ok(w),
         _ => Ok(1.0),
     }

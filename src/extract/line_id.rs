@@ -8,7 +8,13 @@ use crate::config::LineIdField;
 use crate::proto::fex_v1::{DataType, Tensor};
 use crate::view::{FeatureKind, LineIdView, Value, ValueClass};
 
-pub(super) fn write(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, field: LineIdField, dim: usize) -> Result<(), ExtractError> {
+pub(super) fn write(
+    cx: &Ctx<'_, '_>,
+    t: &mut Tensor,
+    rows: usize,
+    field: LineIdField,
+    dim: usize,
+) -> Result<(), ExtractError> {
     if field.ty.class() == ValueClass::Bytes {
         return write_strings(cx, t, rows, field);
     }
@@ -36,7 +42,14 @@ fn write_strings(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, field: LineIdFie
 
 /// Writes up to `dim` values of a LineId field for `row`; returns how many.
 /// Used by line_id outputs and by `__meta__` dense features without their list.
-pub(super) fn meta_row(cx: &Ctx<'_, '_>, buf: &mut Vec<u8>, row: usize, field: LineIdField, dtype: DataType, dim: usize) -> Result<usize, ExtractError> {
+pub(super) fn meta_row(
+    cx: &Ctx<'_, '_>,
+    buf: &mut Vec<u8>,
+    row: usize,
+    field: LineIdField,
+    dtype: DataType,
+    dim: usize,
+) -> Result<usize, ExtractError> {
     let Some(line_id) = line_id(cx, row)? else {
         // Monolith zeroes extras of a batch without __LINE_ID__; otherwise an
         // absent LineId reads as the default instance (sample_rate 1.0).
@@ -90,7 +103,9 @@ pub(super) fn line_id<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<LineIdV
                 .map_err(|e| cx.locate(e, source, row, cell))?;
                 match first {
                     Some(b) => Ok(Some(LineIdView::new(b, value_offset(cx, cell, b)))),
-                    None if cx.is_monolith() => Err(cx.invalid(source, row, cell, "empty __LINE_ID__ bytes_list (Monolith aborts)")),
+                    None if cx.is_monolith() => {
+                        Err(cx.invalid(source, row, cell, "empty __LINE_ID__ bytes_list (Monolith aborts)"))
+                    }
                     None => Ok(None),
                 }
             }
@@ -112,6 +127,10 @@ fn value_offset(cx: &Ctx<'_, '_>, cell: super::Cell, value: &[u8]) -> usize {
 }
 
 fn locate(cx: &Ctx<'_, '_>, e: crate::wire::DecodeError, row: usize) -> ExtractError {
-    let e = if cx.is_batch() { e.within("line_id", None).within("row", Some(row)) } else { e.within("line_id", None).within("example", Some(row)) };
+    let e = if cx.is_batch() {
+        e.within("line_id", None).within("row", Some(row))
+    } else {
+        e.within("line_id", None).within("example", Some(row))
+    };
     ExtractError::Decode(e)
 }

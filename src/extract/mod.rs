@@ -4,6 +4,7 @@
 //! An [`Extractor`] keeps its scratch between calls and an [`Extracted`] keeps
 //! its buffers, so steady-state extraction allocates nothing new.
 
+mod dense;
 mod error;
 mod gather;
 mod label;
@@ -12,7 +13,6 @@ mod sequence;
 mod sparse;
 mod strings;
 mod write;
-mod dense;
 
 pub use error::ExtractError;
 
@@ -63,7 +63,15 @@ impl Default for Extractor {
 
 impl Extractor {
     pub fn new() -> Self {
-        Self { cells: Vec::new(), columns: Vec::new(), example_rows: Vec::new(), kind: InputKind::Batch, rows: 0, lists_seen: 0, lists_decoded: 0 }
+        Self {
+            cells: Vec::new(),
+            columns: Vec::new(),
+            example_rows: Vec::new(),
+            kind: InputKind::Batch,
+            rows: 0,
+            lists_seen: 0,
+            lists_decoded: 0,
+        }
     }
 
     /// Extracts a serialized `ExampleBatch` into `out`, reusing its buffers.
@@ -101,7 +109,13 @@ impl Extractor {
         self.run(plan, bufs, selected, out)
     }
 
-    fn run(&self, plan: &Plan, bufs: &[&[u8]], selected: Option<&[usize]>, out: &mut Extracted) -> Result<(), ExtractError> {
+    fn run(
+        &self,
+        plan: &Plan,
+        bufs: &[&[u8]],
+        selected: Option<&[usize]>,
+        out: &mut Extracted,
+    ) -> Result<(), ExtractError> {
         let cx = Ctx { ex: self, plan, bufs };
         let count = selected.map_or(plan.outputs.len(), <[usize]>::len);
         out.batch_size = self.rows;
@@ -282,15 +296,21 @@ impl<'x, 'a> Ctx<'x, 'a> {
     /// The path of a cell, for type errors.
     pub(crate) fn path(&self, source: usize, row: usize, cell: Cell) -> String {
         match self.ex.kind {
-            InputKind::Batch => format!(
-                "named_feature_list[{}].feature[{}]",
-                self.ex.columns[source].list_index, cell.index
-            ),
+            InputKind::Batch => {
+                format!("named_feature_list[{}].feature[{}]", self.ex.columns[source].list_index, cell.index)
+            }
             InputKind::Examples => format!("example[{row}].named_feature[{}].feature", cell.index),
         }
     }
 
-    pub(crate) fn mismatch(&self, source: usize, row: usize, cell: Cell, found: Option<FeatureKind>, expected: &'static str) -> ExtractError {
+    pub(crate) fn mismatch(
+        &self,
+        source: usize,
+        row: usize,
+        cell: Cell,
+        found: Option<FeatureKind>,
+        expected: &'static str,
+    ) -> ExtractError {
         ExtractError::TypeMismatch {
             path: self.path(source, row, cell),
             name: self.plan.source_names[source].clone(),
@@ -300,7 +320,11 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     pub(crate) fn invalid(&self, source: usize, row: usize, cell: Cell, message: &'static str) -> ExtractError {
-        ExtractError::Invalid { path: self.path(source, row, cell), name: self.plan.source_names[source].clone(), message }
+        ExtractError::Invalid {
+            path: self.path(source, row, cell),
+            name: self.plan.source_names[source].clone(),
+            message,
+        }
     }
 
     pub(crate) fn example_row(&self, row: usize) -> ExampleRow {

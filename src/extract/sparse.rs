@@ -8,7 +8,13 @@ use crate::fid::v1_to_v2;
 use crate::proto::fex_v1::{DataType, Tensor};
 use crate::view::{FeatureKind, le_u64};
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize, splits: DataType) -> Result<(), ExtractError> {
+pub(super) fn write(
+    cx: &Ctx<'_, '_>,
+    out: &Output,
+    t: &mut Tensor,
+    rows: usize,
+    splits: DataType,
+) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("sparse outputs read features") };
     push_split(t, splits, 0)?;
     for row in 0..rows {

@@ -20,7 +20,9 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
                     .map_err(|e| cx.locate(e, source, row, cell))?;
                     match first {
                         Some(v) => t.values.extend_from_slice(v),
-                        None if cx.is_monolith() => return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)")),
+                        None if cx.is_monolith() => {
+                            return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
+                        }
                         None => {}
                     }
                 }

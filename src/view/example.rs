@@ -148,4 +148,3 @@ pub fn labels_of(view: &ExampleView<'_>) -> Result<Vec<f32>, DecodeError> {
     view.labels(|v| out.push(v))?;
     Ok(out)
 }
-

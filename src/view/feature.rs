@@ -2,10 +2,7 @@
 //! and its values read in place. The last variant on the wire wins; repeated
 //! occurrences of the same message variant merge, as protobuf specifies.
 
-use crate::wire::{
-    DecodeError, Reader, WireType, for_each_bytes, for_each_fixed32, for_each_fixed64,
-    for_each_varint,
-};
+use crate::wire::{DecodeError, Reader, WireType, for_each_bytes, for_each_fixed32, for_each_fixed64, for_each_varint};
 
 /// The oneof `type` of a Feature; discriminants are the field numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,10 +138,7 @@ impl<'a> FeatureView<'a> {
     }
 
     /// Calls `f` with each body of the current variant (one per occurrence).
-    fn for_each_body(
-        &self,
-        mut f: impl FnMut(&'a [u8], usize) -> Result<(), DecodeError>,
-    ) -> Result<(), DecodeError> {
+    fn for_each_body(&self, mut f: impl FnMut(&'a [u8], usize) -> Result<(), DecodeError>) -> Result<(), DecodeError> {
         let Some(kind) = self.kind else { return Ok(()) };
         let mut r = Reader::new(&self.msg[self.run_start..], self.base + self.run_start);
         while !r.is_empty() {

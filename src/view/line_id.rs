@@ -4,7 +4,6 @@
 
 use crate::wire::{DecodeError, Reader, WireType, zigzag32, zigzag64};
 
-
 /// A protobuf scalar type, as a config names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FieldType {
@@ -59,8 +58,7 @@ impl FieldType {
         })
     }
 
-    pub const NAMES: &'static str =
-        "int32, int64, uint32, uint64, sint32, sint64, fixed32, fixed64, sfixed32, sfixed64, bool, enum, float, double, string, bytes";
+    pub const NAMES: &'static str = "int32, int64, uint32, uint64, sint32, sint64, fixed32, fixed64, sfixed32, sfixed64, bool, enum, float, double, string, bytes";
 
     pub fn class(self) -> ValueClass {
         match self {
@@ -202,4 +200,3 @@ fn read_one<'a>(r: &mut Reader<'a>, ty: FieldType) -> Result<Value<'a>, DecodeEr
         String | Bytes => Value::Bytes(r.len_delimited()?.0),
     })
 }
-

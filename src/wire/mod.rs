@@ -24,14 +24,8 @@ pub enum WireType {
 }
 
 /// Wire types by their number (0..=5), for the one-byte key fast path.
-const WIRE_TYPES: [WireType; 6] = [
-    WireType::Varint,
-    WireType::Fixed64,
-    WireType::Len,
-    WireType::StartGroup,
-    WireType::EndGroup,
-    WireType::Fixed32,
-];
+const WIRE_TYPES: [WireType; 6] =
+    [WireType::Varint, WireType::Fixed64, WireType::Len, WireType::StartGroup, WireType::EndGroup, WireType::Fixed32];
 
 /// A cursor over one message body. `base` is the body's offset in the
 /// outermost buffer, so errors report absolute positions.
@@ -151,10 +145,7 @@ impl<'a> Reader<'a> {
     #[inline]
     fn take(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
         if n > self.remaining() as u64 {
-            return Err(self.error(DecodeErrorKind::Truncated {
-                needed: n,
-                remaining: self.remaining(),
-            }));
+            return Err(self.error(DecodeErrorKind::Truncated { needed: n, remaining: self.remaining() }));
         }
         let n = n as usize;
         let out = &self.buf[self.pos..self.pos + n];
@@ -267,11 +258,7 @@ impl<'a> Reader<'a> {
             }
             let (inner, wire) = self.key()?;
             if wire == WireType::EndGroup {
-                return if inner == field {
-                    Ok(())
-                } else {
-                    Err(self.error(DecodeErrorKind::UnbalancedGroup))
-                };
+                return if inner == field { Ok(()) } else { Err(self.error(DecodeErrorKind::UnbalancedGroup)) };
             }
             self.skip_at_depth(inner, wire, depth)?;
         }

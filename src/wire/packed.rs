@@ -10,21 +10,13 @@ const VALUE: u32 = 1;
 /// Calls `f` with each run of 8-byte little-endian values of field 1.
 /// A packed run arrives whole; an unpacked value arrives as one 8-byte run.
 #[inline]
-pub fn for_each_fixed64<'a>(
-    list: &'a [u8],
-    base: usize,
-    f: impl FnMut(&'a [u8]),
-) -> Result<(), DecodeError> {
+pub fn for_each_fixed64<'a>(list: &'a [u8], base: usize, f: impl FnMut(&'a [u8])) -> Result<(), DecodeError> {
     for_each_fixed::<8>(list, base, WireType::Fixed64, "fixed64 or packed", f)
 }
 
 /// Calls `f` with each run of 4-byte little-endian values of field 1.
 #[inline]
-pub fn for_each_fixed32<'a>(
-    list: &'a [u8],
-    base: usize,
-    f: impl FnMut(&'a [u8]),
-) -> Result<(), DecodeError> {
+pub fn for_each_fixed32<'a>(list: &'a [u8], base: usize, f: impl FnMut(&'a [u8])) -> Result<(), DecodeError> {
     for_each_fixed::<4>(list, base, WireType::Fixed32, "fixed32 or packed", f)
 }
 
@@ -44,10 +36,7 @@ fn for_each_fixed<'a, const N: usize>(
         } else if wire == WireType::Len {
             let (run, at) = r.len_delimited()?;
             if run.len() % N != 0 {
-                return Err(DecodeError::new(
-                    DecodeErrorKind::PackedLength { len: run.len(), element: N },
-                    at,
-                ));
+                return Err(DecodeError::new(DecodeErrorKind::PackedLength { len: run.len(), element: N }, at));
             }
             f(run);
         } else if wire == single {
@@ -74,11 +63,7 @@ fn take_fixed<'a, const N: usize>(r: &mut Reader<'a>) -> Result<(&'a [u8], usize
 
 /// Calls `f` with each varint value of field 1, packed or not.
 #[inline]
-pub fn for_each_varint(
-    list: &[u8],
-    base: usize,
-    mut f: impl FnMut(u64),
-) -> Result<(), DecodeError> {
+pub fn for_each_varint(list: &[u8], base: usize, mut f: impl FnMut(u64)) -> Result<(), DecodeError> {
     let mut r = Reader::new(list, base);
     while !r.is_empty() {
         let (field, wire) = r.key()?;

@@ -178,39 +178,41 @@ fn scan_input() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
     use proptest::prelude::*;
     // Few field numbers, so duplicates are common; lengths of one and two bytes.
     let field = (prop_oneof![1u32..4, 1u32..20], 0u8..6, prop_oneof![0usize..40, 0usize..300], any::<u64>());
-    (proptest::collection::vec(field, 0..12), any::<usize>(), any::<u8>(), 0u8..3).prop_map(|(fields, at, byte, damage)| {
-        let mut buf = Vec::new();
-        let push_varint = |buf: &mut Vec<u8>, mut v: u64| {
-            while v >= 0x80 {
-                buf.push(v as u8 | 0x80);
-                v >>= 7;
-            }
-            buf.push(v as u8);
-        };
-        for (f, wire, len, v) in fields {
-            push_varint(&mut buf, u64::from(f << 3 | u32::from(wire)));
-            match wire {
-                0 => push_varint(&mut buf, v),
-                1 => buf.extend_from_slice(&v.to_le_bytes()),
-                2 => {
-                    push_varint(&mut buf, len as u64);
-                    buf.extend((0..len).map(|i| i as u8));
+    (proptest::collection::vec(field, 0..12), any::<usize>(), any::<u8>(), 0u8..3).prop_map(
+        |(fields, at, byte, damage)| {
+            let mut buf = Vec::new();
+            let push_varint = |buf: &mut Vec<u8>, mut v: u64| {
+                while v >= 0x80 {
+                    buf.push(v as u8 | 0x80);
+                    v >>= 7;
                 }
-                3 => push_varint(&mut buf, u64::from(f << 3 | 4)),
-                4 => {}
-                _ => buf.extend_from_slice(&(v as u32).to_le_bytes()),
+                buf.push(v as u8);
+            };
+            for (f, wire, len, v) in fields {
+                push_varint(&mut buf, u64::from(f << 3 | u32::from(wire)));
+                match wire {
+                    0 => push_varint(&mut buf, v),
+                    1 => buf.extend_from_slice(&v.to_le_bytes()),
+                    2 => {
+                        push_varint(&mut buf, len as u64);
+                        buf.extend((0..len).map(|i| i as u8));
+                    }
+                    3 => push_varint(&mut buf, u64::from(f << 3 | 4)),
+                    4 => {}
+                    _ => buf.extend_from_slice(&(v as u32).to_le_bytes()),
+                }
             }
-        }
-        match damage {
-            1 if !buf.is_empty() => buf.truncate(at % buf.len()),
-            2 if !buf.is_empty() => {
-                let i = at % buf.len();
-                buf[i] = byte;
+            match damage {
+                1 if !buf.is_empty() => buf.truncate(at % buf.len()),
+                2 if !buf.is_empty() => {
+                    let i = at % buf.len();
+                    buf[i] = byte;
+                }
+                _ => {}
             }
-            _ => {}
-        }
-        buf
-    })
+            buf
+        },
+    )
 }
 
 proptest::proptest! {

@@ -63,7 +63,8 @@ where
         }
         let Ok(permit) = Arc::clone(&self.layer.permits).try_acquire_owned() else {
             self.layer.metrics.shed.inc();
-            let message = format!("server is at its limit of {} concurrent requests; retry with backoff", self.layer.limit);
+            let message =
+                format!("server is at its limit of {} concurrent requests; retry with backoff", self.layer.limit);
             let response = super::status_response(tonic::Status::resource_exhausted(message));
             return Box::pin(async move { Ok(response) });
         };

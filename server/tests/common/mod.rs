@@ -16,9 +16,9 @@ use fex_server::registry::Registry;
 use fex_server::serve::{self, Server};
 use prost::Message;
 use tonic::transport::Channel;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
 
 pub async fn start(args: Args) -> Server {
     let registry = serve::load_registry(&args).expect("models load");
@@ -65,7 +65,12 @@ fn floats(v: &[f32]) -> pb::Feature {
 
 /// A ranking request for the default model: shared user, per-item features.
 pub fn sample_batch(rows: usize) -> Vec<u8> {
-    let list = |name: &str, kind: i32, feature: Vec<pb::Feature>| pb::NamedFeatureList { name: name.into(), feature, r#type: kind, id: 0 };
+    let list = |name: &str, kind: i32, feature: Vec<pb::Feature>| pb::NamedFeatureList {
+        name: name.into(),
+        feature,
+        r#type: kind,
+        id: 0,
+    };
     let per_row = |f: &dyn Fn(usize) -> pb::Feature| (0..rows).map(f).collect::<Vec<_>>();
     pb::ExampleBatch {
         batch_size: rows as i32,
