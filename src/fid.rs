@@ -24,6 +24,12 @@ pub fn v1_to_v2(fid: u64) -> u64 {
     (fid & VALUE_MASK) | (v1_slot(fid) << V2_VALUE_BITS)
 }
 
+/// Moves an id into `slot`: `slot << 48 | (x & (2^48 - 1))` (Monolith GetFidV2).
+#[inline]
+pub fn reslot(slot: u64, x: u64) -> u64 {
+    ((slot & 0x7fff) << V2_VALUE_BITS) | (x & VALUE_MASK)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +44,8 @@ mod tests {
         // The largest v1 slot (1023) still fits the 15-bit v2 slot.
         assert_eq!(v2_slot(v1_to_v2(u64::MAX)), 1023);
         assert_eq!(v1_to_v2(u64::MAX), (1023 << 48) | VALUE_MASK);
+        // Re-slotting keeps the low 48 bits and replaces the rest.
+        assert_eq!(reslot(7, (3 << 48) | 0xabc), (7 << 48) | 0xabc);
+        assert_eq!(reslot(7, u64::MAX), (7 << 48) | VALUE_MASK);
     }
 }

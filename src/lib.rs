@@ -5,6 +5,7 @@
 pub mod config;
 pub mod extract;
 pub mod fid;
+pub mod ops;
 pub mod proto;
 pub mod tensor;
 pub mod view;

@@ -12,6 +12,45 @@ fn words<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
 }
 
 impl Tensor {
+    /// Row split `i` (an element or byte offset), whatever the splits dtype.
+    #[inline]
+    pub fn split(&self, i: usize) -> usize {
+        let at = |n: usize| self.row_splits.get(i * n..i * n + n);
+        if self.splits_dtype == DataType::I32 as i32 {
+            at(4).map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]).max(0) as usize)
+        } else {
+            at(8).map_or(0, |b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize)
+        }
+    }
+
+    /// Value `i` of an 8-byte integer tensor.
+    #[inline]
+    pub fn u64_at(&self, i: usize) -> u64 {
+        self.values
+            .get(i * 8..i * 8 + 8)
+            .map_or(0, |b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+
+    /// Value `i` of a numeric tensor, widened to f64.
+    #[inline]
+    pub fn f64_at(&self, i: usize) -> f64 {
+        let get = |n: usize| self.values.get(i * n..i * n + n);
+        match DataType::try_from(self.dtype).unwrap_or(DataType::Unspecified) {
+            DataType::F32 => get(4).map_or(0.0, |b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            DataType::I32 => get(4).map_or(0.0, |b| f64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+            DataType::F64 => {
+                get(8).map_or(0.0, |b| f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+            }
+            DataType::U64 => self.u64_at(i) as f64,
+            _ => self.u64_at(i) as i64 as f64,
+        }
+    }
+
+    /// Elements per row of a dense tensor (the product of the shape after rows).
+    pub fn row_width(&self) -> usize {
+        self.shape.iter().skip(1).map(|&d| d.max(0) as usize).product()
+    }
+
     /// Rows: the first dimension of the shape.
     pub fn rows(&self) -> usize {
         self.shape.first().map_or(0, |&r| r.max(0) as usize)

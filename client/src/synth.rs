@@ -90,6 +90,7 @@ impl Generator {
             Source::LineId => "__LINE_ID__",
             Source::Label => "__LABEL__",
             Source::Weight => "instance_weight",
+            Source::Derived => return None,
         };
         self.plan.source_names.iter().position(|n| n == name)
     }
@@ -102,11 +103,14 @@ impl Generator {
                 value: vec![format!("item-{}", self.rng.random::<u32>()).into_bytes()],
             }),
             Op::Sequence { dtype, max_len, width, .. } => self.sequence(*dtype, *max_len, *width),
-            Op::LineId { .. } => Type::BytesList(pb::BytesList { value: vec![self.line_id().encode_to_vec()] }),
+            Op::LineId { .. } | Op::ActionLabel { .. } => {
+                Type::BytesList(pb::BytesList { value: vec![self.line_id().encode_to_vec()] })
+            }
             Op::Label { dim, .. } => Type::FloatList(pb::FloatList {
                 value: (0..*dim).map(|_| f32::from(self.rng.random_bool(0.1))).collect(),
             }),
             Op::Weight => Type::FloatList(pb::FloatList { value: vec![1.0] }),
+            Op::Derived(_) => return pb::Feature::default(),
         };
         pb::Feature { r#type: Some(kind) }
     }

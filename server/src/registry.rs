@@ -24,7 +24,8 @@ pub struct Model {
 
 impl Model {
     fn new(plan: Plan, path: Option<PathBuf>, text: &str) -> Self {
-        let digest = fnv1a(text.as_bytes());
+        // Vocabulary files are part of the model: a changed file is a new version.
+        let digest = fnv1a(text.as_bytes()) ^ plan.files_digest;
         let version = if plan.version.is_empty() { format!("{digest:016x}") } else { plan.version.clone() };
         Self { plan, version, path, digest }
     }
@@ -107,7 +108,7 @@ impl Registry {
         report.rejected.append(&mut rejected);
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         for (path, text) in files {
-            match Plan::from_yaml(&text) {
+            match Plan::from_yaml_in(&text, path.parent().unwrap_or(dir)) {
                 Ok(plan) => self.offer(Model::new(plan, Some(path), &text), &mut seen, &mut report),
                 Err(e) => report.rejected.push(LoadError { path, message: e.to_string() }),
             }

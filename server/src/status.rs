@@ -34,7 +34,8 @@ impl ServeError {
                 | ExtractError::TypeMismatch { .. }
                 | ExtractError::Invalid { .. }
                 | ExtractError::InputTooLarge { .. }
-                | ExtractError::SplitsOverflow { .. } => Code::InvalidArgument,
+                | ExtractError::SplitsOverflow { .. }
+                | ExtractError::Operator { .. } => Code::InvalidArgument,
                 ExtractError::TooLarge { .. } => Code::ResourceExhausted,
             },
             Self::ResponseTooLarge { .. } => Code::ResourceExhausted,

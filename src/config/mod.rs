@@ -3,12 +3,13 @@
 //! every problem with its path (`validate`).
 
 mod errors;
+mod ops;
 mod plan;
 mod raw;
 mod validate;
 
 pub use errors::{ConfigError, ConfigErrors};
-pub use plan::{Compat, Limits, LineIdField, Op, Output, Plan, Source};
+pub use plan::{Compat, Limits, LineIdField, Op, Output, Plan, Source, Task};
 
 /// The embedded default model: a ranking model with shared user and context
 /// features, per-candidate item features, dense features and labels.

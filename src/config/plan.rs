@@ -65,6 +65,8 @@ pub enum Source {
     Label,
     /// The instance weight (`instance_weight`, or Example field 102).
     Weight,
+    /// Computed from other outputs (`Output::inputs`), not from the sample.
+    Derived,
 }
 
 /// What an output computes from its source, per row.
@@ -85,6 +87,20 @@ pub enum Op {
     Label { dim: usize, default: f64 },
     /// Instance weight → f32 `[rows]`: the value if > 0, else 1.
     Weight,
+    /// Labels from LineId actions (Monolith AddLabel) → f32 `[rows, tasks]`.
+    ActionLabel { tasks: Vec<Task> },
+    /// An operator over other outputs.
+    Derived(crate::ops::Transform),
+}
+
+/// One task of an action label: 1 when an action is in `pos`; else 0 when
+/// `neg` is empty or holds an action; else INVALID_LABEL. Negatives are kept
+/// with probability `sample_rate`, decided by a hash of the LineId.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub pos: Vec<i64>,
+    pub neg: Vec<i64>,
+    pub sample_rate: f64,
 }
 
 /// One output tensor of the model.
@@ -97,6 +113,11 @@ pub struct Output {
     pub shared_once: bool,
     /// The declared shape after the row dimension (dense only).
     pub shape: Vec<i64>,
+    /// Outputs this one is computed from (indices into `Plan::outputs`, all
+    /// smaller than its own: outputs are in dependency order).
+    pub inputs: Vec<usize>,
+    /// Returned to callers; `output: false` features are internal.
+    pub visible: bool,
 }
 
 /// A validated model: immutable, cheap to share behind an `Arc`.
@@ -114,12 +135,29 @@ pub struct Plan {
     pub(crate) line_id_source: Option<usize>,
     pub(crate) label_source: Option<usize>,
     pub(crate) weight_source: Option<usize>,
+    /// Files the config refers to (vocabularies), with a digest of their
+    /// contents: part of the model's identity.
+    pub files: Vec<std::path::PathBuf>,
+    pub files_digest: u64,
 }
 
 impl Plan {
-    /// Parses and validates a YAML model config.
+    /// Parses and validates a YAML model config. Relative file references
+    /// (vocabularies) resolve against the current directory.
     pub fn from_yaml(text: &str) -> Result<Self, super::ConfigErrors> {
-        super::validate::plan_from_yaml(text)
+        super::validate::plan_from_yaml(text, std::path::Path::new("."))
+    }
+
+    /// Parses a config whose file references resolve against `base_dir`.
+    pub fn from_yaml_in(text: &str, base_dir: &std::path::Path) -> Result<Self, super::ConfigErrors> {
+        super::validate::plan_from_yaml(text, base_dir)
+    }
+
+    /// Reads and parses a config file; references resolve against its directory.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, super::ConfigErrors> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| super::ConfigErrors::one(path.display().to_string(), e.to_string()))?;
+        Self::from_yaml_in(&text, path.parent().unwrap_or(std::path::Path::new(".")))
     }
 
     /// The embedded default model.
@@ -140,8 +178,8 @@ impl Plan {
             .iter()
             .map(|name| {
                 let name = name.as_ref();
-                self.outputs.iter().position(|o| o.name == name).ok_or_else(|| {
-                    let known: Vec<&str> = self.outputs.iter().map(|o| o.name.as_str()).collect();
+                self.outputs.iter().position(|o| o.visible && o.name == name).ok_or_else(|| {
+                    let known: Vec<&str> = self.visible().map(|o| o.name.as_str()).collect();
                     format!("model {:?} has no output {name:?}; it has {}", self.name, known.join(", "))
                 })
             })
@@ -150,7 +188,17 @@ impl Plan {
 
     /// The output signature: name, layout, dtype and shape of every output.
     pub fn signature(&self) -> Vec<TensorSpec> {
-        self.outputs.iter().map(Output::spec).collect()
+        self.visible().map(Output::spec).collect()
+    }
+
+    /// The outputs returned to callers, in order.
+    pub fn visible(&self) -> impl Iterator<Item = &Output> {
+        self.outputs.iter().filter(|o| o.visible)
+    }
+
+    /// Indices of the outputs returned to callers.
+    pub fn visible_indices(&self) -> Vec<usize> {
+        (0..self.outputs.len()).filter(|&i| self.outputs[i].visible).collect()
     }
 }
 
@@ -168,7 +216,10 @@ impl Output {
                 ValueClass::Float => (Layout::Dense, DataType::F32, DataType::Unspecified),
                 ValueClass::Bytes => (Layout::Strings, DataType::Bytes, DataType::I64),
             },
-            Op::Label { .. } | Op::Weight => (Layout::Dense, DataType::F32, DataType::Unspecified),
+            Op::Label { .. } | Op::Weight | Op::ActionLabel { .. } => {
+                (Layout::Dense, DataType::F32, DataType::Unspecified)
+            }
+            Op::Derived(t) => (t.layout, t.dtype, t.splits),
         }
     }
 
@@ -177,6 +228,7 @@ impl Output {
         let (layout, dtype, splits) = self.layout();
         let mut shape = vec![-1];
         match (&self.op, layout) {
+            (Op::Derived(t), _) => shape = t.spec_shape.clone(),
             (Op::Sequence { width, .. }, _) => shape.extend([-1, *width as i64]),
             (_, Layout::Ragged) => shape.push(-1),
             (Op::Weight, _) | (_, Layout::Strings) => {}

@@ -1,6 +1,8 @@
 //! Stage two of config parsing: raw entries checked kind by kind and compiled
 //! into a [`Plan`]. Every problem is collected with its path before failing.
 
+use std::path::Path;
+
 use rustc_hash::FxHashMap;
 
 use super::plan::{Compat, Limits, LineIdField, Op, Output, Plan, Source};
@@ -9,15 +11,15 @@ use super::{ConfigError, ConfigErrors};
 use crate::proto::fex_v1::DataType;
 use crate::view::{FieldType, KNOWN_FIELDS, ValueClass, known_field};
 
-const KINDS: &str = "sparse, dense, string, sequence, line_id, label, instance_weight";
+const KINDS: &str = "sparse, dense, string, sequence, line_id, label, instance_weight, action_label";
 const RESERVED: &[(&str, &str)] =
     &[("__LABEL__", "label"), ("__LINE_ID__", "line_id"), ("instance_weight", "instance_weight")];
 /// Largest number of elements one dense row may declare.
 const MAX_ROW_ELEMENTS: i64 = 1 << 20;
 
-pub(super) fn plan_from_yaml(text: &str) -> Result<Plan, ConfigErrors> {
+pub(super) fn plan_from_yaml(text: &str, base_dir: &Path) -> Result<Plan, ConfigErrors> {
     let raw: RawModel = serde_norway::from_str(text).map_err(|e| ConfigErrors::one("model", e.to_string()))?;
-    let mut cx = Checker { errors: Vec::new(), compat: Compat::Native };
+    let mut cx = Checker { errors: Vec::new(), compat: Compat::Native, files: Vec::new() };
     cx.compat = match raw.compat.as_deref() {
         None | Some("native") => Compat::Native,
         Some("monolith") => Compat::Monolith,
@@ -30,19 +32,67 @@ pub(super) fn plan_from_yaml(text: &str) -> Result<Plan, ConfigErrors> {
         cx.error("name", "must not be empty");
     }
     let limits = cx.limits(&raw);
-    let outputs = cx.features(&raw.features);
+    let (kinds, op_entries) = cx.features(&raw.features);
+    let mut outputs: Vec<Output> = kinds.iter().map(|k| k.0.clone()).collect();
+    let sources: Vec<Option<String>> = kinds.into_iter().map(|k| k.1).collect();
+    expand_positions(&mut outputs);
+    super::ops::resolve(&mut cx, &mut outputs, op_entries, base_dir);
     if !cx.errors.is_empty() {
         return Err(ConfigErrors(cx.errors));
     }
-    Ok(compile(raw, cx.compat, limits, outputs))
+    let files_digest = cx.files.iter().fold(0u64, |h, (_, d)| h.rotate_left(5) ^ d);
+    let files = cx.files.into_iter().map(|(p, _)| p).collect();
+    let mut plan = compile(raw, cx.compat, limits, outputs, sources);
+    (plan.files, plan.files_digest) = (files, files_digest);
+    Ok(plan)
 }
 
-/// Assigns source indices and builds the name index.
-fn compile(raw: RawModel, compat: Compat, limits: Limits, outputs: Vec<(Output, Option<String>)>) -> Plan {
+/// A `per_position` sequence becomes one dense `[rows, width]` output per
+/// position, named `<name>_<i>`; the ragged sequence itself stays internal.
+fn expand_positions(outputs: &mut Vec<Output>) {
+    for i in 0..outputs.len() {
+        let Op::Sequence { dtype, max_len, width, .. } = outputs[i].op else { continue };
+        if outputs[i].shape.first() != Some(&PER_POSITION) {
+            continue;
+        }
+        outputs[i].shape.clear();
+        outputs[i].visible = false;
+        for p in 0..max_len {
+            let kind = crate::ops::TransformKind::Position { index: p, width };
+            let spec_shape = vec![-1, width as i64];
+            let layout = crate::proto::fex_v1::Layout::Dense;
+            let transform = crate::ops::Transform {
+                kind,
+                layout,
+                dtype,
+                splits: DataType::Unspecified,
+                spec_shape,
+                dense_shape: vec![width as i64],
+            };
+            outputs.push(Output {
+                name: format!("{}_{p}", outputs[i].name),
+                source: Source::Derived,
+                op: Op::Derived(transform),
+                shared_once: false,
+                shape: vec![width as i64],
+                inputs: vec![i],
+                visible: true,
+            });
+        }
+    }
+}
+
+/// Marks a sequence declared `per_position: true` until it is expanded.
+const PER_POSITION: i64 = -7;
+
+/// Assigns source indices (to the sample-reading outputs, which come first)
+/// and builds the name index.
+fn compile(raw: RawModel, compat: Compat, limits: Limits, outputs: Vec<Output>, sources: Vec<Option<String>>) -> Plan {
     let mut source_names: Vec<String> = Vec::new();
     let mut index: FxHashMap<Box<[u8]>, usize> = FxHashMap::default();
     let mut compiled = Vec::with_capacity(outputs.len());
-    for (mut out, source) in outputs {
+    let sources = sources.into_iter().chain(std::iter::repeat(None));
+    for (mut out, source) in outputs.into_iter().zip(sources) {
         if let Some(name) = source {
             let next = source_names.len();
             let i = *index.entry(name.as_bytes().into()).or_insert(next);
@@ -78,16 +128,20 @@ fn compile(raw: RawModel, compat: Compat, limits: Limits, outputs: Vec<(Output, 
         line_id_source,
         label_source,
         weight_source,
+        files: Vec::new(),
+        files_digest: 0,
     }
 }
 
-struct Checker {
-    errors: Vec<ConfigError>,
+pub(super) struct Checker {
+    pub(super) errors: Vec<ConfigError>,
     compat: Compat,
+    /// Files referenced (vocabularies) with their digests.
+    pub(super) files: Vec<(std::path::PathBuf, u64)>,
 }
 
 impl Checker {
-    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
         self.errors.push(ConfigError { path: path.into(), message: message.into() });
     }
 
@@ -109,8 +163,15 @@ impl Checker {
         limits
     }
 
-    fn features(&mut self, values: &[serde_norway::Value]) -> Vec<(Output, Option<String>)> {
+    /// Sample-reading entries compiled (with their source names), and the
+    /// `op:` entries left for `ops::resolve`.
+    #[allow(clippy::type_complexity)]
+    fn features(
+        &mut self,
+        values: &[serde_norway::Value],
+    ) -> (Vec<(Output, Option<String>)>, Vec<(String, RawFeature)>) {
         let mut out = Vec::new();
+        let mut ops = Vec::new();
         let mut seen: FxHashMap<String, String> = FxHashMap::default();
         if values.is_empty() {
             self.error("features", "a model needs at least one feature");
@@ -132,11 +193,13 @@ impl Checker {
                 self.error(&path, format!("duplicate name {:?}, also defined at {first}", raw.name));
                 continue;
             }
-            if let Some(compiled) = self.feature(&path, &raw) {
+            if raw.op.is_some() {
+                ops.push((path, raw));
+            } else if let Some(compiled) = self.feature(&path, &raw) {
                 out.push(compiled);
             }
         }
-        out
+        (out, ops)
     }
 
     /// Checks one entry; returns the output and the sample feature it reads.
@@ -145,10 +208,16 @@ impl Checker {
             "sparse" => &["source", "dtype", "splits", "shared"],
             "dense" => &["source", "dtype", "shape", "default", "shared"],
             "string" => &["source", "shared"],
-            "sequence" => &["source", "dtype", "max_len", "width", "splits", "shared"],
+            "sequence" => &["source", "dtype", "max_len", "width", "splits", "shared", "per_position"],
             "line_id" => &["field", "type", "shape"],
             "label" => &["shape", "default"],
             "instance_weight" => &[],
+            "action_label" => &["tasks"],
+            "" => {
+                let msg = format!("missing; give a kind ({KINDS}) or an op ({})", super::ops::OPS);
+                self.error(format!("{path}.kind"), msg);
+                return None;
+            }
             other => {
                 self.error(format!("{path}.kind"), format!("unknown feature kind {other:?}, expected one of {KINDS}"));
                 return None;
@@ -178,18 +247,28 @@ impl Checker {
                 let (dim, shape) = self.shape(path, raw.shape.as_deref());
                 (Op::Label { dim, default: self.default(path, raw) }, shape, None)
             }
+            "action_label" => {
+                let tasks = self.tasks(path, raw);
+                let shape = vec![tasks.len() as i64];
+                (Op::ActionLabel { tasks }, shape, None)
+            }
             _ => (Op::Weight, vec![], None),
         };
         if self.errors.len() > before {
             return None;
         }
         let fixed = match &op {
-            Op::LineId { .. } => Source::LineId,
+            Op::LineId { .. } | Op::ActionLabel { .. } => Source::LineId,
             Op::Label { .. } => Source::Label,
             Op::Weight => Source::Weight,
             _ => Source::Feature(usize::MAX),
         };
-        Some((Output { name: raw.name.clone(), source: fixed, op, shared_once, shape }, source))
+        let shape = if raw.per_position == Some(true) { vec![PER_POSITION] } else { shape };
+        let visible = raw.output.unwrap_or(true);
+        Some((
+            Output { name: raw.name.clone(), source: fixed, op, shared_once, shape, inputs: vec![], visible },
+            source,
+        ))
     }
 
     fn source(&mut self, path: &str, raw: &RawFeature) -> String {
@@ -213,7 +292,7 @@ impl Checker {
         }
     }
 
-    fn dtype(&mut self, path: &str, raw: &RawFeature, allowed: &[DataType], default: DataType) -> DataType {
+    pub(super) fn dtype(&mut self, path: &str, raw: &RawFeature, allowed: &[DataType], default: DataType) -> DataType {
         let Some(name) = raw.dtype.as_deref() else { return default };
         match allowed.iter().find(|d| dtype_name(**d) == name) {
             Some(d) => *d,
@@ -225,7 +304,7 @@ impl Checker {
         }
     }
 
-    fn splits(&mut self, path: &str, raw: &RawFeature) -> DataType {
+    pub(super) fn splits(&mut self, path: &str, raw: &RawFeature) -> DataType {
         match raw.splits.as_deref() {
             None | Some("i64") => DataType::I64,
             Some("i32") => DataType::I32,
@@ -287,6 +366,46 @@ impl Checker {
         let max_len = self.bounded(path, "max_len", raw.max_len, None, 65_536);
         let width = self.bounded(path, "width", raw.width, Some(1), 4_096);
         Op::Sequence { dtype, max_len, width, splits: self.splits(path, raw) }
+    }
+
+    /// A required integer parameter within `range`.
+    pub(super) fn required_u64(
+        &mut self,
+        path: &str,
+        key: &str,
+        value: Option<u64>,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> u64 {
+        match value {
+            Some(v) if range.contains(&v) => v,
+            Some(v) => {
+                self.error(format!("{path}.{key}"), format!("found {v}, allowed {range:?}"));
+                *range.start()
+            }
+            None => {
+                self.error(format!("{path}.{key}"), "missing; required for this op");
+                *range.start()
+            }
+        }
+    }
+
+    fn tasks(&mut self, path: &str, raw: &RawFeature) -> Vec<super::plan::Task> {
+        let tasks = raw.tasks.clone().unwrap_or_default();
+        if tasks.is_empty() {
+            self.error(format!("{path}.tasks"), "missing; list tasks as {pos: [actions], neg: [actions]}");
+        }
+        let mut out = Vec::new();
+        for (i, t) in tasks.into_iter().enumerate() {
+            let rate = t.sample_rate.unwrap_or(1.0);
+            if t.pos.is_empty() {
+                self.error(format!("{path}.tasks[{i}].pos"), "must list at least one action");
+            }
+            if !(rate > 0.0 && rate <= 1.0) {
+                self.error(format!("{path}.tasks[{i}].sample_rate"), format!("found {rate}, allowed (0, 1]"));
+            }
+            out.push(super::plan::Task { pos: t.pos, neg: t.neg, sample_rate: rate });
+        }
+        out
     }
 
     fn bounded(&mut self, path: &str, key: &str, value: Option<i64>, default: Option<i64>, max: i64) -> usize {

@@ -26,4 +26,7 @@ pub enum ExtractError {
     InputTooLarge { found: usize },
     #[error("{found} row_splits overflow i32; declare splits: i64")]
     SplitsOverflow { found: usize },
+    /// An operator met input it cannot process (an id outside its table...).
+    #[error("{name}: {message}")]
+    Operator { name: String, message: String },
 }

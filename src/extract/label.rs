@@ -4,8 +4,9 @@
 
 use super::write::fill;
 use super::{Ctx, ExtractError};
+use crate::config::Task;
 use crate::proto::fex_v1::Tensor;
-use crate::view::{ExampleView, FeatureKind};
+use crate::view::{ExampleView, FeatureKind, FieldType, Value};
 
 /// Monolith's INVALID_LABEL: a missing label of an Example.
 const INVALID_LABEL: f32 = f32::MIN;
@@ -115,4 +116,50 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
         Some(w) if w > 0.0 => Ok(w),
         _ => Ok(1.0),
     }
+}
+
+/// Monolith AddLabel: one f32 per task from the row's LineId actions.
+pub(super) fn write_action_labels(
+    cx: &Ctx<'_, '_>,
+    t: &mut Tensor,
+    rows: usize,
+    tasks: &[Task],
+) -> Result<(), ExtractError> {
+    let mut actions: Vec<i64> = Vec::new();
+    for row in 0..rows {
+        actions.clear();
+        let line_id = super::line_id::line_id(cx, row)?;
+        if let Some(l) = &line_id {
+            l.values(6, FieldType::Int32, |v| {
+                if let Value::Int(a) = v {
+                    actions.push(a);
+                }
+            })
+            .map_err(|e| ExtractError::Decode(e.within("line_id", None).within("row", Some(row))))?;
+        }
+        let key = line_id.map_or(&[][..], |l| l.bytes());
+        for (i, task) in tasks.iter().enumerate() {
+            t.values.extend_from_slice(&task_label(task, &actions, key, i).to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+/// The label of one task: 1 for a positive action; 0 for a (kept) negative;
+/// INVALID_LABEL otherwise. Negatives are kept when a hash of the LineId and
+/// the task falls below the sample rate, so online and offline agree.
+pub fn task_label(task: &Task, actions: &[i64], line_id: &[u8], index: usize) -> f32 {
+    if actions.iter().any(|a| task.pos.contains(a)) {
+        return 1.0;
+    }
+    if !(task.neg.is_empty() || actions.iter().any(|a| task.neg.contains(a))) {
+        return INVALID_LABEL;
+    }
+    if task.sample_rate >= 1.0 {
+        return 0.0;
+    }
+    let mut h = xxhash_rust::xxh64::Xxh64::new(index as u64);
+    h.update(line_id);
+    let draw = (h.digest() >> 11) as f64 / (1u64 << 53) as f64;
+    if draw < task.sample_rate { 0.0 } else { INVALID_LABEL }
 }

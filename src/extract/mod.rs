@@ -15,6 +15,7 @@ mod strings;
 mod write;
 
 pub use error::ExtractError;
+pub(crate) use write::{charge, elem_size, push_f64, push_split};
 
 use gather::{Cell, Column, ExampleRow, InputKind};
 
@@ -53,6 +54,10 @@ pub struct Extractor {
     rows: usize,
     lists_seen: usize,
     lists_decoded: usize,
+    /// Every output's tensor, computed in plan order, then swapped into the
+    /// caller's `Extracted`.
+    work: Vec<Tensor>,
+    needed: Vec<bool>,
 }
 
 impl Default for Extractor {
@@ -71,6 +76,8 @@ impl Extractor {
             rows: 0,
             lists_seen: 0,
             lists_decoded: 0,
+            work: Vec::new(),
+            needed: Vec::new(),
         }
     }
 
@@ -110,26 +117,86 @@ impl Extractor {
     }
 
     fn run(
-        &self,
+        &mut self,
         plan: &Plan,
         bufs: &[&[u8]],
         selected: Option<&[usize]>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
+        let mut needed = std::mem::take(&mut self.needed);
+        mark_needed(plan, selected, &mut needed);
+        let mut work = std::mem::take(&mut self.work);
+        work.truncate(plan.outputs.len());
+        work.resize_with(plan.outputs.len(), Tensor::default);
+        let result = self.compute(plan, bufs, &needed, &mut work);
+        if result.is_ok() {
+            self.deliver(plan, selected, &mut work, out);
+        }
+        self.work = work;
+        self.needed = needed;
+        result
+    }
+
+    /// Computes every needed output, in plan (dependency) order.
+    fn compute(&self, plan: &Plan, bufs: &[&[u8]], needed: &[bool], work: &mut [Tensor]) -> Result<(), ExtractError> {
         let cx = Ctx { ex: self, plan, bufs };
-        let count = selected.map_or(plan.outputs.len(), <[usize]>::len);
+        let mut budget = 0usize;
+        let limit = plan.limits.max_output_bytes;
+        for (i, output) in plan.outputs.iter().enumerate() {
+            if !needed[i] {
+                continue;
+            }
+            let (done, rest) = work.split_at_mut(i);
+            let tensor = &mut rest[0];
+            write::begin(tensor, output);
+            if let Op::Derived(transform) = &output.op {
+                let inputs: Vec<&Tensor> = output.inputs.iter().map(|&j| &done[j]).collect();
+                crate::ops::apply(transform, &inputs, tensor, crate::ops::Budget { used: &mut budget, limit })?;
+                write::charge(&mut budget, tensor.values.len() + tensor.row_splits.len(), limit)?;
+            } else {
+                cx.write(output, tensor, &mut budget)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves the results the caller asked for into `out`. Buffers are swapped,
+    /// not copied: `out`'s previous buffers become next call's scratch.
+    fn deliver(&self, plan: &Plan, selected: Option<&[usize]>, work: &mut [Tensor], out: &mut Extracted) {
         out.batch_size = self.rows;
         out.lists_seen = self.lists_seen;
         out.lists_decoded = self.lists_decoded;
+        let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
         out.tensors.truncate(count);
         out.tensors.resize_with(count, Tensor::default);
-        let mut budget = 0usize;
-        for (i, tensor) in out.tensors.iter_mut().enumerate() {
-            let output = &plan.outputs[selected.map_or(i, |s| s[i])];
-            write::begin(tensor, output);
-            cx.write(output, tensor, &mut budget)?;
+        let mut slots = out.tensors.iter_mut();
+        match selected {
+            Some(s) => s.iter().zip(slots).for_each(|(&i, slot)| std::mem::swap(slot, &mut work[i])),
+            None => {
+                for (i, output) in plan.outputs.iter().enumerate() {
+                    if output.visible {
+                        std::mem::swap(slots.next().expect("one slot per visible output"), &mut work[i]);
+                    }
+                }
+            }
         }
-        Ok(())
+    }
+}
+
+/// Marks the outputs to compute: the asked ones and everything they read.
+fn mark_needed(plan: &Plan, selected: Option<&[usize]>, needed: &mut Vec<bool>) {
+    needed.clear();
+    needed.resize(plan.outputs.len(), false);
+    match selected {
+        Some(s) => s.iter().for_each(|&i| needed[i] = true),
+        None => plan.outputs.iter().enumerate().for_each(|(i, o)| needed[i] = o.visible),
+    }
+    for i in (0..plan.outputs.len()).rev() {
+        if needed[i] {
+            for &j in &plan.outputs[i].inputs {
+                needed[j] = true;
+            }
+        }
     }
 }
 
@@ -153,6 +220,7 @@ fn fixed_size(out: &Output, rows: usize) -> usize {
     let per_row = match &out.op {
         _ if layout != crate::proto::fex_v1::Layout::Dense => 0,
         Op::Dense { dim, .. } | Op::LineId { dim, .. } | Op::Label { dim, .. } => *dim,
+        Op::ActionLabel { tasks } => tasks.len(),
         Op::Weight => 1,
         _ => 0,
     };
@@ -195,6 +263,8 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::LineId { field, dim } => line_id::write(self, t, rows.compute, *field, *dim)?,
             Op::Label { dim, default } => label::write_label(self, t, rows.compute, *dim, *default)?,
             Op::Weight => label::write_weight(self, t, rows.compute)?,
+            Op::ActionLabel { tasks } => label::write_action_labels(self, t, rows.compute, tasks)?,
+            Op::Derived(_) => unreachable!("derived outputs run in Extractor::compute"),
         }
         let own = t.values.len() + t.row_splits.len();
         write::charge(budget, own.saturating_sub(fixed), limit)?;
@@ -227,7 +297,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
         match &out.op {
             Op::Sparse { .. } => t.shape.push(-1),
             Op::Sequence { width, .. } => t.shape.extend([-1, *width as i64]),
-            Op::Dense { .. } | Op::Label { .. } => t.shape.extend(&out.shape),
+            Op::Dense { .. } | Op::Label { .. } | Op::ActionLabel { .. } => t.shape.extend(&out.shape),
             Op::LineId { .. } if t.layout == crate::proto::fex_v1::Layout::Dense as i32 => t.shape.extend(&out.shape),
             _ => {}
         }
@@ -239,6 +309,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Source::LineId => self.plan.line_id_source,
             Source::Label => self.plan.label_source,
             Source::Weight => self.plan.weight_source,
+            Source::Derived => None,
         }
     }
 

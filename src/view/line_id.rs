@@ -140,6 +140,11 @@ impl<'a> LineIdView<'a> {
         Self { buf, base }
     }
 
+    /// The serialized LineId.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.buf
+    }
+
     /// Calls `f` with every value of field `number`, decoded as `ty`. Packed and
     /// unpacked runs are both accepted; for a singular field the caller keeps
     /// the last value.

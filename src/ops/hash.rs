@@ -1,0 +1,51 @@
+//! The one hash function of fex operators: XXH64 with seed 0 (xxhash-rust).
+//! Ids are hashed as their 8 little-endian bytes, strings as their bytes. It is
+//! specified, portable and stable across releases; `tests` pins its outputs,
+//! because changing it would silently re-bucket every trained embedding.
+
+use xxhash_rust::xxh64::xxh64;
+
+/// XXH64 of an id's 8 little-endian bytes.
+#[inline]
+pub fn hash_u64(x: u64) -> u64 {
+    xxh64(&x.to_le_bytes(), 0)
+}
+
+/// XXH64 of a byte string.
+#[inline]
+pub fn hash_bytes(b: &[u8]) -> u64 {
+    xxh64(b, 0)
+}
+
+/// XXH64 of a tuple of ids (a cross), as their concatenated little-endian bytes.
+#[inline]
+pub fn hash_tuple(ids: &[u64]) -> u64 {
+    let mut h = xxhash_rust::xxh64::Xxh64::new(0);
+    for id in ids {
+        h.update(&id.to_le_bytes());
+    }
+    h.digest()
+}
+
+/// FNV-1a of a file's contents: the identity digest of configs and vocabularies
+/// (not used for bucketing).
+pub fn digest(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_outputs() {
+        // Published XXH64 test vectors (seed 0).
+        assert_eq!(hash_bytes(b""), 0xef46_db37_51d8_e999);
+        assert_eq!(hash_bytes(b"a"), 0xd24e_c4f1_a98c_6e5b);
+        assert_eq!(hash_bytes(b"abc"), 0x44bc_2cf5_ad77_0999);
+        // Our encodings of ids and tuples, pinned: changing them re-buckets models.
+        assert_eq!(hash_u64(0), hash_bytes(&[0; 8]));
+        assert_eq!(hash_u64(42), 0xb556_806f_b6d1_4353);
+        assert_eq!(hash_tuple(&[1, 2]), hash_bytes(&[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]));
+    }
+}

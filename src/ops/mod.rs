@@ -1,0 +1,185 @@
+//! Operators: features derived from other features, declared in the model
+//! config (`op:`) and compiled into the Plan. Each is a pure function of its
+//! input tensors, run by the same code online and offline. `ids` (fid and id
+//! arithmetic, hashing, crosses), `numeric` (ln, clip, normalize, bucketize,
+//! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
+//! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004).
+
+mod hash;
+mod ids;
+mod layout;
+mod multihot;
+mod numeric;
+mod rows;
+mod vocab;
+
+use std::sync::Arc;
+
+pub use hash::{digest, hash_bytes, hash_u64};
+pub use multihot::weight as multihot_weight;
+pub use vocab::Vocab;
+
+use crate::extract::ExtractError;
+use crate::proto::fex_v1::{DataType, Layout, Tensor};
+
+/// A compiled operator with the layout of what it produces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transform {
+    pub kind: TransformKind,
+    pub layout: Layout,
+    pub dtype: DataType,
+    pub splits: DataType,
+    /// Signature shape (-1 for per-request dimensions).
+    pub spec_shape: Vec<i64>,
+    /// Dense outputs: the dimensions after the rows.
+    pub dense_shape: Vec<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransformKind {
+    /// Converts v1 fids to v2.
+    V1ToV2,
+    /// The slot of each fid (v1: top 10 bits; v2: bits 48..63).
+    Slot {
+        v1: bool,
+    },
+    /// `slot << 48 | (x & (2^48 - 1))`.
+    Reslot {
+        slot: u64,
+    },
+    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes).
+    Hash {
+        buckets: u64,
+    },
+    /// Keeps the fids whose v2 slot is listed (sorted).
+    FilterSlots {
+        slots: Vec<u64>,
+    },
+    /// Every combination of the inputs' values per row, hashed.
+    Cross {
+        buckets: Option<u64>,
+        slot: Option<u64>,
+        max_per_row: usize,
+    },
+    /// 0 = missing, 1 = out of vocabulary, 2.. = position in the file.
+    Vocab(Arc<Vocab>),
+    /// `ln(x + c)`, or `floor` where `x + c <= 0` or x is NaN.
+    Ln {
+        c: f64,
+        floor: f64,
+    },
+    Clip {
+        min: f64,
+        max: f64,
+    },
+    ZScore {
+        mean: f64,
+        std: f64,
+    },
+    MinMax {
+        min: f64,
+        max: f64,
+    },
+    /// Index of the first boundary greater than x (boundaries ascending).
+    Bucketize {
+        boundaries: Vec<f64>,
+    },
+    Cast,
+    Scale {
+        factor: f64,
+    },
+    Pow {
+        exponent: f64,
+    },
+    /// Several ragged inputs → one CSR, row by row (deepx group input).
+    Group,
+    /// Several ragged inputs → a TorchRec KeyedJaggedTensor.
+    KeyedJagged {
+        keys: Vec<String>,
+    },
+    /// Several dense inputs → one `[rows, sum of widths]`.
+    Concat,
+    /// Position `index` of a sequence → `[rows, width]`, zero-padded.
+    Position {
+        index: usize,
+        width: usize,
+    },
+    /// Seed 004 multi-hot expansion into a KeyedJaggedTensor.
+    MultiHot {
+        keys: Vec<String>,
+        num_embeddings: Vec<u64>,
+        min_table_size: u64,
+        size: usize,
+    },
+}
+
+/// Runs `t` on `inputs` into `out` (already cleared by the caller).
+pub(crate) fn apply(
+    t: &Transform,
+    inputs: &[&Tensor],
+    out: &mut Tensor,
+    budget: Budget<'_>,
+) -> Result<(), ExtractError> {
+    use TransformKind::*;
+    let rows = rows::common(inputs)?;
+    out.shared = inputs.iter().all(|i| i.shared);
+    match &t.kind {
+        V1ToV2 => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::v1_to_v2(x))),
+        Slot { v1: true } => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::v1_slot(x))),
+        Slot { v1: false } => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::v2_slot(x))),
+        Reslot { slot } => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::reslot(*slot, x))),
+        Hash { buckets } => ids::hash(inputs[0], out, t.splits, rows, *buckets),
+        FilterSlots { slots } => {
+            ids::map(inputs[0], out, t.splits, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
+        }
+        Cross { buckets, slot, max_per_row } => {
+            ids::cross(inputs, out, t.splits, rows, (*buckets, *slot, *max_per_row), budget)
+        }
+        Vocab(v) => vocab::map(v, inputs[0], out, t.splits, rows),
+        Group => layout::group(inputs, out, t.splits, rows),
+        KeyedJagged { keys } => layout::keyed_jagged(keys, inputs, out, rows),
+        Concat => layout::concat(inputs, out, rows),
+        Position { index, width } => layout::position(inputs[0], out, rows, *index, *width),
+        MultiHot { keys, num_embeddings, min_table_size, size } => {
+            multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
+        }
+        Ln { .. }
+        | Clip { .. }
+        | ZScore { .. }
+        | MinMax { .. }
+        | Bucketize { .. }
+        | Cast
+        | Scale { .. }
+        | Pow { .. } => numeric::apply(&t.kind, inputs[0], out, t.dtype, rows),
+    }?;
+    set_shape(t, out, rows);
+    Ok(())
+}
+
+/// Keyed-jagged: `[keys, rows]`; ragged: `[rows, -1]`; dense: `[rows, dims...]`.
+fn set_shape(t: &Transform, out: &mut Tensor, rows: usize) {
+    out.shape.clear();
+    match (&t.kind, t.layout) {
+        (TransformKind::KeyedJagged { keys } | TransformKind::MultiHot { keys, .. }, _) => {
+            out.shape.extend([keys.len() as i64, rows as i64]);
+        }
+        (_, Layout::Ragged) => out.shape.extend([rows as i64, -1]),
+        _ => {
+            out.shape.push(rows as i64);
+            out.shape.extend(&t.dense_shape);
+        }
+    }
+}
+
+/// The output-size budget shared by every output of one extraction.
+pub(crate) struct Budget<'b> {
+    pub used: &'b mut usize,
+    pub limit: usize,
+}
+
+impl Budget<'_> {
+    /// Fails when `bytes` more would pass the limit.
+    pub fn charge(&mut self, bytes: usize) -> Result<(), ExtractError> {
+        crate::extract::charge(self.used, bytes, self.limit)
+    }
+}

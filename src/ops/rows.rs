@@ -1,0 +1,26 @@
+//! Row alignment of several inputs: an input returned once (rows = 1, a SHARED
+//! feature) stands for every row; all others must agree.
+
+use crate::extract::ExtractError;
+use crate::proto::fex_v1::Tensor;
+
+/// The rows of an operator's result: the largest input row count.
+pub(super) fn common(inputs: &[&Tensor]) -> Result<usize, ExtractError> {
+    let rows = inputs.iter().map(|t| t.rows()).max().unwrap_or(0);
+    for t in inputs {
+        let r = t.rows();
+        if r != rows && r != 1 {
+            return Err(ExtractError::Operator {
+                name: t.name.clone(),
+                message: format!("has {r} rows where others have {rows}"),
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The row of `t` that stands for row `r` of the result.
+#[inline]
+pub(super) fn row_of(t: &Tensor, r: usize) -> usize {
+    if t.rows() == 1 { 0 } else { r }
+}
