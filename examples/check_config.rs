@@ -4,16 +4,8 @@
 fn main() {
     let mut failed = false;
     for path in std::env::args().skip(1) {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{path}: {e}");
-                failed = true;
-                continue;
-            }
-        };
-        match fex::Plan::from_yaml(&text) {
-            Ok(plan) => println!("{path}: ok ({} outputs, compat {})", plan.outputs.len(), plan.compat.as_str()),
+        match fex::Plan::from_file(std::path::Path::new(&path)) {
+            Ok(plan) => println!("{path}: ok ({} outputs, compat {})", plan.visible().count(), plan.compat.as_str()),
             Err(e) => {
                 eprintln!("{path}: {e}");
                 failed = true;

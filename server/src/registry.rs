@@ -15,7 +15,8 @@ use fex::Plan;
 #[derive(Debug)]
 pub struct Model {
     pub plan: Plan,
-    /// The config's `version`, or a digest of the file when it sets none.
+    /// The config's `version` (with a digest of its vocabulary files, if any),
+    /// or a digest of everything when it sets none.
     pub version: String,
     /// The file it was loaded from (`None` for the embedded default).
     pub path: Option<PathBuf>,
@@ -26,7 +27,12 @@ impl Model {
     fn new(plan: Plan, path: Option<PathBuf>, text: &str) -> Self {
         // Vocabulary files are part of the model: a changed file is a new version.
         let digest = fnv1a(text.as_bytes()) ^ plan.files_digest;
-        let version = if plan.version.is_empty() { format!("{digest:016x}") } else { plan.version.clone() };
+        let version = match (plan.version.is_empty(), plan.files.is_empty()) {
+            (true, _) => format!("{digest:016x}"),
+            (false, true) => plan.version.clone(),
+            // The declared version, marked with the files it was built from.
+            (false, false) => format!("{}+files.{:08x}", plan.version, plan.files_digest as u32),
+        };
         Self { plan, version, path, digest }
     }
 

@@ -270,3 +270,44 @@ async fn shutdown_drains_an_in_flight_call() {
     assert_eq!(code, "0", "{message}");
     server.wait().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_changed_vocabulary_file_reloads_its_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("vocab")).unwrap();
+    std::fs::write(dir.path().join("vocab/items.txt"), "7\n").unwrap();
+    let config = "name: v\nversion: \"1\"\nfeatures:\n  - {name: raw, kind: sparse, source: item_id, output: false}\n  - {name: ids, op: vocab, input: raw, file: vocab/items.txt}\n";
+    std::fs::write(dir.path().join("v.yaml"), config).unwrap();
+    let mut args = Args::for_tests();
+    args.models = Some(dir.path().to_path_buf());
+    let server = start(args).await;
+    let mut c = client(server.addr).await;
+    let batch = fex::proto::monolith_pb::ExampleBatch {
+        batch_size: 1,
+        named_feature_list: vec![fex::proto::monolith_pb::NamedFeatureList {
+            name: "item_id".into(),
+            feature: vec![fex::proto::monolith_pb::Feature {
+                r#type: Some(fex::proto::monolith_pb::feature::Type::FidV2List(fex::proto::monolith_pb::FidList {
+                    value: vec![8],
+                })),
+            }],
+            r#type: 0,
+            id: 0,
+        }],
+        ..Default::default()
+    };
+    let bytes = prost::Message::encode_to_vec(&batch);
+    let first = c.extract(extract_request("v", bytes.clone())).await.unwrap().into_inner();
+    assert_eq!(first.tensors[0].i64s(), [1], "8 is out of vocabulary");
+    std::fs::write(dir.path().join("vocab/items.txt"), "7\n8\n").unwrap();
+    assert_eq!(server.reload().loaded, ["v"]);
+    let second = c.extract(extract_request("v", bytes)).await.unwrap().into_inner();
+    assert_eq!(second.tensors[0].i64s(), [3], "8 is now the second entry");
+    assert_ne!(first.model_version, second.model_version);
+    assert!(second.model_version.starts_with("1+files."), "{}", second.model_version);
+    // A vocabulary that disappears is a rejected reload; the last plan serves.
+    std::fs::remove_file(dir.path().join("vocab/items.txt")).unwrap();
+    let report = server.reload();
+    assert!(report.rejected[0].message.contains("cannot read"), "{report:?}");
+    assert_eq!(server.registry.get("v").unwrap().version, second.model_version);
+}

@@ -32,16 +32,25 @@ pub(super) fn resolve(
     base_dir: &Path,
 ) {
     let mut pending = entries;
+    let mut failed: Vec<String> = Vec::new();
     while !pending.is_empty() {
         let before = pending.len();
         let mut waiting = Vec::new();
         for (path, raw) in pending {
             let names = input_names(&raw);
+            if let Some(bad) = names.iter().find(|n| failed.contains(n)) {
+                // Its own errors are reported; say why this one is skipped.
+                let key = if raw.input.is_some() { "input" } else { "inputs" };
+                cx.error(format!("{path}.{key}"), format!("{bad:?} has errors, so this cannot be built"));
+                failed.push(raw.name.clone());
+                continue;
+            }
             let found: Vec<Option<usize>> = names.iter().map(|n| outputs.iter().position(|o| &o.name == n)).collect();
             if found.iter().all(Option::is_some) {
                 let inputs: Vec<usize> = found.into_iter().flatten().collect();
-                if let Some(out) = compile(cx, &path, &raw, &inputs, outputs, base_dir) {
-                    outputs.push(out);
+                match compile(cx, &path, &raw, &inputs, outputs, base_dir) {
+                    Some(out) => outputs.push(out),
+                    None => failed.push(raw.name.clone()),
                 }
             } else {
                 waiting.push((path, raw));
