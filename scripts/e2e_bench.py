@@ -4,8 +4,7 @@
 For the default model and a "floor" model that selects no features (the gRPC
 and framework cost alone), runs fex-client bench at several open-loop rates
 and one closed-loop run, and records throughput, latency percentiles and the
-server's peak RSS during each run (VmHWM, reset before each run through
-/proc/PID/clear_refs). Prints a markdown table for benches/README.md.
+server's peak RSS during each run (VmHWM of a fresh server process per run). Prints a markdown table for benches/README.md.
 
 Usage: python3 scripts/e2e_bench.py [--rates 500,1000,2000] [--duration 10s]
 Everything binds 127.0.0.1 and every run stops by itself."""
@@ -44,16 +43,17 @@ def peak_rss_mb(pid):
     return 0.0
 
 
-def reset_peak(pid):
+def bench(models, model, mode_args, duration, batch):
+    """One run against a fresh server, so each peak RSS is that run's own."""
+    proc, addr = start_server(models)
     try:
-        with open(f"/proc/{pid}/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
+        return run_client(addr, proc.pid, model, mode_args, duration, batch)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
-def bench(addr, pid, model, mode_args, duration, batch):
-    reset_peak(pid)
+def run_client(addr, pid, model, mode_args, duration, batch):
     cmd = [CLIENT, "bench", "--addr", addr, "--model", model, "--duration", duration, "--warmup", "2s", "--timeout", "10s",
            "--batch-size", str(batch), "--distinct", "32", "--connections", "2", "--output", "json", "--no-progress"] + mode_args
     report = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
@@ -64,8 +64,9 @@ def bench(addr, pid, model, mode_args, duration, batch):
 def row(model, label, r):
     l = r["latency_ms"]
     errors = sum(n for code, n in r["status"].items() if code != "OK") + r["dropped"]
+    statuses = ", ".join(f"{c} {n}" for c, n in sorted(r["status"].items()))
     return (f"| {model} | {label} | {r['send_rate']:.0f} | {r['throughput']:.0f} | {l['p50']:.2f} | {l['p99']:.2f} | "
-            f"{l['p999']:.2f} | {errors} | {r['peak_rss_mb']:.0f} |")
+            f"{l['p999']:.2f} | {errors} | {statuses} | {r['peak_rss_mb']:.0f} |")
 
 
 def main():
@@ -80,20 +81,17 @@ def main():
     shutil.copy(os.path.join(ROOT, "models/default.yaml"), models)
     with open(os.path.join(models, "floor.yaml"), "w") as f:
         f.write(FLOOR)
-    proc, addr = start_server(models)
     results = {}
     try:
         for model in ("default", "floor"):
             for rate in args.rates.split(","):
-                results[(model, f"rate {rate}")] = bench(addr, proc.pid, model, ["--rate", rate], args.duration, args.batch_size)
+                results[(model, f"rate {rate}")] = bench(models, model, ["--rate", rate], args.duration, args.batch_size)
             label = f"closed c={args.concurrency}"
-            results[(model, label)] = bench(addr, proc.pid, model, ["--concurrency", str(args.concurrency)], args.duration, args.batch_size)
+            results[(model, label)] = bench(models, model, ["--concurrency", str(args.concurrency)], args.duration, args.batch_size)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
         shutil.rmtree(models)
-    print("| model | load | sent/s | answered/s | p50 ms | p99 ms | p99.9 ms | errors+dropped | server peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | load | sent/s | answered/s | p50 ms | p99 ms | p99.9 ms | errors+dropped | statuses | server peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (model, label), r in results.items():
         print(row(model, label, r))
     print()
