@@ -96,12 +96,7 @@ pub(super) fn line_id<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<LineIdV
     if let Some((f, cell)) = cx.feature(source, row)? {
         return match f.kind() {
             Some(FeatureKind::BytesList) => {
-                let mut first = None;
-                f.bytes_values(|v| {
-                    first.get_or_insert(v);
-                })
-                .map_err(|e| cx.locate(e, source, row, cell))?;
-                match first {
+                match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
                     Some(b) => Ok(Some(LineIdView::new(b, value_offset(cx, cell, b)))),
                     None if cx.is_monolith() => {
                         Err(cx.invalid(source, row, cell, "empty __LINE_ID__ bytes_list (Monolith aborts)"))

@@ -13,12 +13,7 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
         if let Some((f, cell)) = cx.feature(source, row)? {
             match f.kind() {
                 Some(FeatureKind::BytesList) => {
-                    let mut first = None;
-                    f.bytes_values(|v| {
-                        first.get_or_insert(v);
-                    })
-                    .map_err(|e| cx.locate(e, source, row, cell))?;
-                    match first {
+                    match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
                         Some(v) => t.values.extend_from_slice(v),
                         None if cx.is_monolith() => {
                             return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));

@@ -183,6 +183,15 @@ impl<'a> FeatureView<'a> {
         })
     }
 
+    /// The first value of a bytes_list (`None` when the list is empty).
+    pub fn first_bytes(&self) -> Result<Option<&'a [u8]>, DecodeError> {
+        let mut first = None;
+        self.bytes_values(|v| {
+            first.get_or_insert(v);
+        })?;
+        Ok(first)
+    }
+
     /// Each inner list of a `*_lists` variant, as a list message and its offset.
     pub fn inner_lists(
         &self,
