@@ -119,27 +119,22 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
 }
 
 /// Monolith AddLabel: one f32 per task from the row's LineId actions.
-pub(super) fn write_action_labels(
-    cx: &Ctx<'_, '_>,
-    t: &mut Tensor,
-    rows: usize,
-    tasks: &[Task],
-) -> Result<(), ExtractError> {
-    let mut actions: Vec<i64> = Vec::new();
+pub(super) fn write_action_labels(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, tasks: &[Task]) -> Result<(), ExtractError> {
     for row in 0..rows {
-        actions.clear();
         let line_id = super::line_id::line_id(cx, row)?;
-        if let Some(l) = &line_id {
-            l.values(6, FieldType::Int32, |v| {
-                if let Value::Int(a) = v {
-                    actions.push(a);
-                }
-            })
-            .map_err(|e| ExtractError::Decode(e.within("line_id", None).within("row", Some(row))))?;
-        }
+        let locate = |e: crate::wire::DecodeError| ExtractError::Decode(e.within("line_id", None).within("row", Some(row)));
+        // Actions are matched straight from the wire: no list is built.
+        let any_of = |set: &[i64]| -> Result<bool, ExtractError> {
+            let mut hit = false;
+            if let Some(l) = &line_id {
+                l.values(6, FieldType::Int32, |v| hit |= matches!(v, Value::Int(a) if set.contains(&a))).map_err(locate)?;
+            }
+            Ok(hit)
+        };
         let key = line_id.map_or(&[][..], |l| l.bytes());
         for (i, task) in tasks.iter().enumerate() {
-            t.values.extend_from_slice(&task_label(task, &actions, key, i).to_le_bytes());
+            let (pos, neg) = (any_of(&task.pos)?, task.neg.is_empty() || any_of(&task.neg)?);
+            t.values.extend_from_slice(&task_label(task, pos, neg, key, i).to_le_bytes());
         }
     }
     Ok(())
@@ -148,11 +143,13 @@ pub(super) fn write_action_labels(
 /// The label of one task: 1 for a positive action; 0 for a (kept) negative;
 /// INVALID_LABEL otherwise. Negatives are kept when a hash of the LineId and
 /// the task falls below the sample rate, so online and offline agree.
-pub fn task_label(task: &Task, actions: &[i64], line_id: &[u8], index: usize) -> f32 {
-    if actions.iter().any(|a| task.pos.contains(a)) {
+/// `pos`: an action is positive; `neg`: the row counts as negative (an action
+/// is listed negative, or the task lists none).
+pub fn task_label(task: &Task, pos: bool, neg: bool, line_id: &[u8], index: usize) -> f32 {
+    if pos {
         return 1.0;
     }
-    if !(task.neg.is_empty() || actions.iter().any(|a| task.neg.contains(a))) {
+    if !neg {
         return INVALID_LABEL;
     }
     if task.sample_rate >= 1.0 {

@@ -150,8 +150,8 @@ impl Extractor {
             let tensor = &mut rest[0];
             write::begin(tensor, output);
             if let Op::Derived(transform) = &output.op {
-                let inputs: Vec<&Tensor> = output.inputs.iter().map(|&j| &done[j]).collect();
-                crate::ops::apply(transform, &inputs, tensor, crate::ops::Budget { used: &mut budget, limit })?;
+                let inputs = crate::ops::Inputs { done, indices: &output.inputs };
+                crate::ops::apply(transform, inputs, tensor, crate::ops::Budget { used: &mut budget, limit })?;
                 write::charge(&mut budget, tensor.values.len() + tensor.row_splits.len(), limit)?;
             } else {
                 cx.write(output, tensor, &mut budget)?;

@@ -29,7 +29,10 @@ pub(crate) fn begin(t: &mut Tensor, out: &Output) {
     t.row_splits.clear();
     t.weights.clear();
     t.shared = false;
-    t.keys.clear();
+    // Keyed-jagged operators keep their keys between calls when unchanged.
+    if t.layout != crate::proto::fex_v1::Layout::KeyedJagged as i32 {
+        t.keys.clear();
+    }
     t.lengths.clear();
 }
 

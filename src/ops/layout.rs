@@ -8,10 +8,10 @@ use crate::extract::{ExtractError, push_split};
 use crate::proto::fex_v1::{DataType, Tensor};
 
 /// Row r of the result is row r of every input, one after the other.
-pub(super) fn group(inputs: &[&Tensor], out: &mut Tensor, splits: DataType, rows: usize) -> Result<(), ExtractError> {
+pub(super) fn group(inputs: super::Inputs<'_>, out: &mut Tensor, splits: DataType, rows: usize) -> Result<(), ExtractError> {
     push_split(out, splits, 0)?;
     for r in 0..rows {
-        for t in inputs {
+        for t in inputs.iter() {
             let range = row_range(t, r);
             out.values.extend_from_slice(&t.values[range.start * 8..range.end * 8]);
         }
@@ -25,14 +25,16 @@ pub(super) fn group(inputs: &[&Tensor], out: &mut Tensor, splits: DataType, rows
 /// gets `offsets` without recomputing them.
 pub(super) fn keyed_jagged(
     keys: &[String],
-    inputs: &[&Tensor],
+    inputs: super::Inputs<'_>,
     out: &mut Tensor,
     rows: usize,
 ) -> Result<(), ExtractError> {
-    out.keys.clear();
-    out.keys.extend(keys.iter().cloned());
+    if out.keys != keys {
+        out.keys.clear();
+        out.keys.extend(keys.iter().cloned());
+    }
     push_split(out, DataType::I64, 0)?;
-    for t in inputs {
+    for t in inputs.iter() {
         for r in 0..rows {
             let range = row_range(t, r);
             out.values.extend_from_slice(&t.values[range.start * 8..range.end * 8]);
@@ -51,9 +53,9 @@ pub(super) fn keyed_jagged(
 }
 
 /// `[rows, w1 + w2 + ...]` f32 from dense inputs of any numeric dtype.
-pub(super) fn concat(inputs: &[&Tensor], out: &mut Tensor, rows: usize) -> Result<(), ExtractError> {
+pub(super) fn concat(inputs: super::Inputs<'_>, out: &mut Tensor, rows: usize) -> Result<(), ExtractError> {
     for r in 0..rows {
-        for t in inputs {
+        for t in inputs.iter() {
             let w = t.row_width();
             let base = row_of(t, r) * w;
             for i in base..base + w {

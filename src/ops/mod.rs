@@ -15,7 +15,7 @@ mod vocab;
 
 use std::sync::Arc;
 
-pub use hash::{digest, hash_bytes, hash_u64};
+pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use multihot::weight as multihot_weight;
 pub use vocab::Vocab;
 
@@ -116,7 +116,7 @@ pub enum TransformKind {
 /// Runs `t` on `inputs` into `out` (already cleared by the caller).
 pub(crate) fn apply(
     t: &Transform,
-    inputs: &[&Tensor],
+    inputs: Inputs<'_>,
     out: &mut Tensor,
     budget: Budget<'_>,
 ) -> Result<(), ExtractError> {
@@ -124,22 +124,22 @@ pub(crate) fn apply(
     let rows = rows::common(inputs)?;
     out.shared = inputs.iter().all(|i| i.shared);
     match &t.kind {
-        V1ToV2 => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::v1_to_v2(x))),
-        Slot { v1: true } => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::v1_slot(x))),
-        Slot { v1: false } => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::v2_slot(x))),
-        Reslot { slot } => ids::map(inputs[0], out, t.splits, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { buckets } => ids::hash(inputs[0], out, t.splits, rows, *buckets),
+        V1ToV2 => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v1_to_v2(x))),
+        Slot { v1: true } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v1_slot(x))),
+        Slot { v1: false } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v2_slot(x))),
+        Reslot { slot } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::reslot(*slot, x))),
+        Hash { buckets } => ids::hash(inputs.get(0), out, t.splits, rows, *buckets),
         FilterSlots { slots } => {
-            ids::map(inputs[0], out, t.splits, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
+            ids::map(inputs.get(0), out, t.splits, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }
         Cross { buckets, slot, max_per_row } => {
             ids::cross(inputs, out, t.splits, rows, (*buckets, *slot, *max_per_row), budget)
         }
-        Vocab(v) => vocab::map(v, inputs[0], out, t.splits, rows),
+        Vocab(v) => vocab::map(v, inputs.get(0), out, t.splits, rows),
         Group => layout::group(inputs, out, t.splits, rows),
         KeyedJagged { keys } => layout::keyed_jagged(keys, inputs, out, rows),
         Concat => layout::concat(inputs, out, rows),
-        Position { index, width } => layout::position(inputs[0], out, rows, *index, *width),
+        Position { index, width } => layout::position(inputs.get(0), out, rows, *index, *width),
         MultiHot { keys, num_embeddings, min_table_size, size } => {
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
@@ -150,7 +150,7 @@ pub(crate) fn apply(
         | Bucketize { .. }
         | Cast
         | Scale { .. }
-        | Pow { .. } => numeric::apply(&t.kind, inputs[0], out, t.dtype, rows),
+        | Pow { .. } => numeric::apply(&t.kind, inputs.get(0), out, t.dtype, rows),
     }?;
     set_shape(t, out, rows);
     Ok(())
@@ -168,6 +168,29 @@ fn set_shape(t: &Transform, out: &mut Tensor, rows: usize) {
             out.shape.push(rows as i64);
             out.shape.extend(&t.dense_shape);
         }
+    }
+}
+
+/// An operator's inputs: outputs already computed, picked by index. Borrowed
+/// from the extractor's scratch, so running an operator allocates nothing.
+#[derive(Clone, Copy)]
+pub(crate) struct Inputs<'a> {
+    pub done: &'a [Tensor],
+    pub indices: &'a [usize],
+}
+
+impl<'a> Inputs<'a> {
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    pub fn get(&self, i: usize) -> &'a Tensor {
+        &self.done[self.indices[i]]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a Tensor> + 'a {
+        let done = self.done;
+        self.indices.iter().map(move |&i| &done[i])
     }
 }
 

@@ -31,13 +31,15 @@ pub(super) fn expand(
     num_embeddings: &[u64],
     min_table_size: u64,
     size: usize,
-    inputs: &[&Tensor],
+    inputs: super::Inputs<'_>,
     out: &mut Tensor,
     rows: usize,
     mut budget: Budget<'_>,
 ) -> Result<(), ExtractError> {
-    out.keys.clear();
-    out.keys.extend(keys.iter().cloned());
+    if out.keys != keys {
+        out.keys.clear();
+        out.keys.extend(keys.iter().cloned());
+    }
     push_split(out, DataType::I64, 0)?;
     for (table, (t, &n)) in inputs.iter().zip(num_embeddings).enumerate() {
         let expanded = n >= min_table_size;

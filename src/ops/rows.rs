@@ -5,9 +5,9 @@ use crate::extract::ExtractError;
 use crate::proto::fex_v1::Tensor;
 
 /// The rows of an operator's result: the largest input row count.
-pub(super) fn common(inputs: &[&Tensor]) -> Result<usize, ExtractError> {
+pub(super) fn common(inputs: super::Inputs<'_>) -> Result<usize, ExtractError> {
     let rows = inputs.iter().map(|t| t.rows()).max().unwrap_or(0);
-    for t in inputs {
+    for t in inputs.iter() {
         let r = t.rows();
         if r != rows && r != 1 {
             return Err(ExtractError::Operator {
