@@ -293,7 +293,12 @@ fn keyed_jagged_matches_seed_004() {
     // length_per_key = [B; keys]; offset_per_key = [0, B, 2B, ...], derivable:
     let per_key: Vec<i32> = lengths.chunks(2).map(|c| c.iter().sum()).collect();
     assert_eq!(per_key, [2, 2, 2, 2]);
-    let offset_per_key: Vec<i32> = std::iter::once(0).chain(per_key.iter().scan(0, |acc, n| { *acc += n; Some(*acc) })).collect();
+    let offset_per_key: Vec<i32> = std::iter::once(0)
+        .chain(per_key.iter().scan(0, |acc, n| {
+            *acc += n;
+            Some(*acc)
+        }))
+        .collect();
     assert_eq!(offset_per_key, [0, 2, 4, 6, 8]);
     assert_eq!(kjt.shape, [4, 2], "[keys, rows]");
 }

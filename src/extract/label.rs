@@ -119,15 +119,22 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
 }
 
 /// Monolith AddLabel: one f32 per task from the row's LineId actions.
-pub(super) fn write_action_labels(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, tasks: &[Task]) -> Result<(), ExtractError> {
+pub(super) fn write_action_labels(
+    cx: &Ctx<'_, '_>,
+    t: &mut Tensor,
+    rows: usize,
+    tasks: &[Task],
+) -> Result<(), ExtractError> {
     for row in 0..rows {
         let line_id = super::line_id::line_id(cx, row)?;
-        let locate = |e: crate::wire::DecodeError| ExtractError::Decode(e.within("line_id", None).within("row", Some(row)));
+        let locate =
+            |e: crate::wire::DecodeError| ExtractError::Decode(e.within("line_id", None).within("row", Some(row)));
         // Actions are matched straight from the wire: no list is built.
         let any_of = |set: &[i64]| -> Result<bool, ExtractError> {
             let mut hit = false;
             if let Some(l) = &line_id {
-                l.values(6, FieldType::Int32, |v| hit |= matches!(v, Value::Int(a) if set.contains(&a))).map_err(locate)?;
+                l.values(6, FieldType::Int32, |v| hit |= matches!(v, Value::Int(a) if set.contains(&a)))
+                    .map_err(locate)?;
             }
             Ok(hit)
         };

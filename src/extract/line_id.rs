@@ -95,15 +95,13 @@ pub(super) fn line_id<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<LineIdV
     let source = cx.plan.line_id_source.expect("plans that read LineIds reserve __LINE_ID__");
     if let Some((f, cell)) = cx.feature(source, row)? {
         return match f.kind() {
-            Some(FeatureKind::BytesList) => {
-                match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
-                    Some(b) => Ok(Some(LineIdView::new(b, value_offset(cx, cell, b)))),
-                    None if cx.is_monolith() => {
-                        Err(cx.invalid(source, row, cell, "empty __LINE_ID__ bytes_list (Monolith aborts)"))
-                    }
-                    None => Ok(None),
+            Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
+                Some(b) => Ok(Some(LineIdView::new(b, value_offset(cx, cell, b)))),
+                None if cx.is_monolith() => {
+                    Err(cx.invalid(source, row, cell, "empty __LINE_ID__ bytes_list (Monolith aborts)"))
                 }
-            }
+                None => Ok(None),
+            },
             None => Ok(None),
             other => Err(cx.mismatch(source, row, cell, other, "bytes_list holding a serialized LineId")),
         };

@@ -12,15 +12,13 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
     for row in 0..rows {
         if let Some((f, cell)) = cx.feature(source, row)? {
             match f.kind() {
-                Some(FeatureKind::BytesList) => {
-                    match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
-                        Some(v) => t.values.extend_from_slice(v),
-                        None if cx.is_monolith() => {
-                            return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
-                        }
-                        None => {}
+                Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
+                    Some(v) => t.values.extend_from_slice(v),
+                    None if cx.is_monolith() => {
+                        return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
                     }
-                }
+                    None => {}
+                },
                 Some(FeatureKind::BytesValue) => t.values.extend_from_slice(f.bytes_value()),
                 None => {}
                 other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),

@@ -8,7 +8,12 @@ use crate::extract::{ExtractError, push_split};
 use crate::proto::fex_v1::{DataType, Tensor};
 
 /// Row r of the result is row r of every input, one after the other.
-pub(super) fn group(inputs: super::Inputs<'_>, out: &mut Tensor, splits: DataType, rows: usize) -> Result<(), ExtractError> {
+pub(super) fn group(
+    inputs: super::Inputs<'_>,
+    out: &mut Tensor,
+    splits: DataType,
+    rows: usize,
+) -> Result<(), ExtractError> {
     push_split(out, splits, 0)?;
     for r in 0..rows {
         for t in inputs.iter() {

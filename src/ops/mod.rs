@@ -129,9 +129,9 @@ pub(crate) fn apply(
         Slot { v1: false } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v2_slot(x))),
         Reslot { slot } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::reslot(*slot, x))),
         Hash { buckets } => ids::hash(inputs.get(0), out, t.splits, rows, *buckets),
-        FilterSlots { slots } => {
-            ids::map(inputs.get(0), out, t.splits, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
-        }
+        FilterSlots { slots } => ids::map(inputs.get(0), out, t.splits, rows, |x| {
+            slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x)
+        }),
         Cross { buckets, slot, max_per_row } => {
             ids::cross(inputs, out, t.splits, rows, (*buckets, *slot, *max_per_row), budget)
         }
