@@ -24,6 +24,11 @@ pub struct Args {
     #[arg(long, env = "FEX_METRICS_ADDR", default_value = "0.0.0.0:9090", value_parser = parse_optional_addr)]
     pub metrics_addr: OptionalAddr,
 
+    /// A plaintext listener serving only grpc.health.v1, for probes that
+    /// cannot speak TLS (the kubelet's native gRPC probes); "off" disables it.
+    #[arg(long, env = "FEX_HEALTH_ADDR", default_value = "off", value_parser = parse_optional_addr)]
+    pub health_addr: OptionalAddr,
+
     /// Directory of model configs (*.yaml, *.yml). Without it the embedded
     /// default model is served.
     #[arg(long, env = "FEX_MODELS")]

@@ -12,7 +12,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
-use tonic_health::server::HealthReporter;
+use tonic_health::pb::health_server::HealthServer;
+use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
 use crate::layers::{AdmissionLayer, DeadlineLayer};
@@ -24,6 +25,7 @@ use crate::service::ExtractorService;
 pub struct Server {
     pub addr: SocketAddr,
     pub metrics_addr: Option<SocketAddr>,
+    pub health_addr: Option<SocketAddr>,
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
     drain: watch::Sender<bool>,
@@ -48,18 +50,52 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     let addr = listener.local_addr()?;
     let (drain, drained) = watch::channel(false);
     let metrics_addr = start_metrics(args, &metrics, drained.clone()).await?;
-    let (health, health_service) = tonic_health::server::health_reporter();
-    let task = tokio::spawn(run(
+    let health = tonic_health::server::HealthReporter::new();
+    let health_service = || HealthServer::new(HealthService::from_health_reporter(health.clone()));
+    let (health_addr, health_done) = start_health(args, health_service()).await?;
+    let main = tokio::spawn(run(
         args.clone(),
         listener,
         Arc::clone(&registry),
         Arc::clone(&metrics),
-        health,
-        health_service,
+        health.clone(),
+        health_service(),
         drained,
     ));
-    tracing::info!(%addr, metrics = ?metrics_addr, models = ?registry.names(), "fex-server listening");
-    Ok(Server { addr, metrics_addr, registry, metrics, drain, task })
+    let task = tokio::spawn(async move {
+        let result = main.await;
+        // Probes keep answering (NOT_SERVING) until the main listener is done.
+        let _ = health_done.send(());
+        result.context("server task")?
+    });
+    tracing::info!(%addr, metrics = ?metrics_addr, health = ?health_addr, models = ?registry.names(), "fex-server listening");
+    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, drain, task })
+}
+
+type Health = HealthServer<HealthService>;
+
+/// The plaintext health-only listener, if asked for; stops when `done` fires.
+async fn start_health(
+    args: &Args,
+    service: Health,
+) -> anyhow::Result<(Option<SocketAddr>, tokio::sync::oneshot::Sender<()>)> {
+    let (done, stopped) = tokio::sync::oneshot::channel::<()>();
+    let Some(addr) = args.health_addr.0 else { return Ok((None, done)) };
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding the health listener on {addr}"))?;
+    let local = listener.local_addr()?;
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    tokio::spawn(async move {
+        let stop = async move {
+            let _ = stopped.await;
+        };
+        let served =
+            tonic::transport::Server::builder().add_service(service).serve_with_incoming_shutdown(incoming, stop).await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "health listener failed");
+        }
+    });
+    Ok((Some(local), done))
 }
 
 async fn start_metrics(
@@ -89,7 +125,7 @@ async fn run(
     registry: Arc<Registry>,
     metrics: Arc<Metrics>,
     health: HealthReporter,
-    health_service: tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
+    health_service: Health,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let extractor =

@@ -97,3 +97,19 @@ async fn plaintext_client_cannot_talk_to_a_tls_server() {
     };
     assert!(failed);
 }
+
+#[tokio::test]
+async fn plaintext_health_listener_answers_probes_beside_tls() {
+    let pki = pki();
+    let mut args = tls_args(&pki, true);
+    args.health_addr = fex_server::args::OptionalAddr(Some("127.0.0.1:0".parse().unwrap()));
+    let server = start_tls(args).await;
+    let health_addr = server.health_addr.expect("health listener bound");
+    // The kubelet's gRPC probe: plaintext grpc.health.v1, no certificate.
+    wait_serving(health_addr).await;
+    // Only health is served there: no extraction without TLS.
+    let err = client(health_addr).await.extract(extract_request("default", sample_batch(1))).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::Unimplemented);
+    server.shutdown();
+    server.wait().await.unwrap();
+}

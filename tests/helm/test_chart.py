@@ -357,8 +357,10 @@ def check_resources(label, docs, values_file):
     svc = find(docs, "Service")
     svc_ports = {p["name"]: p for p in svc["spec"]["ports"]}
     c(f"[{label}] Service selects the pods", labels_match(svc["spec"]["selector"], pod_labels))
+    # The health-only port (TLS) is for the kubelet, not for the Service.
     c(f"[{label}] Service targetPorts name container ports",
-      all(p["targetPort"] in ports for p in svc_ports.values()) and set(svc_ports) == set(ports), svc_ports)
+      all(p["targetPort"] in ports for p in svc_ports.values()) and set(svc_ports) == set(ports) - {"health"},
+      svc_ports)
     c(f"[{label}] Service ports carry appProtocol", all(p.get("appProtocol") for p in svc_ports.values()), svc_ports)
 
     # Probes: native gRPC health checks on the gRPC port, or TCP with TLS.
@@ -366,8 +368,10 @@ def check_resources(label, docs, values_file):
     probes = {k: container.get(k) for k in ("startupProbe", "livenessProbe", "readinessProbe")}
     c(f"[{label}] startup, liveness and readiness probes are set", all(probes.values()), probes)
     if tls:
-        c(f"[{label}] TLS: probes connect to the grpc port (kubelet gRPC probes cannot speak TLS)",
-          all(p and p.get("tcpSocket", {}).get("port") == "grpc" for p in probes.values()), probes)
+        hport = int(args["--health-addr"].rsplit(":", 1)[1])
+        c(f"[{label}] TLS: probes are native gRPC health checks on the plaintext health port {hport}",
+          all(p and p.get("grpc", {}).get("port") == hport for p in probes.values()) and ports.get("health") == hport,
+          probes)
     else:
         c(f"[{label}] probes are native gRPC health checks on port {grpc_port}",
           all(p and p.get("grpc", {}).get("port") == grpc_port for p in probes.values()), probes)
@@ -487,13 +491,15 @@ def materialize(label, docs, dep, root, tls_files):
     return mounts
 
 
-def host_args(label, args, mounts, grpc_port, metrics_port):
+def host_args(label, args, mounts, grpc_port, metrics_port, health_port):
     """The rendered args with addresses on loopback ports and paths under the mounts."""
     out = []
     for arg in args:
         name, value = split_flag(arg)
         if name == "--listen-addr":
             value = f"127.0.0.1:{grpc_port}"
+        elif name == "--health-addr" and value != "off":
+            value = f"127.0.0.1:{health_port}"
         elif name == "--metrics-addr" and value != "off":
             value = f"127.0.0.1:{metrics_port}"
         elif value and value.startswith("/"):
@@ -521,8 +527,8 @@ def run_server(label, server, docs, dep, notes, tmp, tls_files, help_flags, help
     check_flags_against_help(label, container, help_flags, help_env)
     root = os.path.join(tmp, label + "-pod")
     mounts = materialize(label, docs, dep, root, tls_files)
-    grpc_port, metrics_port = free_port(), free_port()
-    args = host_args(label, rendered, mounts, grpc_port, metrics_port)
+    grpc_port, metrics_port, health_port = free_port(), free_port(), free_port()
+    args = host_args(label, rendered, mounts, grpc_port, metrics_port, health_port)
     if args is None:
         return
     env = {k: v for k, v in os.environ.items() if not k.startswith("FEX_")}
@@ -550,7 +556,10 @@ def run_server(label, server, docs, dep, notes, tmp, tls_files, help_flags, help
     def probe_ok(p):
         try:
             if "grpc" in p:
-                return health_status(grpc_port, p["grpc"].get("service", "")) == 1
+                # Probes on the health port are plaintext even when gRPC is TLS.
+                on_health = "--health-addr" in {split_flag(a)[0] for a in rendered}
+                port = health_port if on_health else grpc_port
+                return health_status(port, p["grpc"].get("service", "")) == 1
             if "tcpSocket" in p:
                 return tcp_connect(grpc_port)
         except (grpc.RpcError, OSError):

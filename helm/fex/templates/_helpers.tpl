@@ -148,6 +148,7 @@ one value; scripts/helm_test.sh runs the built binary with them.
 - {{ printf "--drain-timeout=%s" (toString $s.drainTimeout) | quote }}
 {{- with .Values.tls }}
 {{- if .enabled }}
+- {{ printf "--health-addr=0.0.0.0:%d" (.healthPort | int) | quote }}
 - {{ printf "--tls-cert=%s/%s" .mountPath .certKey | quote }}
 - {{ printf "--tls-key=%s/%s" .mountPath .keyKey | quote }}
 {{- if .clientCA.enabled }}
@@ -162,11 +163,13 @@ one value; scripts/helm_test.sh runs the built binary with them.
 {{- end }}
 {{- end }}
 
-{{/* A probe's handler: native gRPC without TLS, a TCP connect with it. */}}
+{{/* A probe's handler: native gRPC on the gRPC port, or with TLS on the
+plaintext health-only port (kubelet gRPC probes cannot speak TLS). */}}
 {{- define "fex.probeHandler" -}}
 {{- if .root.Values.tls.enabled }}
-tcpSocket:
-  port: grpc
+grpc:
+  port: {{ .root.Values.tls.healthPort | int }}
+  service: {{ .probe.service | quote }}
 {{- else }}
 grpc:
   port: {{ include "fex.grpcPort" .root }}
