@@ -174,6 +174,9 @@ impl Plan {
     /// Output indices for a list of output names, in the order given; an
     /// unknown name is an error that lists the outputs the model has.
     pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, String> {
+        if let Some(i) = (1..names.len()).find(|&i| names[..i].iter().any(|n| n.as_ref() == names[i].as_ref())) {
+            return Err(format!("output {:?} is asked for twice", names[i].as_ref()));
+        }
         names
             .iter()
             .map(|name| {
