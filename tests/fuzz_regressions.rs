@@ -67,3 +67,54 @@ fn sequence_under_the_limit_is_unchanged() {
     assert_eq!(t.splits(), [0, 1]);
     assert_eq!(t.f64s(), vec![0.0; 4096]);
 }
+
+/// Review finding: a 4-byte request (batch_size 65536, no lists) against a
+/// wide per-position sequence used to write 2 GiB of zeros before the output
+/// limit was checked. Dense operator results are now charged before writing.
+#[test]
+fn derived_dense_outputs_are_charged_before_writing() {
+    let plan = fex::Plan::from_yaml(
+        "name: t\nlimits: {max_batch_size: 65536, max_output_bytes: 1048576}\nfeatures:\n  - {name: s, kind: sequence, dtype: f64, max_len: 2, width: 4096, per_position: true}\n",
+    )
+    .unwrap();
+    let mut ex = fex::Extractor::new();
+    let mut out = fex::Extracted::default();
+    let peak_before = peak_rss_kib();
+    let err = ex.extract_batch(&plan, &[0x18, 0x80, 0x80, 0x04], &mut out).unwrap_err();
+    assert!(matches!(err, fex::ExtractError::TooLarge { limit: 1048576, .. }), "{err}");
+    // Refused before writing: the 2 GiB never existed.
+    let grown = peak_rss_kib().saturating_sub(peak_before);
+    assert!(grown < 256 * 1024, "peak RSS grew by {grown} KiB");
+}
+
+/// This process's peak resident set size (Linux VmHWM), in KiB.
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Review finding: cross results were charged twice against the output limit.
+#[test]
+fn cross_output_is_charged_once() {
+    use fex::proto::monolith_pb as pb;
+    use prost::Message;
+    let fids = |v: Vec<u64>| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: v })) };
+    let list = |name: &str| pb::NamedFeatureList {
+        name: name.into(),
+        feature: vec![fids((0..16).collect())],
+        r#type: 0,
+        id: 0,
+    };
+    let bytes =
+        pb::ExampleBatch { named_feature_list: vec![list("a"), list("b")], batch_size: 1, ..Default::default() }
+            .encode_to_vec();
+    // a and b: 16 ids + 2 splits each (144 B); the cross: 256 ids + 2 splits (2064 B): 2352 in all.
+    let yaml = |limit: usize| {
+        format!(
+            "name: t\nlimits: {{max_output_bytes: {limit}}}\nfeatures:\n  - {{name: a, kind: sparse}}\n  - {{name: b, kind: sparse}}\n  - {{name: ab, op: cross, inputs: [a, b]}}\n"
+        )
+    };
+    assert!(fex::extract_batch(&fex::Plan::from_yaml(&yaml(2352)).unwrap(), &bytes).is_ok());
+    assert!(fex::extract_batch(&fex::Plan::from_yaml(&yaml(2351)).unwrap(), &bytes).is_err());
+}

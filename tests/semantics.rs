@@ -425,3 +425,16 @@ fn wide_fixed_outputs_fail_before_allocating() {
     .unwrap();
     assert_eq!(tensor(&fex::extract_batch(&p, &batch(2, vec![])).unwrap(), "l").f32s().len(), 2048);
 }
+
+#[test]
+fn a_repeated_list_is_judged_by_its_last_copy() {
+    let p = plan("native", "  - {name: item_id, kind: sparse}\n");
+    let bytes = batch(
+        2,
+        vec![
+            list("item_id", INDIVIDUAL, vec![fids(&[1]), fids(&[2]), fids(&[3])]),
+            list("item_id", INDIVIDUAL, vec![fids(&[7]), fids(&[8])]),
+        ],
+    );
+    assert_eq!(tensor(&run(&p, &bytes), "item_id").ragged_u64(), [vec![7], vec![8]]);
+}

@@ -69,7 +69,8 @@ impl Extractor {
     /// validating pass first would walk every list header twice, and on a
     /// 250 KB batch that walk is a chain of cache misses. Gives up (None) on a
     /// decode error, a repeated list, a batch size over the limit or a list of
-    /// the wrong length, all of which the checked path reports in its order.
+    /// the wrong length; the checked path then reports the error, or gathers
+    /// the repeated list with its last copy winning.
     fn gather_batch_fast(&mut self, plan: &Plan, buf: &[u8]) -> Option<usize> {
         self.reset(plan, InputKind::Batch, 0);
         let mut batch_size = 0i32;
@@ -117,7 +118,13 @@ impl Extractor {
             self.lists_seen += 1;
             let Some(source) = plan.source_of(name) else { continue };
             self.gather_list(plan, source, entry)?;
-            self.check_list_length(plan, source, name, rows)?;
+        }
+        // A repeated list is decoded each time, but only the last copy (the
+        // one that wins) must have the right length. Report in wire order.
+        let mut present: Vec<usize> = (0..self.columns.len()).filter(|&s| self.columns[s].present).collect();
+        present.sort_by_key(|&s| self.columns[s].list_index);
+        for source in present {
+            self.check_list_length(plan, source, plan.source_names[source].as_bytes(), rows)?;
         }
         Ok(rows)
     }

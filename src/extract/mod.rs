@@ -129,6 +129,11 @@ impl Extractor {
         work.truncate(plan.outputs.len());
         work.resize_with(plan.outputs.len(), Tensor::default);
         let result = self.compute(plan, bufs, &needed, &mut work);
+        if result.is_err() {
+            // A failed call may have grown buffers up to the output limit; do
+            // not keep that memory for every later call of this thread.
+            work.clear();
+        }
         if result.is_ok() {
             self.deliver(plan, selected, &mut work, out);
         }
@@ -151,8 +156,16 @@ impl Extractor {
             write::begin(tensor, output);
             if let Op::Derived(transform) = &output.op {
                 let inputs = crate::ops::Inputs { done, indices: &output.inputs };
+                // Dense results have a size known up front: charge it before
+                // writing. Operators charge what they add as they go; the rest
+                // (splits, lengths) is charged after, so nothing counts twice.
+                let fixed = crate::ops::fixed_size(transform, inputs);
+                write::charge(&mut budget, fixed, limit)?;
+                let before = budget;
                 crate::ops::apply(transform, inputs, tensor, crate::ops::Budget { used: &mut budget, limit })?;
-                write::charge(&mut budget, tensor.values.len() + tensor.row_splits.len(), limit)?;
+                let charged = fixed + (budget - before);
+                let own = tensor.values.len() + tensor.row_splits.len() + tensor.lengths.len();
+                write::charge(&mut budget, own.saturating_sub(charged), limit)?;
             } else {
                 cx.write(output, tensor, &mut budget)?;
             }

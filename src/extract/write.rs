@@ -92,7 +92,8 @@ pub(crate) fn charge(budget: &mut usize, bytes: usize, limit: usize) -> Result<(
 pub(crate) fn broadcast(t: &mut Tensor, rows: usize, budget: &mut usize, limit: usize) -> Result<(), ExtractError> {
     let one = t.values.len();
     let extra = rows.saturating_sub(1);
-    charge(budget, one.saturating_mul(extra), limit)?;
+    let splits = if t.row_splits.is_empty() { 0 } else { t.row_splits.len() / 2 * extra };
+    charge(budget, one.saturating_mul(extra).saturating_add(splits), limit)?;
     t.values.reserve(one * extra);
     for _ in 0..extra {
         t.values.extend_from_within(..one);

@@ -171,8 +171,8 @@ fn set_shape(t: &Transform, out: &mut Tensor, rows: usize) {
     }
 }
 
-/// An operator's inputs: outputs already computed, picked by index. Borrowed
-/// from the extractor's scratch, so running an operator allocates nothing.
+/// An operator's inputs: outputs already computed, picked by index, borrowed
+/// from the extractor's scratch rather than collected.
 #[derive(Clone, Copy)]
 pub(crate) struct Inputs<'a> {
     pub done: &'a [Tensor],
@@ -192,6 +192,17 @@ impl<'a> Inputs<'a> {
         let done = self.done;
         self.indices.iter().map(move |&i| &done[i])
     }
+}
+
+/// Bytes a dense result takes whatever its inputs hold (0 for the others,
+/// which charge as they write).
+pub(crate) fn fixed_size(t: &Transform, inputs: Inputs<'_>) -> usize {
+    if t.layout != Layout::Dense {
+        return 0;
+    }
+    let rows = inputs.iter().map(|i| i.rows()).max().unwrap_or(0);
+    let width: usize = t.dense_shape.iter().map(|&d| d.max(0) as usize).product();
+    rows.saturating_mul(width).saturating_mul(crate::extract::elem_size(t.dtype))
 }
 
 /// The output-size budget shared by every output of one extraction.
