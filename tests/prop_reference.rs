@@ -442,6 +442,7 @@ fn reference_batch(model: &RefModel, batch: &pb::ExampleBatch) -> RefResult {
     let rows = batch.batch_size as usize;
     let needed: HashSet<String> = model.sources().into_iter().map(|(n, _)| n).collect();
     let mut cols = HashMap::new();
+    // A repeated list: the last copy wins, and only it must fit the batch.
     for list in &batch.named_feature_list {
         if !needed.contains(&list.name) {
             continue;
@@ -449,19 +450,22 @@ fn reference_batch(model: &RefModel, batch: &pb::ExampleBatch) -> RefResult {
         // Monolith reads the reserved lists row by row, whatever their type.
         let row_by_row = model.monolith && RESERVED.contains(&list.name.as_str());
         let shared = list.r#type == 1 && !row_by_row;
-        let n = list.feature.len();
-        let ok = if shared {
+        cols.insert(list.name.as_str(), (Col { features: &list.feature, shared }, row_by_row));
+    }
+    for (name, (col, row_by_row)) in &cols {
+        let n = col.features.len();
+        let ok = if col.shared {
             n >= 1 || !model.monolith
-        } else if row_by_row {
+        } else if *row_by_row {
             n <= rows
         } else {
             n == rows
         };
         if !ok {
-            return Err(format!("list {} has {n} features for {rows} rows", list.name));
+            return Err(format!("list {name} has {n} features for {rows} rows"));
         }
-        cols.insert(list.name.as_str(), Col { features: &list.feature, shared });
     }
+    let cols = cols.into_iter().map(|(name, (col, _))| (name, col)).collect();
     Ref { monolith: model.monolith, input: Input::Batch { rows, cols } }.run(model)
 }
 
