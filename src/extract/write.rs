@@ -101,22 +101,11 @@ pub(crate) fn broadcast(t: &mut Tensor, rows: usize, budget: &mut usize, limit: 
     if !t.row_splits.is_empty() {
         let dtype = DataType::try_from(t.splits_dtype).unwrap_or(DataType::I64);
         let per_row = t.row_splits.len() / 2;
-        let n = split_at(&t.row_splits, dtype, 1);
+        let n = t.split(1);
         t.row_splits.truncate(per_row);
         for r in 1..=rows {
             push_split(t, dtype, n * r)?;
         }
     }
     Ok(())
-}
-
-/// Reads split `i` back (the writer's own output, so always in range).
-fn split_at(splits: &[u8], dtype: DataType, i: usize) -> usize {
-    if dtype == DataType::I32 {
-        let b = &splits[i * 4..i * 4 + 4];
-        i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
-    } else {
-        let b = &splits[i * 8..i * 8 + 8];
-        i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize
-    }
 }

@@ -1,7 +1,7 @@
 //! The legacy `parser.proto.Instance` read in place: flat fids, values, labels,
 //! instance weight, LineId and the matrix features.
 
-use crate::wire::{DecodeError, Reader, WireType, Within};
+use crate::wire::{DecodeError, Reader, WireType, Within, for_each_fixed32_field, for_each_fixed64_field};
 
 use super::{LineIdView, le_f32, le_u64};
 
@@ -91,45 +91,15 @@ impl<'a> InstanceView<'a> {
 
     fn fixed64_field(&self, number: u32) -> Result<Vec<u64>, DecodeError> {
         let mut out = Vec::new();
-        scalar_field(self.buf, number, 8, |c| out.push(le_u64(c)))?;
+        for_each_fixed64_field(self.buf, 0, number, |run| out.extend(run.chunks_exact(8).map(le_u64)))?;
         Ok(out)
     }
 
     fn fixed32_field(&self, number: u32) -> Result<Vec<f32>, DecodeError> {
         let mut out = Vec::new();
-        scalar_field(self.buf, number, 4, |c| out.push(le_f32(c)))?;
+        for_each_fixed32_field(self.buf, 0, number, |run| out.extend(run.chunks_exact(4).map(le_f32)))?;
         Ok(out)
     }
-}
-
-/// Visits the fixed-width values of one repeated field, packed or not.
-fn scalar_field(buf: &[u8], number: u32, width: usize, mut f: impl FnMut(&[u8])) -> Result<(), DecodeError> {
-    let single = if width == 8 { WireType::Fixed64 } else { WireType::Fixed32 };
-    let mut r = Reader::new(buf, 0);
-    while !r.is_empty() {
-        let (field, wire) = r.key()?;
-        if field != number {
-            r.skip(field, wire)?;
-        } else if wire == WireType::Len {
-            let (run, at) = r.len_delimited()?;
-            if run.len() % width != 0 {
-                let kind = crate::wire::DecodeErrorKind::PackedLength { len: run.len(), element: width };
-                return Err(DecodeError::new(kind, at));
-            }
-            run.chunks_exact(width).for_each(&mut f);
-        } else if wire == single {
-            let mut value = [0u8; 8];
-            if width == 8 {
-                value = r.fixed64()?.to_le_bytes();
-            } else {
-                value[..4].copy_from_slice(&r.fixed32()?.to_le_bytes());
-            }
-            f(&value[..width]);
-        } else {
-            return Err(r.wrong_wire(field, wire, "fixed-width or packed"));
-        }
-    }
-    Ok(())
 }
 
 fn matrix_feature(body: &[u8], at: usize) -> Result<MatrixFeature<'_>, DecodeError> {
@@ -142,8 +112,8 @@ fn matrix_feature(body: &[u8], at: usize) -> Result<MatrixFeature<'_>, DecodeErr
             _ => r.skip(field, wire)?,
         }
     }
-    scalar_field(body, 2, 8, |c| out.fids.push(le_u64(c)))?;
-    scalar_field(body, 3, 4, |c| out.floats.push(le_f32(c)))?;
+    for_each_fixed64_field(body, at, 2, |run| out.fids.extend(run.chunks_exact(8).map(le_u64)))?;
+    for_each_fixed32_field(body, at, 3, |run| out.floats.extend(run.chunks_exact(4).map(le_f32)))?;
     let mut r = Reader::new(body, at);
     while !r.is_empty() {
         let (field, wire) = r.key()?;

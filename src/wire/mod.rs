@@ -7,7 +7,9 @@ mod error;
 mod packed;
 
 pub use error::{DecodeError, DecodeErrorKind, Within};
-pub use packed::{for_each_bytes, for_each_fixed32, for_each_fixed64, for_each_varint};
+pub use packed::{
+    for_each_bytes, for_each_fixed32, for_each_fixed32_field, for_each_fixed64, for_each_fixed64_field, for_each_varint,
+};
 
 /// Deepest group nesting `skip` follows before giving up.
 pub const MAX_DEPTH: usize = 64;

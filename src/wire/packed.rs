@@ -11,19 +11,20 @@ const VALUE: u32 = 1;
 /// A packed run arrives whole; an unpacked value arrives as one 8-byte run.
 #[inline]
 pub fn for_each_fixed64<'a>(list: &'a [u8], base: usize, f: impl FnMut(&'a [u8])) -> Result<(), DecodeError> {
-    for_each_fixed::<8>(list, base, WireType::Fixed64, "fixed64 or packed", f)
+    for_each_fixed::<8>(list, base, VALUE, WireType::Fixed64, "fixed64 or packed", f)
 }
 
 /// Calls `f` with each run of 4-byte little-endian values of field 1.
 #[inline]
 pub fn for_each_fixed32<'a>(list: &'a [u8], base: usize, f: impl FnMut(&'a [u8])) -> Result<(), DecodeError> {
-    for_each_fixed::<4>(list, base, WireType::Fixed32, "fixed32 or packed", f)
+    for_each_fixed::<4>(list, base, VALUE, WireType::Fixed32, "fixed32 or packed", f)
 }
 
 #[inline]
 fn for_each_fixed<'a, const N: usize>(
     list: &'a [u8],
     base: usize,
+    number: u32,
     single: WireType,
     expected: &'static str,
     mut f: impl FnMut(&'a [u8]),
@@ -31,7 +32,7 @@ fn for_each_fixed<'a, const N: usize>(
     let mut r = Reader::new(list, base);
     while !r.is_empty() {
         let (field, wire) = r.key()?;
-        if field != VALUE {
+        if field != number {
             r.skip(field, wire)?;
         } else if wire == WireType::Len {
             let (run, at) = r.len_delimited()?;
@@ -47,6 +48,26 @@ fn for_each_fixed<'a, const N: usize>(
         }
     }
     Ok(())
+}
+
+/// Runs of 8-byte values of field `number` of any message (packed or not).
+pub fn for_each_fixed64_field<'a>(
+    msg: &'a [u8],
+    base: usize,
+    number: u32,
+    f: impl FnMut(&'a [u8]),
+) -> Result<(), DecodeError> {
+    for_each_fixed::<8>(msg, base, number, WireType::Fixed64, "fixed64 or packed", f)
+}
+
+/// Runs of 4-byte values of field `number` of any message (packed or not).
+pub fn for_each_fixed32_field<'a>(
+    msg: &'a [u8],
+    base: usize,
+    number: u32,
+    f: impl FnMut(&'a [u8]),
+) -> Result<(), DecodeError> {
+    for_each_fixed::<4>(msg, base, number, WireType::Fixed32, "fixed32 or packed", f)
 }
 
 #[inline]
