@@ -24,11 +24,15 @@ async fn ranking_ops_online_equals_offline() {
     let mut generator = Generator::new(plan.clone(), GenOptions { batch_size: 32, ..GenOptions::default() }).unwrap();
     for _ in 0..3 {
         let bytes = Bytes::from(generator.next_bytes());
+        let mut attempts = 0;
         let online = loop {
-            // The server may still be coming up: retry until it answers.
+            // The server may still be coming up: retry (bounded) until it answers.
             match client.extract_bytes("ranking_ops", bytes.clone()).await {
                 Ok(e) => break e,
-                Err(s) if s.code() == tonic::Code::Unavailable => tokio::task::yield_now().await,
+                Err(s) if s.code() == tonic::Code::Unavailable && attempts < 500 => {
+                    attempts += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
                 Err(s) => panic!("{s}"),
             }
         };

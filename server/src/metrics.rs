@@ -82,7 +82,11 @@ impl Metrics {
         );
         registry.register("reloads", "Model config reloads by result (ok, rejected)", m.reloads.clone());
         registry.register("models_loaded", "Models currently served", m.models.clone());
-        registry.register("in_flight_requests", "Extract calls being handled", m.in_flight.clone());
+        registry.register(
+            "in_flight_requests",
+            "fex.v1 calls admitted and not yet answered (at most --max-concurrency)",
+            m.in_flight.clone(),
+        );
         registry.register("shed", "Calls refused with RESOURCE_EXHAUSTED at the concurrency limit", m.shed.clone());
         registry.register("deadline_exceeded", "Calls that ran past their deadline", m.deadline_exceeded.clone());
         Arc::new(Metrics { registry, ..m })

@@ -38,9 +38,7 @@ impl FeatureExtractor for ExtractorService {
         let request = request.into_inner();
         let span = tracing::info_span!("extract", model = %request.model, bytes = payload_len(&request));
         let _entered = span.enter();
-        self.metrics.in_flight.inc();
         let result = self.handle(&request);
-        self.metrics.in_flight.dec();
         let model = Metrics::model(&request.model);
         let code = match &result {
             Ok(_) => tonic::Code::Ok,

@@ -104,17 +104,15 @@ async fn server_default_deadline_applies_without_grpc_timeout() {
 async fn overload_is_shed_at_once_with_resource_exhausted() {
     let mut args = Args::for_tests();
     args.max_concurrency = 1;
+    args.request_timeout = HOLD_TIMEOUT;
     let server = start(args).await;
     let request = extract_request("default", sample_batch(4));
     let held = HeldCall::open(server.addr, &request, None).await;
+    // The held call owns the only permit once the server counts it in flight.
+    wait_in_flight(1, || server.metrics.in_flight.get()).await;
     let mut c = client(server.addr).await;
-    // The held call owns the only permit; wait until the server has admitted it.
-    let status = loop {
-        match c.extract(request.clone()).await {
-            Err(status) if status.code() == Code::ResourceExhausted => break status,
-            _ => continue,
-        }
-    };
+    let status = c.extract(request.clone()).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
     assert!(status.message().contains("limit of 1 concurrent requests"), "{}", status.message());
     // Health checks are not subject to the limit.
     wait_serving(server.addr).await;
@@ -259,12 +257,11 @@ async fn health_and_reflection() {
 async fn shutdown_drains_an_in_flight_call() {
     let mut args = Args::for_tests();
     args.max_concurrency = 1;
+    args.request_timeout = HOLD_TIMEOUT;
     let server = start(args).await;
     let request = extract_request("default", sample_batch(4));
     let held = HeldCall::open(server.addr, &request, None).await;
-    // The call is admitted once a probe is shed for lack of a permit.
-    let mut probe = client(server.addr).await;
-    while !matches!(probe.extract(request.clone()).await, Err(s) if s.code() == Code::ResourceExhausted) {}
+    wait_in_flight(1, || server.metrics.in_flight.get()).await;
     server.shutdown();
     let (code, message) = held.finish().await;
     assert_eq!(code, "0", "{message}");

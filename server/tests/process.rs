@@ -6,10 +6,10 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use common::*;
 use fex::proto::fex_v1::ListModelsRequest;
-use tonic::Code;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fex-server");
 
@@ -65,6 +65,13 @@ fn signal(p: &Process, name: &str) {
     assert!(status.success());
 }
 
+/// `fex_in_flight_requests` as /metrics reports it.
+fn in_flight(metrics: SocketAddr) -> i64 {
+    let page = http_get(metrics, "/metrics");
+    let line = page.lines().find(|l| l.starts_with("fex_in_flight_requests ")).expect("in-flight gauge");
+    line["fex_in_flight_requests ".len()..].trim().parse().unwrap()
+}
+
 fn http_get(addr: SocketAddr, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     write!(stream, "GET {path} HTTP/1.1\r\nHost: fex\r\nConnection: close\r\n\r\n").unwrap();
@@ -75,17 +82,31 @@ fn http_get(addr: SocketAddr, path: &str) -> String {
 
 #[tokio::test]
 async fn sigterm_drains_an_in_flight_call_then_exits_0() {
-    let mut p = spawn(&["--max-concurrency", "1"]);
+    let hold = format!("{}s", HOLD_TIMEOUT.as_secs());
+    let mut p = spawn(&["--max-concurrency", "1", "--request-timeout", &hold, "--drain-timeout", "60s"]);
     wait_serving(p.addr).await;
     let request = extract_request("default", sample_batch(4));
     let held = HeldCall::open(p.addr, &request, None).await;
-    let mut probe = client(p.addr).await;
-    while !matches!(probe.extract(request.clone()).await, Err(s) if s.code() == Code::ResourceExhausted) {}
+    wait_in_flight(1, || in_flight(p.metrics)).await;
     signal(&p, "TERM");
     let (code, message) = held.finish().await;
     assert_eq!(code, "0", "the in-flight call completes: {message}");
-    let status = p.child.wait().unwrap();
+    // Wait without blocking the runtime: the server's graceful HTTP/2 close
+    // pings its clients, and their connection tasks run on this runtime.
+    let status = wait_exit(&mut p.child, Duration::from_secs(30)).await;
     assert_eq!(status.code(), Some(0));
+}
+
+/// Polls for the child's exit, yielding to the runtime; fails after `limit`.
+async fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let give_up = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(std::time::Instant::now() < give_up, "fex-server did not exit within {limit:?} of SIGTERM");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]

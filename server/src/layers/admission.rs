@@ -68,12 +68,34 @@ where
             let response = super::status_response(tonic::Status::resource_exhausted(message));
             return Box::pin(async move { Ok(response) });
         };
+        let admitted = Admitted::new(permit, &self.layer.metrics);
         let call = self.inner.call(request);
         Box::pin(async move {
             let response = call.await;
-            drop(permit);
+            drop(admitted);
             response
         })
+    }
+}
+
+/// A call holding a permit. It counts in `fex_in_flight_requests` from
+/// admission until it is answered or cancelled (dropping the guard returns the
+/// permit and the count together).
+struct Admitted {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    metrics: Arc<Metrics>,
+}
+
+impl Admitted {
+    fn new(permit: tokio::sync::OwnedSemaphorePermit, metrics: &Arc<Metrics>) -> Self {
+        metrics.in_flight.inc();
+        Self { _permit: permit, metrics: Arc::clone(metrics) }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.metrics.in_flight.dec();
     }
 }
 
@@ -94,15 +116,22 @@ mod tests {
     #[tokio::test]
     async fn sheds_beyond_the_limit_and_recovers() {
         let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
-        let mut svc = AdmissionLayer::new(1, Metrics::new()).layer(service);
+        let metrics = Metrics::new();
+        let mut svc = AdmissionLayer::new(1, Arc::clone(&metrics)).layer(service);
         handle.allow(10);
         let first = svc.ready().await.unwrap().call(request());
+        assert_eq!(metrics.in_flight.get(), 1, "admitted calls count in flight");
         // The second call finds the only permit taken: refused without queueing.
         let second = svc.ready().await.unwrap().call(request()).await.unwrap();
         assert_eq!(grpc_status(&second).as_deref(), Some("8"), "RESOURCE_EXHAUSTED");
         let (_, send) = handle.next_request().await.unwrap();
         send.send_response(http::Response::new(tonic::body::Body::empty()));
         first.await.unwrap();
+        assert_eq!(metrics.in_flight.get(), 0);
+        // A call dropped before it is answered returns its permit too.
+        drop(svc.ready().await.unwrap().call(request()));
+        assert_eq!(metrics.in_flight.get(), 0);
+        let _dropped = handle.next_request().await.unwrap();
         // The permit came back.
         let third = svc.ready().await.unwrap().call(request());
         let (_, send) = handle.next_request().await.unwrap();

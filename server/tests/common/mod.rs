@@ -155,6 +155,26 @@ impl HeldCall {
     }
 }
 
+/// Waits until `in_flight()` (the server's `fex_in_flight_requests`) reads
+/// `n`: a held call has been admitted once it counts. Bounded: a call that is
+/// never admitted fails the test instead of hanging it.
+pub async fn wait_in_flight(n: i64, in_flight: impl Fn() -> i64) {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let now = in_flight();
+        if now == n {
+            return;
+        }
+        assert!(std::time::Instant::now() < give_up, "in-flight calls stayed at {now}, expected {n}, for 30 s");
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+}
+
+/// Tests that hold a call open give it this deadline, far beyond any
+/// scheduling delay of a loaded CI machine, so the held call cannot time out
+/// before the test releases it.
+pub const HOLD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 pub fn registry_of(dir: &std::path::Path) -> Registry {
     Registry::from_dir(dir).unwrap()
 }
