@@ -10,8 +10,11 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+/// A call's labels: method and code come from fixed sets, and the model is a
+/// served model's name or "-", so the label set is bounded.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ModelCode {
+pub struct CallLabels {
+    pub method: String,
     pub model: String,
     pub code: String,
 }
@@ -29,7 +32,7 @@ pub struct ResultLabel {
 /// Every metric the server exports.
 pub struct Metrics {
     registry: Registry,
-    pub requests: Family<ModelCode, Counter>,
+    pub requests: Family<CallLabels, Counter>,
     pub latency: Family<ModelLabel, Histogram>,
     pub request_bytes: Family<ModelLabel, Counter>,
     pub response_bytes: Family<ModelLabel, Counter>,
@@ -65,8 +68,16 @@ impl Metrics {
             deadline_exceeded: Counter::default(),
             registry: Registry::default(),
         };
-        registry.register("requests", "Extract calls by model and gRPC status code", m.requests.clone());
-        registry.register("request_duration_seconds", "Extract latency inside the server", m.latency.clone());
+        registry.register(
+            "requests",
+            "fex.v1 calls by method, model (\"-\" before the model is known) and final gRPC status",
+            m.requests.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "fex.v1 call latency inside the server, from headers received to response ready",
+            m.latency.clone(),
+        );
         registry.register("request_bytes", "Sample bytes received", m.request_bytes.clone());
         registry.register("response_bytes", "Tensor bytes returned", m.response_bytes.clone());
         registry.register("rows", "Rows (candidates) extracted", m.rows.clone());

@@ -16,7 +16,7 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
-use crate::layers::{AdmissionLayer, DeadlineLayer};
+use crate::layers::{AdmissionLayer, DeadlineLayer, MetricsLayer};
 use crate::metrics::{Metrics, ResultLabel};
 use crate::registry::{LoadError, Registry, ReloadReport};
 use crate::service::ExtractorService;
@@ -141,10 +141,19 @@ async fn run(
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
-    // The stack, outermost first. The deadline wraps everything so its clock
-    // includes admission; admission (global limit + shed) sits inside it and
-    // answers at once when full. Both skip health and reflection calls.
+    // The stack, outermost first; each layer governs only fex.v1 calls, so
+    // health checks and reflection are never timed out, shed or counted.
+    // - metrics: outermost, so every outcome is counted once by method, model
+    //   and final status, including answers from the layers below it.
+    // - deadline: the client's grpc-timeout or the server default, whichever
+    //   is shorter; its clock includes admission. Answers DEADLINE_EXCEEDED.
+    // - admission: the global concurrency limit; a call that finds no permit
+    //   is answered RESOURCE_EXHAUSTED at once (no queue).
+    // - max request size is enforced inside the service by tonic's decoder
+    //   (max_decoding_message_size above) from the gRPC frame's length prefix,
+    //   before the message is buffered: OUT_OF_RANGE naming found and limit.
     let stack = tower::ServiceBuilder::new()
+        .layer(MetricsLayer::new(Arc::clone(&metrics)))
         .layer(DeadlineLayer::new(args.request_timeout, Arc::clone(&metrics)))
         .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
         .into_inner();

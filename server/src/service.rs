@@ -5,7 +5,6 @@
 use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
 
 use fex::proto::fex_v1::extract_request::Payload;
 use fex::proto::fex_v1::feature_extractor_server::FeatureExtractor;
@@ -16,6 +15,7 @@ use fex::proto::fex_v1::{
 use fex::{Extracted, Extractor};
 use tonic::{Request, Response, Status};
 
+use crate::layers::CallModel;
 use crate::metrics::Metrics;
 use crate::registry::{Model, Registry};
 use crate::status::ServeError;
@@ -34,28 +34,20 @@ pub struct ExtractorService {
 #[tonic::async_trait]
 impl FeatureExtractor for ExtractorService {
     async fn extract(&self, request: Request<ExtractRequest>) -> Result<Response<ExtractResponse>, Status> {
-        let started = Instant::now();
+        let call = request.extensions().get::<CallModel>().cloned();
         let request = request.into_inner();
         let span = tracing::info_span!("extract", model = %request.model, bytes = payload_len(&request));
         let _entered = span.enter();
-        let result = self.handle(&request);
-        let model = Metrics::model(&request.model);
-        let code = match &result {
-            Ok(_) => tonic::Code::Ok,
-            Err(e) => e.code(),
-        };
-        self.metrics
-            .requests
-            .get_or_create(&crate::metrics::ModelCode { model: request.model.clone(), code: format!("{code:?}") })
-            .inc();
-        self.metrics.latency.get_or_create(&model).observe(started.elapsed().as_secs_f64());
-        self.metrics.request_bytes.get_or_create(&model).inc_by(payload_len(&request) as u64);
-        match result {
-            Ok(response) => {
-                let bytes: usize = response.tensors.iter().map(tensor_bytes).sum();
-                self.metrics.response_bytes.get_or_create(&model).inc_by(bytes as u64);
-                Ok(Response::new(response))
+        let result = self.lookup(&request.model).and_then(|model| {
+            // Label the call's metrics with a model the registry knows; the
+            // metrics layer counts it (requests, latency) when it is answered.
+            if let Some(call) = &call {
+                call.set(&model.plan.name);
             }
+            self.handle(&model, &request)
+        });
+        match result {
+            Ok(response) => Ok(Response::new(response)),
             Err(e) => {
                 if e.code() == tonic::Code::Internal {
                     tracing::error!(model = %request.model, error = %e, "extraction panicked");
@@ -85,8 +77,12 @@ impl FeatureExtractor for ExtractorService {
         &self,
         request: Request<DescribeModelRequest>,
     ) -> Result<Response<DescribeModelResponse>, Status> {
+        let call = request.extensions().get::<CallModel>().cloned();
         let name = request.into_inner().model;
         let model = self.lookup(&name)?;
+        if let Some(call) = call {
+            call.set(&model.plan.name);
+        }
         Ok(Response::new(DescribeModelResponse {
             model: model.plan.name.clone(),
             version: model.version.clone(),
@@ -103,9 +99,9 @@ impl ExtractorService {
             .ok_or_else(|| ServeError::UnknownModel { name: name.to_string(), known: self.registry.names().join(", ") })
     }
 
-    fn handle(&self, request: &ExtractRequest) -> Result<ExtractResponse, ServeError> {
-        // The request keeps this Arc: a reload mid-call does not change its plan.
-        let model = self.lookup(&request.model)?;
+    /// Runs the extraction on `model`, which the call holds: a reload mid-call
+    /// does not change its plan.
+    fn handle(&self, model: &Model, request: &ExtractRequest) -> Result<ExtractResponse, ServeError> {
         let selected = if request.outputs.is_empty() {
             None
         } else {
@@ -113,12 +109,14 @@ impl ExtractorService {
         };
         let payload = request.payload.as_ref().ok_or(ServeError::NoPayload)?;
         let mut out = Extracted::default();
-        run_extraction(&model, payload, selected.as_deref(), &mut out)?;
+        let label = Metrics::model(&model.plan.name);
+        self.metrics.request_bytes.get_or_create(&label).inc_by(payload_len(request) as u64);
+        run_extraction(model, payload, selected.as_deref(), &mut out)?;
         let size: usize = out.tensors.iter().map(tensor_bytes).sum();
         if size > self.max_response_bytes {
             return Err(ServeError::ResponseTooLarge { found: size, limit: self.max_response_bytes });
         }
-        let label = Metrics::model(&model.plan.name);
+        self.metrics.response_bytes.get_or_create(&label).inc_by(size as u64);
         self.metrics.rows.get_or_create(&label).inc_by(out.batch_size as u64);
         self.metrics.lists_decoded.get_or_create(&label).inc_by(out.lists_decoded as u64);
         self.metrics.lists_skipped.get_or_create(&label).inc_by((out.lists_seen - out.lists_decoded) as u64);

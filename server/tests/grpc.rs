@@ -47,6 +47,10 @@ async fn unknown_model_is_not_found() {
     let status = client(server.addr).await.extract(extract_request("ranker-v9", sample_batch(1))).await.unwrap_err();
     assert_eq!(status.code(), Code::NotFound);
     assert_eq!(status.message(), r#"model "ranker-v9" is not loaded; loaded models: default"#);
+    // Counted, but not under the name the client sent: labels stay bounded.
+    let metrics = server.metrics.render();
+    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="NotFound"} 1"#), "{metrics}");
+    assert!(!metrics.contains("ranker-v9"), "{metrics}");
 }
 
 #[tokio::test]
@@ -66,8 +70,11 @@ async fn malformed_bytes_are_invalid_argument_and_the_server_keeps_serving() {
     assert_eq!(c.extract(extract_request("default", garbage)).await.unwrap_err().code(), Code::InvalidArgument);
     assert_eq!(c.extract(extract_request("default", sample_batch(2))).await.unwrap().into_inner().batch_size, 2);
     let metrics = server.metrics.render();
-    assert!(metrics.contains(r#"fex_requests_total{model="default",code="InvalidArgument"} 2"#), "{metrics}");
-    assert!(metrics.contains(r#"fex_requests_total{model="default",code="Ok"} 1"#), "{metrics}");
+    assert!(
+        metrics.contains(r#"fex_requests_total{method="Extract",model="default",code="InvalidArgument"} 2"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="default",code="Ok"} 1"#), "{metrics}");
 }
 
 #[tokio::test]
@@ -79,6 +86,8 @@ async fn oversize_request_names_found_and_limit() {
     assert_eq!(status.code(), Code::OutOfRange);
     assert!(status.message().contains("the limit is: 1000 bytes"), "{}", status.message());
     assert!(client(server.addr).await.extract(extract_request("default", sample_batch(1))).await.is_ok());
+    let metrics = server.metrics.render();
+    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="OutOfRange"} 1"#), "{metrics}");
 }
 
 #[tokio::test]
@@ -88,7 +97,12 @@ async fn deadline_from_grpc_timeout_gives_deadline_exceeded() {
     let (status, message) = held.answer_without_body().await;
     assert_eq!(status, "4", "DEADLINE_EXCEEDED: {message}");
     assert!(message.contains("50ms"), "{message}");
-    assert!(server.metrics.render().contains("fex_deadline_exceeded_total 1"));
+    let metrics = server.metrics.render();
+    assert!(metrics.contains("fex_deadline_exceeded_total 1"), "{metrics}");
+    assert!(
+        metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="DeadlineExceeded"} 1"#),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -119,6 +133,14 @@ async fn overload_is_shed_at_once_with_resource_exhausted() {
     let (code, message) = held.finish().await;
     assert_eq!(code, "0", "{message}");
     assert!(c.extract(request).await.is_ok(), "the permit came back");
+    // The shed call never reached the service, yet it is counted.
+    let metrics = server.metrics.render();
+    assert!(
+        metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="default",code="Ok"} 2"#), "{metrics}");
+    assert!(metrics.contains("fex_in_flight_requests 0"), "{metrics}");
 }
 
 #[tokio::test]

@@ -3,9 +3,11 @@
 
 mod admission;
 mod deadline;
+mod metrics;
 
 pub use admission::{Admission, AdmissionLayer};
 pub use deadline::{Deadline, DeadlineLayer, parse_grpc_timeout};
+pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics};
 
 /// Calls the layers govern: the extraction service, not health or reflection.
 fn governed(uri: &http::Uri) -> bool {
