@@ -43,7 +43,8 @@ pub struct Args {
     #[arg(long, env = "FEX_RELOAD_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub reload_interval: Duration,
 
-    /// Largest request accepted, in bytes.
+    /// Largest request message accepted, in bytes; a larger one is refused
+    /// with RESOURCE_EXHAUSTED before it is read.
     #[arg(long, env = "FEX_MAX_REQUEST_BYTES", default_value_t = 4 << 20)]
     pub max_request_bytes: usize,
 

@@ -16,7 +16,7 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
-use crate::layers::{AdmissionLayer, DeadlineLayer, MetricsLayer};
+use crate::layers::{AdmissionLayer, DeadlineLayer, MetricsLayer, SizeLimitLayer};
 use crate::metrics::{Metrics, ResultLabel};
 use crate::registry::{LoadError, Registry, ReloadReport};
 use crate::service::ExtractorService;
@@ -148,14 +148,17 @@ async fn run(
     // - deadline: the client's grpc-timeout or the server default, whichever
     //   is shorter; its clock includes admission. Answers DEADLINE_EXCEEDED.
     // - admission: the global concurrency limit; a call that finds no permit
-    //   is answered RESOURCE_EXHAUSTED at once (no queue).
-    // - max request size is enforced inside the service by tonic's decoder
-    //   (max_decoding_message_size above) from the gRPC frame's length prefix,
-    //   before the message is buffered: OUT_OF_RANGE naming found and limit.
+    //   is answered RESOURCE_EXHAUSTED at once (no queue), before its body is
+    //   read.
+    // - max request size: the gRPC message's length prefix is read from the
+    //   body and a message over --max-request-bytes is refused before it is
+    //   buffered, RESOURCE_EXHAUSTED naming found and limit. (tonic's decoder
+    //   limit, set above to the same value, is the backstop.)
     let stack = tower::ServiceBuilder::new()
         .layer(MetricsLayer::new(Arc::clone(&metrics)))
         .layer(DeadlineLayer::new(args.request_timeout, Arc::clone(&metrics)))
         .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
+        .layer(SizeLimitLayer::new(args.max_request_bytes))
         .into_inner();
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = tls_config(&args)? {

@@ -6,6 +6,15 @@ use tonic::{Code, Status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// Refused by the admission layer: every permit is taken.
+    #[error("server is at its limit of {limit} concurrent requests; retry with backoff")]
+    Overloaded { limit: usize },
+    /// Answered by the deadline layer.
+    #[error("deadline of {deadline:?} exceeded")]
+    DeadlineExceeded { deadline: std::time::Duration },
+    /// Refused by the size layer from the message's length prefix.
+    #[error("request message is {found} bytes, over the limit of {limit} bytes (--max-request-bytes)")]
+    RequestTooLarge { found: usize, limit: usize },
     #[error("model {name:?} is not loaded; loaded models: {known}")]
     UnknownModel { name: String, known: String },
     #[error("request carries no payload; set example_batch or examples")]
@@ -24,6 +33,8 @@ pub enum ServeError {
 impl ServeError {
     pub fn code(&self) -> Code {
         match self {
+            Self::Overloaded { .. } | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
+            Self::DeadlineExceeded { .. } => Code::DeadlineExceeded,
             Self::UnknownModel { .. } => Code::NotFound,
             Self::NoPayload | Self::UnknownOutput(_) => Code::InvalidArgument,
             Self::Extract(e) => match e {

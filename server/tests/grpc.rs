@@ -8,6 +8,7 @@ use std::time::Duration;
 use common::*;
 use fex::proto::fex_v1::{DescribeModelRequest, ListModelsRequest};
 use fex_server::args::Args;
+use prost::Message;
 use tonic::Code;
 
 #[tokio::test]
@@ -82,12 +83,21 @@ async fn oversize_request_names_found_and_limit() {
     let mut args = Args::for_tests();
     args.max_request_bytes = 1000;
     let server = start(args).await;
-    let status = client(server.addr).await.extract(extract_request("default", sample_batch(64))).await.unwrap_err();
-    assert_eq!(status.code(), Code::OutOfRange);
-    assert!(status.message().contains("the limit is: 1000 bytes"), "{}", status.message());
+    let request = extract_request("default", sample_batch(64));
+    let found = request.encoded_len();
+    let status = client(server.addr).await.extract(request).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert_eq!(
+        status.message(),
+        format!("request message is {found} bytes, over the limit of 1000 bytes (--max-request-bytes)")
+    );
     assert!(client(server.addr).await.extract(extract_request("default", sample_batch(1))).await.is_ok());
     let metrics = server.metrics.render();
-    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="OutOfRange"} 1"#), "{metrics}");
+    assert!(
+        metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("fex_shed_total 1"), "an oversize call is not a shed call: {metrics}");
 }
 
 #[tokio::test]

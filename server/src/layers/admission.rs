@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 use tower::{Layer, Service};
 
 use crate::metrics::Metrics;
+use crate::status::ServeError;
 
 #[derive(Clone)]
 pub struct AdmissionLayer {
@@ -63,9 +64,7 @@ where
         }
         let Ok(permit) = Arc::clone(&self.layer.permits).try_acquire_owned() else {
             self.layer.metrics.shed.inc();
-            let message =
-                format!("server is at its limit of {} concurrent requests; retry with backoff", self.layer.limit);
-            let response = super::status_response(tonic::Status::resource_exhausted(message));
+            let response = super::status_response(ServeError::Overloaded { limit: self.layer.limit });
             return Box::pin(async move { Ok(response) });
         };
         let admitted = Admitted::new(permit, &self.layer.metrics);

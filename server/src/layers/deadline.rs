@@ -11,6 +11,7 @@ use std::time::Duration;
 use tower::{Layer, Service};
 
 use crate::metrics::Metrics;
+use crate::status::ServeError;
 
 #[derive(Clone)]
 pub struct DeadlineLayer {
@@ -66,8 +67,7 @@ where
                 Ok(response) => response,
                 Err(_) => {
                     metrics.deadline_exceeded.inc();
-                    let message = format!("deadline of {deadline:?} exceeded");
-                    Ok(super::status_response(tonic::Status::deadline_exceeded(message)))
+                    Ok(super::status_response(ServeError::DeadlineExceeded { deadline }))
                 }
             }
         })

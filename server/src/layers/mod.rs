@@ -4,10 +4,12 @@
 mod admission;
 mod deadline;
 mod metrics;
+mod size;
 
 pub use admission::{Admission, AdmissionLayer};
 pub use deadline::{Deadline, DeadlineLayer, parse_grpc_timeout};
 pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics};
+pub use size::{SizeLimit, SizeLimitLayer};
 
 /// Calls the layers govern: the extraction service, not health or reflection.
 fn governed(uri: &http::Uri) -> bool {
@@ -15,7 +17,7 @@ fn governed(uri: &http::Uri) -> bool {
 }
 
 /// A complete gRPC error response (trailers-only), for layers that answer
-/// without calling the service.
-fn status_response(status: tonic::Status) -> http::Response<tonic::body::Body> {
-    status.into_http()
+/// without calling the service; the code comes from `ServeError::code`.
+fn status_response(error: crate::status::ServeError) -> http::Response<tonic::body::Body> {
+    tonic::Status::from(error).into_http()
 }
