@@ -120,6 +120,28 @@ fn cross_hashes_every_combination() {
 }
 
 #[test]
+fn cross_of_shared_ids_a_string_and_ids() {
+    let p = plan(
+        "  - {name: u, kind: sparse, output: false}\n  - {name: s, kind: string, output: false}\n  - {name: b, kind: sparse, output: false}\n  - {name: usb, op: cross, inputs: [u, s, b]}\n",
+    );
+    let bytes = batch(
+        2,
+        vec![
+            shared("u", fids(&[7, 8])),
+            list("s", vec![strings("x"), strings("")]),
+            list("b", vec![fids(&[10, 11]), fids(&[12])]),
+        ],
+    );
+    // A string takes part as its hash; the last input varies fastest.
+    let tuple = |ids: [u64; 3]| fex::ops::hash_bytes(&ids.iter().flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>());
+    let x = fex::ops::hash_bytes(b"x");
+    let out = run(&p, &bytes);
+    // The shared ids are crossed with every row; row 1's empty string gives none.
+    let row0 = vec![tuple([7, x, 10]), tuple([7, x, 11]), tuple([8, x, 10]), tuple([8, x, 11])];
+    assert_eq!(get(&out, "usb").ragged_u64(), [row0, vec![]]);
+}
+
+#[test]
 fn vocab_maps_to_contiguous_ids() {
     let p = plan(&format!(
         "{ITEMS}  - {{name: v, op: vocab, input: ids, file: item_ids.txt}}\n  - {{name: c, kind: string, source: category, output: false}}\n  - {{name: cv, op: vocab, input: c, file: categories.txt}}\n"

@@ -235,7 +235,7 @@ fn transform(
     use TransformKind as K;
     let splits = cx.splits(path, raw);
     let one = |cx: &mut Checker, need| check_inputs(cx, path, op, ins, need, 1..=1);
-    let many = |cx: &mut Checker, need, min| check_inputs(cx, path, op, ins, need, min..=64);
+    let many = |cx: &mut Checker, need, min| check_inputs(cx, path, op, ins, need, min..=crate::ops::MAX_INPUTS);
     Some(match op {
         "v1_to_v2" => one(cx, Need::Ids).then(|| ragged(K::V1ToV2, splits))?,
         "slot" => {

@@ -66,21 +66,42 @@ pub(super) fn string_at(t: &Tensor, r: usize) -> &[u8] {
     t.values.get(t.split(r)..t.split(r + 1)).unwrap_or(&[])
 }
 
-/// The values of row `r` of an input as ids: ids as they are, a string as its hash.
-fn row_ids(t: &Tensor, r: usize, out: &mut Vec<u64>) {
-    out.clear();
-    if is_strings(t) {
-        let s = string_at(t, r);
-        if !s.is_empty() {
-            out.push(hash_bytes(s));
+/// One input's values in the current row: its ids' bytes, or a string's hash
+/// (at most one value).
+#[derive(Clone, Copy, Default)]
+struct RowIds<'a> {
+    ids: &'a [u8],
+    hash: Option<u64>,
+    len: usize,
+}
+
+impl<'a> RowIds<'a> {
+    fn of(t: &'a Tensor, r: usize) -> Self {
+        if is_strings(t) {
+            let s = string_at(t, r);
+            let hash = (!s.is_empty()).then(|| hash_bytes(s));
+            RowIds { ids: &[], hash, len: usize::from(hash.is_some()) }
+        } else {
+            let range = row_range(t, r);
+            let ids = t.values.get(range.start * 8..range.end * 8).unwrap_or(&[]);
+            RowIds { ids, hash: None, len: ids.len() / 8 }
         }
-    } else {
-        out.extend(row_range(t, r).map(|i| t.u64_at(i)));
+    }
+
+    /// Value `k` as the 8 bytes it contributes to a tuple.
+    fn bytes(&self, k: usize) -> [u8; 8] {
+        match self.hash {
+            Some(h) => h.to_le_bytes(),
+            None => self.ids[k * 8..k * 8 + 8].try_into().unwrap_or_default(),
+        }
     }
 }
 
 /// Every combination of the inputs' values in a row, in row-major order of the
-/// inputs, hashed as a tuple; then `mod buckets` and re-slotted if asked.
+/// inputs (the last varies fastest), hashed as a tuple; then `mod buckets` and
+/// re-slotted if asked. The per-row state lives on the stack (at most
+/// `MAX_INPUTS` inputs), so a cross allocates nothing but its output; the
+/// tuple is advanced like an odometer, rewriting only the inputs that moved.
 pub(super) fn cross(
     inputs: super::Inputs<'_>,
     out: &mut Tensor,
@@ -89,14 +110,21 @@ pub(super) fn cross(
     (buckets, slot, max_per_row): (Option<u64>, Option<u64>, usize),
     mut budget: Budget<'_>,
 ) -> Result<(), ExtractError> {
-    let mut lists: Vec<Vec<u64>> = vec![Vec::new(); inputs.len()];
-    let mut tuple: Vec<u8> = vec![0; 8 * inputs.len()];
+    let n = inputs.len();
+    if n > super::MAX_INPUTS {
+        let message = format!("{n} inputs, the most an operator takes is {}", super::MAX_INPUTS);
+        return Err(ExtractError::Operator { name: out.name.clone(), message });
+    }
+    let mut lists = [RowIds::default(); super::MAX_INPUTS];
+    let mut at = [0usize; super::MAX_INPUTS];
+    let mut tuple = [0u8; 8 * super::MAX_INPUTS];
+    let (lists, at, tuple) = (&mut lists[..n], &mut at[..n], &mut tuple[..8 * n]);
     push_split(out, splits, 0)?;
     for r in 0..rows {
         for (list, t) in lists.iter_mut().zip(inputs.iter()) {
-            row_ids(t, r, list);
+            *list = RowIds::of(t, r);
         }
-        let combos = lists.iter().try_fold(1usize, |acc, l| acc.checked_mul(l.len())).unwrap_or(usize::MAX);
+        let combos = lists.iter().try_fold(1usize, |acc, l| acc.checked_mul(l.len)).unwrap_or(usize::MAX);
         if combos > max_per_row {
             let names: Vec<&str> = inputs.iter().map(|t| t.name.as_str()).collect();
             let message =
@@ -104,14 +132,15 @@ pub(super) fn cross(
             return Err(ExtractError::Operator { name: out.name.clone(), message });
         }
         budget.charge(combos * 8)?;
-        for k in 0..combos {
-            let mut rest = k;
-            for (slot_i, list) in lists.iter().enumerate().rev() {
-                tuple[slot_i * 8..slot_i * 8 + 8].copy_from_slice(&list[rest % list.len()].to_le_bytes());
-                rest /= list.len();
+        if combos > 0 {
+            for (i, list) in lists.iter().enumerate() {
+                at[i] = 0;
+                tuple[i * 8..i * 8 + 8].copy_from_slice(&list.bytes(0));
             }
+        }
+        for _ in 0..combos {
             // One-shot XXH64 of the concatenated ids: equal to `hash_tuple`.
-            let mut id = hash_bytes(&tuple);
+            let mut id = hash_bytes(tuple);
             if let Some(b) = buckets {
                 id %= b;
             }
@@ -119,6 +148,16 @@ pub(super) fn cross(
                 id = crate::fid::reslot(s, id);
             }
             out.values.extend_from_slice(&id.to_le_bytes());
+            // Next combination: bump the last input, carrying leftwards.
+            for i in (0..n).rev() {
+                at[i] += 1;
+                if at[i] < lists[i].len {
+                    tuple[i * 8..i * 8 + 8].copy_from_slice(&lists[i].bytes(at[i]));
+                    break;
+                }
+                at[i] = 0;
+                tuple[i * 8..i * 8 + 8].copy_from_slice(&lists[i].bytes(0));
+            }
         }
         push_split(out, splits, out.values.len() / 8)?;
     }

@@ -19,6 +19,9 @@ pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use multihot::weight as multihot_weight;
 pub use vocab::Vocab;
 
+/// Most inputs an operator takes; the config refuses more.
+pub(crate) const MAX_INPUTS: usize = 64;
+
 use crate::extract::ExtractError;
 use crate::proto::fex_v1::{DataType, Layout, Tensor};
 
