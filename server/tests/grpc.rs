@@ -50,7 +50,7 @@ async fn unknown_model_is_not_found() {
     assert_eq!(status.message(), r#"model "ranker-v9" is not loaded; loaded models: default"#);
     // Counted, but not under the name the client sent: labels stay bounded.
     let metrics = server.metrics.render();
-    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="NotFound"} 1"#), "{metrics}");
+    assert!(has_line(&metrics, r#"fex_requests_total{method="Extract",model="-",code="NotFound"} 1"#), "{metrics}");
     assert!(!metrics.contains("ranker-v9"), "{metrics}");
 }
 
@@ -72,10 +72,10 @@ async fn malformed_bytes_are_invalid_argument_and_the_server_keeps_serving() {
     assert_eq!(c.extract(extract_request("default", sample_batch(2))).await.unwrap().into_inner().batch_size, 2);
     let metrics = server.metrics.render();
     assert!(
-        metrics.contains(r#"fex_requests_total{method="Extract",model="default",code="InvalidArgument"} 2"#),
+        has_line(&metrics, r#"fex_requests_total{method="Extract",model="default",code="InvalidArgument"} 2"#),
         "{metrics}"
     );
-    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="default",code="Ok"} 1"#), "{metrics}");
+    assert!(has_line(&metrics, r#"fex_requests_total{method="Extract",model="default",code="Ok"} 1"#), "{metrics}");
 }
 
 #[tokio::test]
@@ -94,10 +94,10 @@ async fn oversize_request_names_found_and_limit() {
     assert!(client(server.addr).await.extract(extract_request("default", sample_batch(1))).await.is_ok());
     let metrics = server.metrics.render();
     assert!(
-        metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
+        has_line(&metrics, r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
         "{metrics}"
     );
-    assert!(!metrics.contains("fex_shed_total 1"), "an oversize call is not a shed call: {metrics}");
+    assert!(has_line(&metrics, "fex_shed_total 0"), "an oversize call is not a shed call: {metrics}");
 }
 
 #[tokio::test]
@@ -108,9 +108,9 @@ async fn deadline_from_grpc_timeout_gives_deadline_exceeded() {
     assert_eq!(status, "4", "DEADLINE_EXCEEDED: {message}");
     assert!(message.contains("50ms"), "{message}");
     let metrics = server.metrics.render();
-    assert!(metrics.contains("fex_deadline_exceeded_total 1"), "{metrics}");
+    assert!(has_line(&metrics, "fex_deadline_exceeded_total 1"), "{metrics}");
     assert!(
-        metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="DeadlineExceeded"} 1"#),
+        has_line(&metrics, r#"fex_requests_total{method="Extract",model="-",code="DeadlineExceeded"} 1"#),
         "{metrics}"
     );
 }
@@ -146,11 +146,27 @@ async fn overload_is_shed_at_once_with_resource_exhausted() {
     // The shed call never reached the service, yet it is counted.
     let metrics = server.metrics.render();
     assert!(
-        metrics.contains(r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
+        has_line(&metrics, r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
         "{metrics}"
     );
-    assert!(metrics.contains(r#"fex_requests_total{method="Extract",model="default",code="Ok"} 2"#), "{metrics}");
-    assert!(metrics.contains("fex_in_flight_requests 0"), "{metrics}");
+    assert!(has_line(&metrics, r#"fex_requests_total{method="Extract",model="default",code="Ok"} 2"#), "{metrics}");
+    assert!(has_line(&metrics, "fex_in_flight_requests 0"), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_client_that_resets_its_upload_is_counted_as_cancelled() {
+    let server = start_default().await;
+    let held = HeldCall::open(server.addr, &extract_request("default", sample_batch(4)), None).await;
+    wait_in_flight(1, || server.metrics.in_flight.get()).await;
+    drop(held);
+    wait_in_flight(0, || server.metrics.in_flight.get()).await;
+    let want = r#"fex_requests_total{method="Extract",model="-",code="Cancelled"} 1"#;
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    while !has_line(&server.metrics.render(), want) {
+        assert!(std::time::Instant::now() < give_up, "missing {want}: {}", server.metrics.render());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert!(!server.metrics.render().contains(r#"code="Internal""#), "{}", server.metrics.render());
 }
 
 #[tokio::test]
@@ -205,7 +221,7 @@ async fn reload_good_then_bad_keeps_the_last_good_plan() {
         ("2".into(), 2)
     );
     let metrics = server.metrics.render();
-    assert!(metrics.contains(r#"fex_reloads_total{result="rejected"} 1"#), "{metrics}");
+    assert!(has_line(&metrics, r#"fex_reloads_total{result="rejected"} 1"#), "{metrics}");
 
     std::fs::remove_file(&file).unwrap();
     assert_eq!(server.reload().removed, ["ranker"]);

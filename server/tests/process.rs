@@ -131,8 +131,8 @@ async fn sighup_reloads_and_metrics_are_served_over_http() {
     c.extract(extract_request("m", sample_batch(3))).await.unwrap();
     let metrics = http_get(p.metrics, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
-    assert!(metrics.contains(r#"fex_reloads_total{result="ok"} 1"#), "{metrics}");
-    assert!(metrics.contains(r#"fex_rows_total{model="m"} 3"#), "{metrics}");
+    assert!(has_line(&metrics, r#"fex_reloads_total{result="ok"} 1"#), "{metrics}");
+    assert!(has_line(&metrics, r#"fex_rows_total{model="m"} 3"#), "{metrics}");
     assert!(metrics.contains("fex_request_duration_seconds_bucket"), "{metrics}");
 }
 

@@ -23,23 +23,33 @@ use http_body::{Frame, SizeHint};
 use tonic::body::Body;
 use tower::{Layer, Service};
 
-use crate::metrics::{CallLabels, Metrics};
+use crate::metrics::{CallLabels, MethodModel, Metrics};
 
 /// Label for calls whose model was not (or not yet) found.
 pub const NO_MODEL: &str = "-";
 
+/// What the layer learns about a call while it runs.
+#[derive(Default)]
+struct CallState {
+    /// Set by the service once the registry knows the name.
+    model: OnceLock<String>,
+    /// The first error the request body gave (a client that reset the
+    /// stream mid-upload shows as Cancelled here).
+    upload_error: OnceLock<tonic::Code>,
+}
+
 /// Where the service records the model a call resolved to.
 #[derive(Clone, Default)]
-pub struct CallModel(Arc<OnceLock<String>>);
+pub struct CallModel(Arc<CallState>);
 
 impl CallModel {
     /// Records the model; call only with a name the registry knows.
     pub fn set(&self, model: &str) {
-        let _ = self.0.set(model.to_string());
+        let _ = self.0.model.set(model.to_string());
     }
 
     fn label(&self) -> String {
-        self.0.get().map_or(NO_MODEL, String::as_str).to_string()
+        self.0.model.get().map_or(NO_MODEL, String::as_str).to_string()
     }
 }
 
@@ -70,9 +80,9 @@ pub struct RecordMetrics<S> {
 
 type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
-impl<S, B> Service<http::Request<B>> for RecordMetrics<S>
+impl<S> Service<http::Request<Body>> for RecordMetrics<S>
 where
-    S: Service<http::Request<B>, Response = http::Response<Body>> + Send + 'static,
+    S: Service<http::Request<Body>, Response = http::Response<Body>> + Send + 'static,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
@@ -83,26 +93,28 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         if !super::governed(request.uri()) {
             return Box::pin(self.inner.call(request));
         }
-        let model = CallModel::default();
-        request.extensions_mut().insert(model.clone());
+        let call = CallModel::default();
         let mut record = Record {
             metrics: Arc::clone(&self.metrics),
             method: method_of(request.uri().path()),
-            model,
+            call: call.clone(),
             started: Instant::now(),
             done: false,
         };
-        let call = self.inner.call(request);
+        let (mut parts, body) = request.into_parts();
+        parts.extensions.insert(call.clone());
+        let body = Body::new(Upload { body, call });
+        let call = self.inner.call(http::Request::from_parts(parts, body));
         Box::pin(async move {
             let response = call.await?;
             record.latency();
             // A trailers-only answer (every error) carries its status here.
             if let Some(code) = response.headers().get("grpc-status") {
-                record.finish(code.as_bytes());
+                record.finish(tonic::Code::from_bytes(code.as_bytes()));
                 return Ok(response);
             }
             Ok(response.map(|body| Body::new(Recorded { body, record })))
@@ -120,27 +132,54 @@ fn method_of(path: &str) -> &'static str {
     }
 }
 
+/// The label of a status code: its name, as tonic spells it.
+fn code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "Ok",
+        Cancelled => "Cancelled",
+        Unknown => "Unknown",
+        InvalidArgument => "InvalidArgument",
+        DeadlineExceeded => "DeadlineExceeded",
+        NotFound => "NotFound",
+        AlreadyExists => "AlreadyExists",
+        PermissionDenied => "PermissionDenied",
+        ResourceExhausted => "ResourceExhausted",
+        FailedPrecondition => "FailedPrecondition",
+        Aborted => "Aborted",
+        OutOfRange => "OutOfRange",
+        Unimplemented => "Unimplemented",
+        Internal => "Internal",
+        Unavailable => "Unavailable",
+        DataLoss => "DataLoss",
+        Unauthenticated => "Unauthenticated",
+    }
+}
+
 /// One call's pending record; recorded exactly once.
 struct Record {
     metrics: Arc<Metrics>,
     method: &'static str,
-    model: CallModel,
+    call: CallModel,
     started: Instant,
     done: bool,
 }
 
 impl Record {
     fn latency(&self) {
-        let label = Metrics::model(&self.model.label());
-        self.metrics.latency.get_or_create(&label).observe(self.started.elapsed().as_secs_f64());
+        let labels = MethodModel { method: self.method, model: self.call.label() };
+        self.metrics.latency.get_or_create(&labels).observe(self.started.elapsed().as_secs_f64());
     }
 
-    fn finish(&mut self, grpc_status: &[u8]) {
+    fn finish(&mut self, code: tonic::Code) {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        let code = tonic::Code::from_bytes(grpc_status);
-        let labels = CallLabels { method: self.method.into(), model: self.model.label(), code: format!("{code:?}") };
+        // A client that reset its upload got no answer: whatever the service
+        // made of the cut-off body ("missing request message"), the call was
+        // cancelled by the client.
+        let code = self.call.0.upload_error.get().copied().unwrap_or(code);
+        let labels = CallLabels { method: self.method, model: self.call.label(), code: code_name(code) };
         self.metrics.requests.get_or_create(&labels).inc();
     }
 }
@@ -150,8 +189,38 @@ impl Drop for Record {
     /// the body ended without trailers.
     fn drop(&mut self) {
         if !self.done {
-            self.finish(b"1");
+            self.finish(tonic::Code::Cancelled);
         }
+    }
+}
+
+/// The request body, passed through; its first error is remembered.
+struct Upload {
+    body: Body,
+    call: CallModel,
+}
+
+impl http_body::Body for Upload {
+    type Data = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(Some(Err(status))) = &frame {
+            let _ = self.call.0.upload_error.set(status.code());
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -173,7 +242,7 @@ impl http_body::Body for Recorded {
         if let Poll::Ready(Some(Ok(frame))) = &frame
             && let Some(code) = frame.trailers_ref().and_then(|t| t.get("grpc-status"))
         {
-            self.record.finish(code.as_bytes());
+            self.record.finish(tonic::Code::from_bytes(code.as_bytes()));
         }
         frame
     }
@@ -194,14 +263,19 @@ mod tests {
     use tower::ServiceExt;
     use tower_test::mock;
 
-    fn extract() -> http::Request<()> {
-        http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract").body(()).unwrap()
+    fn extract() -> http::Request<Body> {
+        http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract").body(Body::empty()).unwrap()
+    }
+
+    /// The page has exactly this line (a value of 1 must not match 10).
+    fn has_line(page: &str, want: &str) -> bool {
+        page.lines().any(|l| l == want)
     }
 
     #[tokio::test]
     async fn counts_trailers_only_errors_and_trailer_statuses() {
         let metrics = Metrics::new();
-        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<Body>>();
+        let (service, mut handle) = mock::pair::<http::Request<Body>, http::Response<Body>>();
         let mut svc = MetricsLayer::new(Arc::clone(&metrics)).layer(service);
         handle.allow(3);
 
@@ -238,20 +312,43 @@ mod tests {
             r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#,
             r#"fex_requests_total{method="Extract",model="default",code="Ok"} 1"#,
             r#"fex_requests_total{method="Extract",model="-",code="Cancelled"} 1"#,
-            r#"fex_request_duration_seconds_count{model="default"} 1"#,
-            r#"fex_request_duration_seconds_count{model="-"} 2"#,
+            r#"fex_request_duration_seconds_count{method="Extract",model="default"} 1"#,
+            r#"fex_request_duration_seconds_count{method="Extract",model="-"} 2"#,
         ] {
-            assert!(page.contains(line), "missing {line}: {page}");
+            assert!(has_line(&page, line), "missing {line}: {page}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_client_reset_mid_upload_counts_as_cancelled() {
+        let metrics = Metrics::new();
+        let (service, mut handle) = mock::pair::<http::Request<Body>, http::Response<Body>>();
+        let mut svc = MetricsLayer::new(Arc::clone(&metrics)).layer(service);
+        handle.allow(1);
+        let upload = http_body_util::StreamBody::new(futures_util::stream::iter([
+            Ok::<_, tonic::Status>(Frame::data(bytes::Bytes::from_static(b"\0\0\0\0\x09half"))),
+            Err(tonic::Status::cancelled("stream reset by the client")),
+        ]));
+        let request = http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract").body(Body::new(upload)).unwrap();
+        let call = tokio::spawn(svc.ready().await.unwrap().call(request));
+        // The service reads the cut-off body and answers as tonic does.
+        let (request, send) = handle.next_request().await.unwrap();
+        assert!(request.into_body().collect().await.is_err());
+        send.send_response(tonic::Status::internal("Missing request message.").into_http());
+        call.await.unwrap().unwrap();
+        let page = metrics.render();
+        let want = r#"fex_requests_total{method="Extract",model="-",code="Cancelled"} 1"#;
+        assert!(has_line(&page, want), "missing {want}: {page}");
+        assert!(!page.contains(r#"code="Internal""#), "{page}");
     }
 
     #[tokio::test]
     async fn health_checks_are_not_counted() {
         let metrics = Metrics::new();
-        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<Body>>();
+        let (service, mut handle) = mock::pair::<http::Request<Body>, http::Response<Body>>();
         let mut svc = MetricsLayer::new(Arc::clone(&metrics)).layer(service);
         handle.allow(1);
-        let health = http::Request::builder().uri("/grpc.health.v1.Health/Check").body(()).unwrap();
+        let health = http::Request::builder().uri("/grpc.health.v1.Health/Check").body(Body::empty()).unwrap();
         let call = svc.ready().await.unwrap().call(health);
         let (request, send) = handle.next_request().await.unwrap();
         assert!(request.extensions().get::<CallModel>().is_none());
@@ -261,9 +358,13 @@ mod tests {
     }
 
     #[test]
-    fn method_labels_are_bounded() {
+    fn labels_are_bounded() {
         assert_eq!(method_of("/fex.v1.FeatureExtractor/Extract"), "Extract");
         assert_eq!(method_of("/fex.v1.FeatureExtractor/DescribeModel"), "DescribeModel");
         assert_eq!(method_of("/fex.v1.FeatureExtractor/Anything"), "other");
+        for code in 0..=16 {
+            let code = tonic::Code::from_i32(code);
+            assert_eq!(code_name(code), format!("{code:?}"));
+        }
     }
 }

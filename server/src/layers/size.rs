@@ -190,8 +190,17 @@ mod tests {
         let (service, mut handle) = mock::pair::<http::Request<Body>, http::Response<Body>>();
         let mut svc = SizeLimitLayer::new(100).layer(service);
         handle.allow(1);
-        // The prefix alone decides; the rest of the message is never read.
-        let response = svc.ready().await.unwrap().call(extract(body(&[&[0, 0, 0, 0x01, 0x00]]))).await.unwrap();
+        // The prefix alone decides: the rest of the message never arrives,
+        // and the layer must answer without waiting for it.
+        let prefix =
+            futures_util::stream::iter([Ok::<_, tonic::Status>(Frame::data(Bytes::from_static(&[0, 0, 0, 1, 0])))]);
+        let never = futures_util::stream::pending();
+        let body = Body::new(http_body_util::StreamBody::new(futures_util::StreamExt::chain(prefix, never)));
+        let call = svc.ready().await.unwrap().call(extract(body));
+        let response = tokio::time::timeout(std::time::Duration::from_secs(10), call)
+            .await
+            .expect("refused from the prefix alone")
+            .unwrap();
         let status = tonic::Status::from_header_map(response.headers()).unwrap();
         assert_eq!(status.code(), tonic::Code::ResourceExhausted);
         assert_eq!(status.message(), "request message is 256 bytes, over the limit of 100 bytes (--max-request-bytes)");

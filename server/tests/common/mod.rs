@@ -170,6 +170,12 @@ pub async fn wait_in_flight(n: i64, in_flight: impl Fn() -> i64) {
     }
 }
 
+/// Whether a Prometheus page has exactly this line (so `} 1` cannot match
+/// `} 10`).
+pub fn has_line(page: &str, want: &str) -> bool {
+    page.lines().any(|l| l == want)
+}
+
 /// Tests that hold a call open give it this deadline, far beyond any
 /// scheduling delay of a loaded CI machine, so the held call cannot time out
 /// before the test releases it.
