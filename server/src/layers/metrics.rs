@@ -107,7 +107,15 @@ where
         };
         let (mut parts, body) = request.into_parts();
         parts.extensions.insert(call.clone());
-        let body = Body::new(Upload { body, call });
+        // The request body's first error is remembered (see `finish`).
+        let body = Body::new(Tap {
+            body,
+            look: move |frame: &Result<Frame<bytes::Bytes>, tonic::Status>| {
+                if let Err(status) = frame {
+                    let _ = call.0.upload_error.set(status.code());
+                }
+            },
+        });
         let call = self.inner.call(http::Request::from_parts(parts, body));
         Box::pin(async move {
             let response = call.await?;
@@ -117,7 +125,15 @@ where
                 record.finish(tonic::Code::from_bytes(code.as_bytes()));
                 return Ok(response);
             }
-            Ok(response.map(|body| Body::new(Recorded { body, record })))
+            // The response's status comes in its trailers; a body dropped
+            // before them drops `record`, which counts the call Cancelled.
+            let look = move |frame: &Result<Frame<bytes::Bytes>, tonic::Status>| {
+                if let Some(code) = frame.as_ref().ok().and_then(Frame::trailers_ref).and_then(|t| t.get("grpc-status"))
+                {
+                    record.finish(tonic::Code::from_bytes(code.as_bytes()));
+                }
+            };
+            Ok(response.map(|body| Body::new(Tap { body, look })))
         })
     }
 }
@@ -194,13 +210,16 @@ impl Drop for Record {
     }
 }
 
-/// The request body, passed through; its first error is remembered.
-struct Upload {
+/// A body passed through unchanged, showing each frame to `look` on the way.
+struct Tap<F> {
     body: Body,
-    call: CallModel,
+    look: F,
 }
 
-impl http_body::Body for Upload {
+impl<F> http_body::Body for Tap<F>
+where
+    F: FnMut(&Result<Frame<bytes::Bytes>, tonic::Status>) + Unpin,
+{
     type Data = bytes::Bytes;
     type Error = tonic::Status;
 
@@ -208,41 +227,10 @@ impl http_body::Body for Upload {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let frame = Pin::new(&mut self.body).poll_frame(cx);
-        if let Poll::Ready(Some(Err(status))) = &frame {
-            let _ = self.call.0.upload_error.set(status.code());
-        }
-        frame
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
-}
-
-/// The response body, passed through; the trailers' grpc-status is recorded.
-struct Recorded {
-    body: Body,
-    record: Record,
-}
-
-impl http_body::Body for Recorded {
-    type Data = bytes::Bytes;
-    type Error = tonic::Status;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        let frame = Pin::new(&mut self.body).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &frame
-            && let Some(code) = frame.trailers_ref().and_then(|t| t.get("grpc-status"))
-        {
-            self.record.finish(tonic::Code::from_bytes(code.as_bytes()));
+        let this = &mut *self;
+        let frame = Pin::new(&mut this.body).poll_frame(cx);
+        if let Poll::Ready(Some(frame)) = &frame {
+            (this.look)(frame);
         }
         frame
     }
