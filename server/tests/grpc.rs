@@ -161,11 +161,8 @@ async fn a_client_that_resets_its_upload_is_counted_as_cancelled() {
     drop(held);
     wait_in_flight(0, || server.metrics.in_flight.get()).await;
     let want = r#"fex_requests_total{method="Extract",model="-",code="Cancelled"} 1"#;
-    let give_up = std::time::Instant::now() + Duration::from_secs(30);
-    while !has_line(&server.metrics.render(), want) {
-        assert!(std::time::Instant::now() < give_up, "missing {want}: {}", server.metrics.render());
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    let page = || server.metrics.render();
+    wait_until(|| has_line(&page(), want), || format!("missing {want}: {}", page())).await;
     assert!(!server.metrics.render().contains(r#"code="Internal""#), "{}", server.metrics.render());
 }
 

@@ -6,7 +6,6 @@ mod common;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use common::*;
 use fex::proto::fex_v1::ListModelsRequest;
@@ -93,20 +92,13 @@ async fn sigterm_drains_an_in_flight_call_then_exits_0() {
     assert_eq!(code, "0", "the in-flight call completes: {message}");
     // Wait without blocking the runtime: the server's graceful HTTP/2 close
     // pings its clients, and their connection tasks run on this runtime.
-    let status = wait_exit(&mut p.child, Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(0));
-}
-
-/// Polls for the child's exit, yielding to the runtime; fails after `limit`.
-async fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let give_up = std::time::Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(std::time::Instant::now() < give_up, "fex-server did not exit within {limit:?} of SIGTERM");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let mut status = None;
+    let exited = || {
+        status = p.child.try_wait().unwrap();
+        status.is_some()
+    };
+    wait_until(exited, || "fex-server did not exit after SIGTERM".into()).await;
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
 }
 
 #[tokio::test]

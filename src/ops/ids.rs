@@ -14,6 +14,15 @@ pub(super) fn row_range(t: &Tensor, r: usize) -> std::ops::Range<usize> {
     t.split(r)..t.split(r + 1)
 }
 
+/// The 8-byte values of row `r` of a ragged id tensor. Splits and values come
+/// from the library's own writers and agree; if they did not, the row reads
+/// as empty rather than panicking.
+#[inline]
+pub(super) fn row_id_bytes(t: &Tensor, r: usize) -> &[u8] {
+    let range = row_range(t, r);
+    t.values.get(range.start * 8..range.end * 8).unwrap_or(&[])
+}
+
 pub(super) fn is_strings(t: &Tensor) -> bool {
     t.layout == Layout::Strings as i32
 }
@@ -82,11 +91,7 @@ impl<'a> RowIds<'a> {
             let hash = (!s.is_empty()).then(|| hash_bytes(s));
             RowIds { ids: &[], hash, len: usize::from(hash.is_some()) }
         } else {
-            // Splits and values come from the library's own writers and agree;
-            // clamping keeps a disagreement from panicking all the same.
-            let range = row_range(t, r);
-            let end = (range.end * 8).min(t.values.len());
-            let ids = &t.values[(range.start * 8).min(end)..end];
+            let ids = row_id_bytes(t, r);
             RowIds { ids, hash: None, len: ids.len() / 8 }
         }
     }

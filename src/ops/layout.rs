@@ -2,7 +2,7 @@
 //! KeyedJaggedTensor (TorchRec), dense inputs concatenated, and one position of
 //! a sequence as its own tensor.
 
-use super::ids::row_range;
+use super::ids::{row_id_bytes, row_range};
 use super::rows::row_of;
 use crate::extract::{ExtractError, push_split};
 use crate::proto::fex_v1::{DataType, Tensor};
@@ -17,8 +17,7 @@ pub(super) fn group(
     push_split(out, splits, 0)?;
     for r in 0..rows {
         for t in inputs.iter() {
-            let range = row_range(t, r);
-            out.values.extend_from_slice(&t.values[range.start * 8..range.end * 8]);
+            out.values.extend_from_slice(row_id_bytes(t, r));
         }
         push_split(out, splits, out.values.len() / 8)?;
     }
@@ -41,9 +40,10 @@ pub(super) fn keyed_jagged(
     push_split(out, DataType::I64, 0)?;
     for t in inputs.iter() {
         for r in 0..rows {
-            let range = row_range(t, r);
-            out.values.extend_from_slice(&t.values[range.start * 8..range.end * 8]);
-            let n = i32::try_from(range.len()).map_err(|_| ExtractError::SplitsOverflow { found: range.len() })?;
+            let ids = row_id_bytes(t, r);
+            out.values.extend_from_slice(ids);
+            let found = ids.len() / 8;
+            let n = i32::try_from(found).map_err(|_| ExtractError::SplitsOverflow { found })?;
             out.lengths.extend_from_slice(&n.to_le_bytes());
             push_split(out, DataType::I64, out.values.len() / 8)?;
         }

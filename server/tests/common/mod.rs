@@ -155,19 +155,20 @@ impl HeldCall {
     }
 }
 
-/// Waits until `in_flight()` (the server's `fex_in_flight_requests`) reads
-/// `n`: a held call has been admitted once it counts. Bounded: a call that is
-/// never admitted fails the test instead of hanging it.
-pub async fn wait_in_flight(n: i64, in_flight: impl Fn() -> i64) {
+/// Polls `ready` every 2 ms until it holds. Bounded: after 30 s the test
+/// fails with `describe()` (the state it was stuck in) instead of hanging.
+pub async fn wait_until(mut ready: impl FnMut() -> bool, describe: impl Fn() -> String) {
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let now = in_flight();
-        if now == n {
-            return;
-        }
-        assert!(std::time::Instant::now() < give_up, "in-flight calls stayed at {now}, expected {n}, for 30 s");
+    while !ready() {
+        assert!(std::time::Instant::now() < give_up, "waited 30 s: {}", describe());
         tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
+}
+
+/// Waits until `in_flight()` (the server's `fex_in_flight_requests`) reads
+/// `n`: a held call has been admitted once it counts.
+pub async fn wait_in_flight(n: i64, in_flight: impl Fn() -> i64) {
+    wait_until(|| in_flight() == n, || format!("in-flight calls at {}, expected {n}", in_flight())).await;
 }
 
 /// Whether a Prometheus page has exactly this line (so `} 1` cannot match
