@@ -27,9 +27,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(grpc)
         .build_client(grpc)
         // Request payloads decode as `Bytes`, sharing tonic's buffer instead of
-        // copying the sample. Tensor buffers stay `Vec<u8>` so the library
-        // can fill and reuse them.
+        // copying the sample; Tensor buffers are `Bytes` so the library's
+        // typed columns move into a response without being copied.
         .bytes(".fex.v1.ExtractRequest")
+        .bytes(".fex.v1.Tensor")
         .bytes(".fex.v1.ExampleList")
         .compile_fds(fds)?;
     Ok(())

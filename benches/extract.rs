@@ -345,8 +345,8 @@ fn shapes() -> Vec<Shape> {
 
 /// fex and the baseline must produce the same tensors, or the comparison means nothing.
 fn check_equal(shape: &Shape, case: &Case, fex_out: &Extracted, base: &BaselineOut) {
-    assert_eq!(fex_out.tensors.len(), base.tensors.len());
-    for (t, b) in fex_out.tensors.iter().zip(&base.tensors) {
+    assert_eq!(fex_out.tensors().len(), base.tensors.len());
+    for (t, b) in fex_out.tensors().iter().zip(&base.tensors) {
         let what = format!("{}/{} output {}", shape.group, case.label, t.name);
         assert_eq!(t.shape, b.shape, "{what}: shape");
         assert_eq!(t.values, b.values, "{what}: values");

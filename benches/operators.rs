@@ -275,14 +275,12 @@ fn cases(dir: &Path, n: usize) -> Vec<Case> {
 // ---------------------------------------------------------------------------
 // Runs
 
-/// Elements in a tensor's values (bytes for strings).
-fn values(t: &fex::Tensor) -> usize {
-    let elem = match t.dtype() {
-        _ if t.layout == fex::Layout::Strings as i32 => 1,
-        fex::DataType::F32 | fex::DataType::I32 => 4,
-        _ => 8,
-    };
-    t.values.len() / elem
+/// Elements in a column's values (bytes for strings).
+fn values(c: &fex::Column) -> usize {
+    match c {
+        fex::Column::Strings(s) => s.bytes.len(),
+        other => other.values().map_or(0, fex::Values::len),
+    }
 }
 
 /// The operator's output must be there, with a row per candidate; returns
@@ -294,11 +292,10 @@ fn check(case: &Case, out: &Extracted) -> Option<usize> {
         _ if case.entry.starts_with("{name: op") => "op",
         _ => return None,
     };
-    let t = out.get(name).unwrap_or_else(|| panic!("{}: no output {name}", case.name));
-    let rows = if t.layout == fex::Layout::KeyedJagged as i32 { t.shape[1] } else { t.shape[0] };
-    assert_eq!(rows, ROWS as i64, "{}: rows of {name}", case.name);
-    assert!(!t.values.is_empty(), "{}: {name} is empty", case.name);
-    Some(values(t))
+    let c = out.column(name).unwrap_or_else(|| panic!("{}: no output {name}", case.name));
+    assert_eq!(c.rows(), ROWS, "{}: rows of {name}", case.name);
+    assert!(values(c) > 0, "{}: {name} is empty", case.name);
+    Some(values(c))
 }
 
 /// Checks every plan's output, then prints allocations per extraction in
@@ -339,7 +336,8 @@ fn bench(c: &mut Criterion, group: &str, cases: &[Case], input: &[u8]) {
 /// Values per source in the request, so costs per row can be read per value.
 fn describe(plan: &Plan, input: &[u8]) {
     let out = fex::extract_batch(plan, input).expect("extracts");
-    let sizes: Vec<String> = out.tensors.iter().map(|t| format!("{} {:?} {}", t.name, t.shape, values(t))).collect();
+    let sizes: Vec<String> =
+        out.columns.iter().map(|c| format!("{} {:?} {}", c.name, c.column.shape(), values(&c.column))).collect();
     println!("sources (name, shape, values): {}", sizes.join(", "));
 }
 

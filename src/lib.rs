@@ -2,6 +2,7 @@
 //! protobuf wire format, runs a compiled model plan and produces packed tensors.
 //! The same code serves online (fex-server) and offline sample building.
 
+pub mod columns;
 pub mod config;
 pub mod extract;
 pub mod fid;
@@ -11,6 +12,7 @@ pub mod tensor;
 pub mod view;
 pub mod wire;
 
+pub use columns::{Column, NamedColumn, Splits, Values};
 pub use config::{Compat, ConfigErrors, Plan};
-pub use extract::{ExtractError, Extracted, Extractor, extract_batch, extract_examples};
+pub use extract::{ExtractError, Extracted, Extractor, Stats, extract_batch, extract_examples};
 pub use proto::fex_v1::{DataType, Layout, Tensor};

@@ -20,7 +20,7 @@ const LIMIT: usize = 65536;
 fn extract_keeping_buffers(plan: &Plan, input: &[u8]) -> (Result<(), ExtractError>, usize) {
     let mut out = Extracted::default();
     let result = Extractor::new().extract_batch(plan, input, &mut out);
-    let largest = out.tensors.iter().map(|t| t.values.capacity().max(t.row_splits.capacity())).max();
+    let largest = out.columns.iter().map(|c| c.column.largest_capacity()).max();
     (result, largest.unwrap_or(0))
 }
 
@@ -62,7 +62,7 @@ fn sequence_output_limit_is_checked_before_writing() {
 fn sequence_under_the_limit_is_unchanged() {
     let plan = Plan::from_yaml(WIDE_SEQUENCE).unwrap();
     let out = fex::extract_batch(&plan, &empty_inner_lists(1)).unwrap();
-    let t = out.get("seq_wide").unwrap();
+    let t = out.tensor("seq_wide").unwrap();
     assert_eq!(t.shape, [1, -1, 4096]);
     assert_eq!(t.splits(), [0, 1]);
     assert_eq!(t.f64s(), vec![0.0; 4096]);

@@ -36,9 +36,9 @@ fn plan(features: &str) -> Plan {
 fn run(p: &Plan, bytes: &[u8]) -> Extracted {
     fex::extract_batch(p, bytes).unwrap_or_else(|e| panic!("{e}"))
 }
-fn get<'a>(out: &'a Extracted, name: &str) -> &'a Tensor {
-    out.get(name).unwrap_or_else(|| {
-        panic!("no output {name}; have {:?}", out.tensors.iter().map(|t| &t.name).collect::<Vec<_>>())
+fn get(out: &Extracted, name: &str) -> Tensor {
+    out.tensor(name).unwrap_or_else(|| {
+        panic!("no output {name}; have {:?}", out.tensors().iter().map(|t| &t.name).collect::<Vec<_>>())
     })
 }
 fn errors(features: &str) -> String {
@@ -55,7 +55,7 @@ fn items(rows: &[&[u64]]) -> Vec<u8> {
 fn internal_features_are_not_returned() {
     let p = plan(&format!("{ITEMS}  - {{name: h, op: hash, input: ids, buckets: 10}}\n"));
     let out = run(&p, &items(&[&[1]]));
-    assert_eq!(out.tensors.len(), 1);
+    assert_eq!(out.columns.len(), 1);
     assert!(out.get("ids").is_none());
     assert_eq!(p.signature().len(), 1);
 }
@@ -113,7 +113,7 @@ fn cross_hashes_every_combination() {
     ex.extract_batch_selected(&p, &bytes, Some(&only), &mut out).unwrap();
     let reslot = |h: u64| (3u64 << 48) | (h & ((1 << 48) - 1));
     // Row 1 has no b: no combinations.
-    assert_eq!(out.tensors[0].ragged_u64(), [vec![reslot(tuple(1, 10)), reslot(tuple(2, 10))], vec![]]);
+    assert_eq!(out.tensors()[0].ragged_u64(), [vec![reslot(tuple(1, 10)), reslot(tuple(2, 10))], vec![]]);
     let three = batch(1, vec![list("a", vec![fids(&[1, 2, 3])]), list("b", vec![fids(&[1])])]);
     let err = fex::extract_batch(&p, &three).unwrap_err().to_string();
     assert_eq!(err, "ab_small: row 0 has 3 combinations of a x b, the limit is 2");
@@ -287,7 +287,7 @@ fn sequence_per_position_tensors() {
         feature(Type::FidV2Lists(pb::FidLists { list: v.iter().map(|&x| pb::FidList { value: vec![x] }).collect() }))
     };
     let out = run(&p, &batch(2, vec![list("clicks", vec![lists(&[7, 8, 9, 10]), lists(&[5])])]));
-    let names: Vec<_> = out.tensors.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<_> = out.columns.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["clicks_0", "clicks_1", "clicks_2"]);
     assert_eq!(get(&out, "clicks_0").i64s(), [7, 5]);
     assert_eq!(get(&out, "clicks_1").i64s(), [8, 0]);
@@ -381,7 +381,7 @@ fn action_label_negative_sampling_is_deterministic() {
     let rows: Vec<Vec<i32>> = (0..200).map(|i| vec![100 + i]).collect();
     let bytes = batch(200, vec![line_id_list(&rows)]);
     let a = run(&p, &bytes);
-    let kept = a.tensors[0].f32s().iter().filter(|&&v| v == 0.0).count();
+    let kept = a.tensors()[0].f32s().iter().filter(|&&v| v == 0.0).count();
     assert!((60..140).contains(&kept), "about half the negatives are kept: {kept}");
     assert_eq!(a, run(&p, &bytes), "the same samples keep the same labels");
 }

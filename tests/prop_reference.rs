@@ -788,9 +788,9 @@ fn assemble(out: &RefOutput, rows: &[Row], shared: bool) -> Tensor {
         layout: layout as i32,
         dtype: dtype as i32,
         shape,
-        values: rows.iter().flat_map(|r| r.values.iter().copied()).collect(),
+        values: rows.iter().flat_map(|r| r.values.iter().copied()).collect::<Vec<u8>>().into(),
         splits_dtype: splits as i32,
-        row_splits,
+        row_splits: row_splits.into(),
         shared,
         ..Default::default()
     }
@@ -835,8 +835,8 @@ fn compare(
     match (got, want) {
         (Ok(got), Ok(want)) => {
             prop_assert_eq!(got.batch_size, rows);
-            prop_assert_eq!(got.tensors.len(), want.len());
-            for (g, w) in got.tensors.iter().zip(&want) {
+            prop_assert_eq!(got.columns.len(), want.len());
+            for (g, w) in got.tensors().iter().zip(&want) {
                 if g != w {
                     return Err(TestCaseError::fail(format!(
                         "tensor {} differs\n  fex:       {}\n  reference: {}",
@@ -1756,7 +1756,7 @@ fn same_extraction(
 ) -> Result<(), TestCaseError> {
     match (a, b) {
         (Ok(a), Ok(b)) => {
-            for (x, y) in a.tensors.iter().zip(&b.tensors) {
+            for (x, y) in a.tensors().iter().zip(&b.tensors()) {
                 prop_assert!(
                     x == y,
                     "tensor {} differs\n  canonical: {}\n  hand-encoded: {}",
@@ -1765,7 +1765,7 @@ fn same_extraction(
                     show(y)
                 );
             }
-            prop_assert_eq!(a.tensors.len(), b.tensors.len());
+            prop_assert_eq!(a.columns.len(), b.columns.len());
             Ok(())
         }
         (Err(_), Err(_)) => Ok(()),
@@ -1924,10 +1924,10 @@ fn unpacked_fids_in_reverse_field_order() {
     let canonical = fex::extract_batch(&plan, &batch.encode_to_vec()).unwrap();
     let hand = fex::extract_batch(&plan, &e.0).unwrap();
     assert_eq!(canonical, hand);
-    let item_id = hand.get("item_id").unwrap();
+    let item_id = hand.tensor("item_id").unwrap();
     let converted: Vec<u64> = fids.iter().map(|&f| v1_to_v2(f)).collect();
     assert_eq!(item_id.ragged_u64(), vec![fids.to_vec(), converted]);
-    let user_id = hand.get("user_id").unwrap();
+    let user_id = hand.tensor("user_id").unwrap();
     assert_eq!((user_id.shape.clone(), user_id.shared, user_id.ragged_u64()), (vec![1, -1], true, vec![vec![9]]));
 }
 

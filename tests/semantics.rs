@@ -47,8 +47,8 @@ fn plan(compat: &str, features: &str) -> Plan {
 fn run(plan: &Plan, bytes: &[u8]) -> Extracted {
     fex::extract_batch(plan, bytes).unwrap_or_else(|e| panic!("{e}"))
 }
-fn tensor<'a>(out: &'a Extracted, name: &str) -> &'a Tensor {
-    out.get(name).unwrap_or_else(|| panic!("no tensor {name}"))
+fn tensor(out: &Extracted, name: &str) -> Tensor {
+    out.tensor(name).unwrap_or_else(|| panic!("no tensor {name}"))
 }
 
 #[test]
@@ -402,9 +402,9 @@ fn selected_outputs_only_and_list_counts() {
     let picked = p.select(&["item_ctr_7d", "item_id"]).unwrap();
     let mut out = Extracted::default();
     fex::Extractor::new().extract_batch_selected(&p, &bytes, Some(&picked), &mut out).unwrap();
-    let names: Vec<&str> = out.tensors.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = out.columns.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["item_ctr_7d", "item_id"]);
-    assert_eq!((out.lists_seen, out.lists_decoded), (2, 1));
+    assert_eq!((out.stats.lists_seen, out.stats.lists_decoded), (2, 1));
     assert_eq!(p.select(&["item_id", "item_id"]).unwrap_err(), r#"output "item_id" is asked for twice"#);
     let err = p.select(&["nope"]).unwrap_err();
     assert!(err.starts_with(r#"model "default" has no output "nope"; it has user_id, "#), "{err}");

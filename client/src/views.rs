@@ -23,7 +23,7 @@ impl Values {
             DataType::I32 => Self::I32(t.i32s()),
             DataType::I64 => Self::I64(t.i64s()),
             DataType::U64 => Self::U64(t.u64s()),
-            DataType::Bytes | DataType::Unspecified => Self::Bytes(t.values.clone()),
+            DataType::Bytes | DataType::Unspecified => Self::Bytes(t.values.to_vec()),
         }
     }
 

@@ -169,8 +169,8 @@ async fn typed_client_views() {
     let TensorView::Ragged { row_splits, values: Values::I64(ids), .. } = extraction.get("item_id").unwrap() else {
         panic!()
     };
-    assert_eq!(row_splits, direct.get("item_id").unwrap().splits());
-    assert_eq!(ids, direct.get("item_id").unwrap().i64s());
+    assert_eq!(row_splits, direct.tensor("item_id").unwrap().splits());
+    assert_eq!(ids, direct.tensor("item_id").unwrap().i64s());
     let TensorView::Dense { shape, values: Values::F32(emb) } = extraction.get("item_embedding").unwrap() else {
         panic!()
     };

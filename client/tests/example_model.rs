@@ -37,7 +37,7 @@ async fn ranking_ops_online_equals_offline() {
             }
         };
         let offline = fex::extract_batch(&plan, &bytes).unwrap();
-        assert_eq!(online.response.tensors, offline.tensors);
+        assert_eq!(online.response.tensors, offline.into_tensors());
         assert_eq!(online.batch_size(), 32);
     }
 

@@ -112,19 +112,23 @@ impl ExtractorService {
         let label = Metrics::model(&model.plan.name);
         self.metrics.request_bytes.get_or_create(&label).inc_by(payload_len(request) as u64);
         run_extraction(model, payload, selected.as_deref(), &mut out)?;
-        let size: usize = out.tensors.iter().map(tensor_bytes).sum();
+        let (batch_size, stats) = (out.batch_size, out.stats);
+        // The columns' buffers move into the tensors: prost copies them once,
+        // when it encodes the response.
+        let tensors = out.into_tensors();
+        let size: usize = tensors.iter().map(tensor_bytes).sum();
         if size > self.max_response_bytes {
             return Err(ServeError::ResponseTooLarge { found: size, limit: self.max_response_bytes });
         }
         self.metrics.response_bytes.get_or_create(&label).inc_by(size as u64);
-        self.metrics.rows.get_or_create(&label).inc_by(out.batch_size as u64);
-        self.metrics.lists_decoded.get_or_create(&label).inc_by(out.lists_decoded as u64);
-        self.metrics.lists_skipped.get_or_create(&label).inc_by((out.lists_seen - out.lists_decoded) as u64);
+        self.metrics.rows.get_or_create(&label).inc_by(batch_size as u64);
+        self.metrics.lists_decoded.get_or_create(&label).inc_by(stats.lists_decoded as u64);
+        self.metrics.lists_skipped.get_or_create(&label).inc_by((stats.lists_seen - stats.lists_decoded) as u64);
         Ok(ExtractResponse {
             model: model.plan.name.clone(),
             model_version: model.version.clone(),
-            batch_size: out.batch_size as i32,
-            tensors: out.tensors,
+            batch_size: batch_size as i32,
+            tensors,
         })
     }
 }

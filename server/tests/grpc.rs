@@ -21,7 +21,7 @@ async fn extract_equals_the_library_on_the_same_bytes() {
     assert_eq!(response.model, "default");
     assert_eq!(response.model_version, "1");
     assert_eq!(response.batch_size, 8);
-    assert_eq!(response.tensors, direct.tensors);
+    assert_eq!(response.tensors, direct.into_tensors());
     let item_id = response.tensors.iter().find(|t| t.name == "item_id").unwrap();
     assert_eq!(item_id.splits(), (0..=8).collect::<Vec<i64>>());
     server.shutdown();

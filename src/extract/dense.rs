@@ -3,10 +3,10 @@
 //! Monolith quirks (compat: monolith): an empty float/double list with dim 1
 //! gives FLT_MIN, scalar and `*_lists` variants give zeros, padding is 0.
 
-use super::write::{fill, push_f64, push_i64};
 use super::{Ctx, ExtractError};
+use crate::columns::{Column, Values, extend_le};
 use crate::config::{LineIdField, Output, Source};
-use crate::proto::fex_v1::{DataType, Tensor};
+use crate::proto::fex_v1::DataType;
 use crate::view::{FeatureKind, FeatureView, le_f32, le_f64};
 use crate::wire::DecodeError;
 
@@ -16,36 +16,37 @@ pub(super) type DenseSpec = (DataType, usize, f64, Option<LineIdField>);
 pub(super) fn write(
     cx: &Ctx<'_, '_>,
     out: &Output,
-    t: &mut Tensor,
+    c: &mut Column,
     rows: usize,
     spec: DenseSpec,
 ) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("dense outputs read features") };
-    let (dtype, dim, default, meta) = spec;
+    let (_, dim, default, meta) = spec;
     let pad = if cx.is_monolith() { 0.0 } else { default };
-    t.values.reserve(rows * dim * super::write::elem_size(dtype));
+    let values = &mut c.dense_mut().values;
+    values.reserve(rows * dim);
     for row in 0..rows {
         let written = match cx.feature(source, row)? {
             Some((f, cell)) => {
-                let n = row_values(cx, &mut t.values, &f, dtype, dim).map_err(|e| match e {
+                let n = row_values(cx, values, &f, dim).map_err(|e| match e {
                     RowError::Decode(e) => cx.locate(e, source, row, cell),
                     RowError::Mismatch(expected) => cx.mismatch(source, row, cell, f.kind(), expected),
                     RowError::Invalid(message) => cx.invalid(source, row, cell, message),
                 })?;
                 if n == 0 && dim == 1 && cx.is_monolith() && is_float_list(f.kind()) {
                     // Monolith writes FLT_MIN for a present but empty list.
-                    push_f64(&mut t.values, dtype, f64::from(f32::MIN_POSITIVE));
+                    values.push_f64(f64::from(f32::MIN_POSITIVE));
                     1
                 } else {
                     n
                 }
             }
             None => match meta {
-                Some(field) => super::line_id::meta_row(cx, &mut t.values, row, field, dtype, dim)?,
+                Some(field) => super::line_id::meta_row(cx, values, row, field, dim)?,
                 None => 0,
             },
         };
-        fill(&mut t.values, dtype, pad, dim - written);
+        values.fill(pad, dim - written);
     }
     Ok(())
 }
@@ -67,44 +68,38 @@ impl From<DecodeError> for RowError {
 }
 
 /// Writes up to `dim` values of one Feature; returns how many.
-fn row_values(
-    cx: &Ctx<'_, '_>,
-    buf: &mut Vec<u8>,
-    f: &FeatureView<'_>,
-    dtype: DataType,
-    dim: usize,
-) -> Result<usize, RowError> {
+fn row_values(cx: &Ctx<'_, '_>, buf: &mut Values, f: &FeatureView<'_>, dim: usize) -> Result<usize, RowError> {
     use FeatureKind::*;
     let mut n = 0;
-    let expected = expected(dtype);
-    match (f.kind(), dtype) {
+    let expected = expected(buf.dtype());
+    match (f.kind(), &mut *buf) {
         (None, _) => {}
-        (Some(FloatList), DataType::F32) => f.float_runs(|run| {
+        (Some(FloatList), Values::F32(v)) => f.float_runs(|run| {
             let take = (run.len() / 4).min(dim - n);
-            buf.extend_from_slice(&run[..take * 4]);
+            extend_le(v, &run[..take * 4], |x| f32::from_bits(u32::from_le(x.to_bits())));
             n += take;
         })?,
-        (Some(DoubleList), DataType::F64) => f.double_runs(|run| {
+        (Some(DoubleList), Values::F64(v)) => f.double_runs(|run| {
             let take = (run.len() / 8).min(dim - n);
-            buf.extend_from_slice(&run[..take * 8]);
+            extend_le(v, &run[..take * 8], |x| f64::from_bits(u64::from_le(x.to_bits())));
             n += take;
         })?,
-        (Some(FloatList), DataType::F64) => f.float_runs(|run| {
+        (Some(FloatList), Values::F64(_)) => f.float_runs(|run| {
             for c in run.chunks_exact(4).take(dim - n) {
-                push_f64(buf, dtype, f64::from(le_f32(c)));
+                buf.push_f64(f64::from(le_f32(c)));
                 n += 1;
             }
         })?,
-        (Some(DoubleList), DataType::F32) => f.double_runs(|run| {
+        (Some(DoubleList), Values::F32(_)) => f.double_runs(|run| {
             for c in run.chunks_exact(8).take(dim - n) {
-                push_f64(buf, dtype, le_f64(c));
+                buf.push_f64(le_f64(c));
                 n += 1;
             }
         })?,
-        (Some(Int64List), DataType::I64) => {
+        (Some(Int64List), Values::I64(_)) => {
             f.int64_values(|v| {
                 if n < dim {
-                    push_i64(buf, dtype, v);
+                    buf.push_i64(v);
                     n += 1;
                 }
             })?;
@@ -116,16 +111,16 @@ fn row_values(
         (Some(Int64Value | FloatValue | DoubleValue), _)
         | (Some(FidV2Lists | FloatLists | DoubleLists | Int64Lists | BytesLists | FidV1Lists), _)
             if cx.is_monolith() => {}
-        (Some(FloatValue), DataType::F32 | DataType::F64) => {
-            push_f64(buf, dtype, f64::from(f.float_value()));
+        (Some(FloatValue), Values::F32(_) | Values::F64(_)) => {
+            buf.push_f64(f64::from(f.float_value()));
             n = 1;
         }
-        (Some(DoubleValue), DataType::F32 | DataType::F64) => {
-            push_f64(buf, dtype, f.double_value());
+        (Some(DoubleValue), Values::F32(_) | Values::F64(_)) => {
+            buf.push_f64(f.double_value());
             n = 1;
         }
-        (Some(Int64Value), DataType::I64) => {
-            push_i64(buf, dtype, f.int64_value());
+        (Some(Int64Value), Values::I64(_)) => {
+            buf.push_i64(f.int64_value());
             n = 1;
         }
         _ => return Err(RowError::Mismatch(expected)),

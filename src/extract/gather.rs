@@ -38,8 +38,9 @@ pub(crate) struct Column {
 }
 
 /// Which input shape the cells came from; decides error paths and defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) enum InputKind {
+    #[default]
     Batch,
     Examples,
 }
@@ -83,7 +84,7 @@ impl Extractor {
                     let entry = ListEntry { body, base, index };
                     index += 1;
                     let name = entry.name().ok()?;
-                    self.lists_seen += 1;
+                    self.stats.lists_seen += 1;
                     let Some(source) = plan.source_of(name) else { continue };
                     if self.columns[source].present {
                         return None;
@@ -115,7 +116,7 @@ impl Extractor {
         for entry in batch.lists() {
             let entry = entry?;
             let name = entry.name()?;
-            self.lists_seen += 1;
+            self.stats.lists_seen += 1;
             let Some(source) = plan.source_of(name) else { continue };
             self.gather_list(plan, source, entry)?;
         }
@@ -131,7 +132,7 @@ impl Extractor {
 
     /// Records the cells of one needed list as the column of `source`.
     fn gather_list(&mut self, plan: &Plan, source: usize, entry: ListEntry<'_>) -> Result<(), DecodeError> {
-        self.lists_decoded += 1;
+        self.stats.lists_decoded += 1;
         let first = self.cells.len();
         let cells = &mut self.cells;
         let list_type = entry.decode(|i, body, at| push_cell(cells, 0, i, body, at))?;
@@ -193,9 +194,9 @@ impl Extractor {
         self.example_rows.push(ExampleRow { line_id, weight: view.instance_weight() });
         for entry in view.features() {
             let entry = entry?;
-            self.lists_seen += 1;
+            self.stats.lists_seen += 1;
             let Some(source) = plan.source_of(entry.name) else { continue };
-            self.lists_decoded += 1;
+            self.stats.lists_decoded += 1;
             // A NamedFeature without a Feature reads as an empty Feature.
             let (body, at) = entry.feature.unwrap_or((&[], 0));
             self.cells[source * rows + row] = cell(row, entry.index, body, at);
@@ -206,8 +207,7 @@ impl Extractor {
     fn reset(&mut self, plan: &Plan, kind: InputKind, rows: usize) {
         self.kind = kind;
         self.rows = rows;
-        self.lists_seen = 0;
-        self.lists_decoded = 0;
+        self.stats = Default::default();
         self.cells.clear();
         self.example_rows.clear();
         self.columns.clear();
@@ -284,7 +284,7 @@ mod tests {
                 prop_assert_eq!(checked_rows.ok(), Some(rows));
                 prop_assert_eq!(&fast.cells, &checked.cells);
                 prop_assert_eq!(format!("{:?}", fast.columns), format!("{:?}", checked.columns));
-                prop_assert_eq!((fast.rows, fast.lists_seen, fast.lists_decoded), (checked.rows, checked.lists_seen, checked.lists_decoded));
+                prop_assert_eq!((fast.rows, fast.stats), (checked.rows, checked.stats));
             }
         }
     }

@@ -2,10 +2,9 @@
 //! ExampleBatch: the `__LABEL__` and `instance_weight` lists. Example: fields
 //! 101 and 102, extended by the same-named features as Monolith does.
 
-use super::write::fill;
 use super::{Ctx, ExtractError};
+use crate::columns::{Column, Values};
 use crate::config::Task;
-use crate::proto::fex_v1::Tensor;
 use crate::view::{ExampleView, FeatureKind, FieldType, Value};
 
 /// Monolith's INVALID_LABEL: a missing label of an Example.
@@ -13,7 +12,7 @@ const INVALID_LABEL: f32 = f32::MIN;
 
 pub(super) fn write_label(
     cx: &Ctx<'_, '_>,
-    t: &mut Tensor,
+    c: &mut Column,
     rows: usize,
     dim: usize,
     default: f64,
@@ -23,18 +22,19 @@ pub(super) fn write_label(
         (true, false) => f64::from(INVALID_LABEL),
         (false, _) => default,
     };
+    let values = &mut c.dense_mut().values;
     for row in 0..rows {
-        let mut row_labels = RowLabels { buf: &mut t.values, dim, n: 0 };
+        let mut row_labels = RowLabels { buf: values, dim, n: 0 };
         collect_labels(cx, row, &mut row_labels)?;
         let n = row_labels.n;
-        fill(&mut t.values, crate::proto::fex_v1::DataType::F32, pad, dim - n);
+        values.fill(pad, dim - n);
     }
     Ok(())
 }
 
 /// Writes the first `dim` labels of a row, counting all it was offered.
 struct RowLabels<'b> {
-    buf: &'b mut Vec<u8>,
+    buf: &'b mut Values,
     dim: usize,
     n: usize,
 }
@@ -42,7 +42,7 @@ struct RowLabels<'b> {
 impl RowLabels<'_> {
     fn push(&mut self, v: f32) {
         if self.n < self.dim {
-            self.buf.extend_from_slice(&v.to_le_bytes());
+            self.buf.push_f64(f64::from(v));
             self.n += 1;
         }
     }
@@ -78,11 +78,12 @@ fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Resu
     }
 }
 
-pub(super) fn write_weight(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize) -> Result<(), ExtractError> {
+pub(super) fn write_weight(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let source = cx.plan.weight_source.expect("plans with weights reserve instance_weight");
+    let values = &mut c.dense_mut().values;
     for row in 0..rows {
         let w = weight(cx, source, row)?;
-        t.values.extend_from_slice(&w.to_le_bytes());
+        values.push_f64(f64::from(w));
     }
     Ok(())
 }
@@ -121,10 +122,11 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
 /// Monolith AddLabel: one f32 per task from the row's LineId actions.
 pub(super) fn write_action_labels(
     cx: &Ctx<'_, '_>,
-    t: &mut Tensor,
+    c: &mut Column,
     rows: usize,
     tasks: &[Task],
 ) -> Result<(), ExtractError> {
+    let values = &mut c.dense_mut().values;
     for row in 0..rows {
         let line_id = super::line_id::line_id(cx, row)?;
         let locate =
@@ -141,7 +143,7 @@ pub(super) fn write_action_labels(
         let key = line_id.map_or(&[][..], |l| l.bytes());
         for (i, task) in tasks.iter().enumerate() {
             let (pos, neg) = (any_of(&task.pos)?, task.neg.is_empty() || any_of(&task.neg)?);
-            t.values.extend_from_slice(&task_label(task, pos, neg, key, i).to_le_bytes());
+            values.push_f64(f64::from(task_label(task, pos, neg, key, i)));
         }
     }
     Ok(())

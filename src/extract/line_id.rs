@@ -2,40 +2,40 @@
 //! string per row. The LineId of a row is `__LINE_ID__`'s bytes_list[0] or, for
 //! an Example without that feature, its field 100.
 
-use super::write::{fill, push_f64, push_i64, push_split};
 use super::{Ctx, ExtractError};
+use crate::columns::{Column, Values};
 use crate::config::LineIdField;
-use crate::proto::fex_v1::{DataType, Tensor};
 use crate::view::{FeatureKind, LineIdView, Value, ValueClass};
 
 pub(super) fn write(
     cx: &Ctx<'_, '_>,
-    t: &mut Tensor,
+    c: &mut Column,
     rows: usize,
     field: LineIdField,
     dim: usize,
 ) -> Result<(), ExtractError> {
     if field.ty.class() == ValueClass::Bytes {
-        return write_strings(cx, t, rows, field);
+        return write_strings(cx, c, rows, field);
     }
-    let dtype = if field.ty.class() == ValueClass::Float { DataType::F32 } else { DataType::I64 };
+    let values = &mut c.dense_mut().values;
     for row in 0..rows {
-        let n = meta_row(cx, &mut t.values, row, field, dtype, dim)?;
-        fill(&mut t.values, dtype, 0.0, dim - n);
+        let n = meta_row(cx, values, row, field, dim)?;
+        values.fill(0.0, dim - n);
     }
     Ok(())
 }
 
-fn write_strings(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, field: LineIdField) -> Result<(), ExtractError> {
-    push_split(t, DataType::I64, 0)?;
+fn write_strings(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize, field: LineIdField) -> Result<(), ExtractError> {
+    let s = c.strings_mut();
+    s.end_row();
     for row in 0..rows {
         if let Some(line_id) = line_id(cx, row)? {
             let last = line_id.last(field.number, field.ty).map_err(|e| locate(cx, e, row))?;
             if let Some(Value::Bytes(b)) = last {
-                t.values.extend_from_slice(b);
+                s.bytes.extend_from_slice(b);
             }
         }
-        push_split(t, DataType::I64, t.values.len())?;
+        s.end_row();
     }
     Ok(())
 }
@@ -44,10 +44,9 @@ fn write_strings(cx: &Ctx<'_, '_>, t: &mut Tensor, rows: usize, field: LineIdFie
 /// Used by line_id outputs and by `__meta__` dense features without their list.
 pub(super) fn meta_row(
     cx: &Ctx<'_, '_>,
-    buf: &mut Vec<u8>,
+    buf: &mut Values,
     row: usize,
     field: LineIdField,
-    dtype: DataType,
     dim: usize,
 ) -> Result<usize, ExtractError> {
     let Some(line_id) = line_id(cx, row)? else {
@@ -60,7 +59,7 @@ pub(super) fn meta_row(
         }
         let no_list = cx.is_monolith() && cx.is_batch();
         let default = if no_list { 0.0 } else { field.default };
-        push_f64(buf, dtype, default);
+        buf.push_f64(default);
         return Ok(1);
     };
     let mut n = 0;
@@ -70,23 +69,23 @@ pub(super) fn meta_row(
             if !field.repeated {
                 last = Some(v);
             } else if n < dim {
-                push_value(buf, dtype, v);
+                push_value(buf, v);
                 n += 1;
             }
         })
         .map_err(|e| locate(cx, e, row))?;
     if !field.repeated {
-        push_value(buf, dtype, last.unwrap_or(Value::Float(field.default)));
+        push_value(buf, last.unwrap_or(Value::Float(field.default)));
         n = 1;
     }
     Ok(n)
 }
 
-fn push_value(buf: &mut Vec<u8>, dtype: DataType, v: Value<'_>) {
+fn push_value(buf: &mut Values, v: Value<'_>) {
     match v {
-        Value::Int(i) => push_i64(buf, dtype, i),
-        Value::Float(f) => push_f64(buf, dtype, f),
-        Value::Bytes(_) => push_f64(buf, dtype, 0.0),
+        Value::Int(i) => buf.push_i64(i),
+        Value::Float(f) => buf.push_f64(f),
+        Value::Bytes(_) => buf.push_f64(0.0),
     }
 }
 

@@ -15,70 +15,80 @@ mod strings;
 mod write;
 
 pub use error::ExtractError;
-pub(crate) use write::{charge, elem_size, push_f64, push_split};
+pub(crate) use write::charge;
 
-use gather::{Cell, Column, ExampleRow, InputKind};
+use gather::{Cell, Column as CellColumn, ExampleRow, InputKind};
 
+use crate::columns::{Column, NamedColumn};
 use crate::config::{Op, Output, Plan, Source};
 use crate::proto::fex_v1::Tensor;
 use crate::view::{FeatureKind, FeatureView};
 use crate::wire::DecodeError;
 
-/// The tensors of one extraction. Reuse one across calls to keep its buffers.
+/// The columns of one extraction. Reuse one across calls to keep its buffers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extracted {
     /// Rows in the request (ExampleBatch.batch_size, or the number of Examples).
     pub batch_size: usize,
-    /// One tensor per selected plan output, in plan order.
-    pub tensors: Vec<Tensor>,
-    /// Feature lists (or named features) seen in the input, and how many of
-    /// them the plan needed and decoded; the rest were skipped by length.
+    /// One column per selected plan output, in plan order.
+    pub columns: Vec<NamedColumn>,
+    pub stats: Stats,
+}
+
+/// What an extraction read: feature lists (or named features) seen in the
+/// input, and how many of them the plan needed and decoded; the rest were
+/// skipped by their length.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
     pub lists_seen: usize,
     pub lists_decoded: usize,
 }
 
 impl Extracted {
-    /// The tensor named `name`, if the plan produced one.
-    pub fn get(&self, name: &str) -> Option<&Tensor> {
-        self.tensors.iter().find(|t| t.name == name)
+    /// The output named `name`, if the plan produced one.
+    pub fn get(&self, name: &str) -> Option<&NamedColumn> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The column named `name`.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.get(name).map(|c| &c.column)
+    }
+
+    /// A copy of output `name` as a wire tensor (for tools and tests).
+    pub fn tensor(&self, name: &str) -> Option<Tensor> {
+        self.get(name).map(NamedColumn::to_tensor)
+    }
+
+    /// Copies of every output as wire tensors (for tools and tests).
+    pub fn tensors(&self) -> Vec<Tensor> {
+        self.columns.iter().map(NamedColumn::to_tensor).collect()
+    }
+
+    /// Every output as a wire tensor, moving the buffers (no value copied).
+    pub fn into_tensors(self) -> Vec<Tensor> {
+        self.columns.into_iter().map(NamedColumn::into_tensor).collect()
     }
 }
 
 /// Reusable scratch for extraction; one per thread.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Extractor {
     cells: Vec<Cell>,
-    columns: Vec<Column>,
+    columns: Vec<CellColumn>,
     example_rows: Vec<ExampleRow>,
     kind: InputKind,
     rows: usize,
-    lists_seen: usize,
-    lists_decoded: usize,
-    /// Every output's tensor, computed in plan order, then swapped into the
+    stats: Stats,
+    /// Every output's column, computed in plan order, then swapped into the
     /// caller's `Extracted`.
-    work: Vec<Tensor>,
+    work: Vec<NamedColumn>,
     needed: Vec<bool>,
-}
-
-impl Default for Extractor {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 impl Extractor {
     pub fn new() -> Self {
-        Self {
-            cells: Vec::new(),
-            columns: Vec::new(),
-            example_rows: Vec::new(),
-            kind: InputKind::Batch,
-            rows: 0,
-            lists_seen: 0,
-            lists_decoded: 0,
-            work: Vec::new(),
-            needed: Vec::new(),
-        }
+        Self::default()
     }
 
     /// Extracts a serialized `ExampleBatch` into `out`, reusing its buffers.
@@ -127,7 +137,10 @@ impl Extractor {
         mark_needed(plan, selected, &mut needed);
         let mut work = std::mem::take(&mut self.work);
         work.truncate(plan.outputs.len());
-        work.resize_with(plan.outputs.len(), Tensor::default);
+        while work.len() < plan.outputs.len() {
+            let name = plan.outputs[work.len()].name.clone();
+            work.push(NamedColumn { name, shared: false, column: Column::default() });
+        }
         let result = self.compute(plan, bufs, &needed, &mut work);
         if result.is_err() {
             // A failed call may have grown buffers up to the output limit; do
@@ -143,7 +156,13 @@ impl Extractor {
     }
 
     /// Computes every needed output, in plan (dependency) order.
-    fn compute(&self, plan: &Plan, bufs: &[&[u8]], needed: &[bool], work: &mut [Tensor]) -> Result<(), ExtractError> {
+    fn compute(
+        &self,
+        plan: &Plan,
+        bufs: &[&[u8]],
+        needed: &[bool],
+        work: &mut [NamedColumn],
+    ) -> Result<(), ExtractError> {
         let cx = Ctx { ex: self, plan, bufs };
         let mut budget = 0usize;
         let limit = plan.limits.max_output_bytes;
@@ -152,8 +171,11 @@ impl Extractor {
                 continue;
             }
             let (done, rest) = work.split_at_mut(i);
-            let tensor = &mut rest[0];
-            write::begin(tensor, output);
+            let slot = &mut rest[0];
+            if slot.name != output.name {
+                slot.name.clone_from(&output.name);
+            }
+            write::begin(&mut slot.column, output);
             if let Op::Derived(transform) = &output.op {
                 let inputs = crate::ops::Inputs { done, indices: &output.inputs };
                 // Dense results have a size known up front: charge it before
@@ -162,12 +184,12 @@ impl Extractor {
                 let fixed = crate::ops::fixed_size(transform, inputs);
                 write::charge(&mut budget, fixed, limit)?;
                 let before = budget;
-                crate::ops::apply(transform, inputs, tensor, crate::ops::Budget { used: &mut budget, limit })?;
+                let budget_ref = crate::ops::Budget { used: &mut budget, limit };
+                slot.shared = crate::ops::apply(transform, inputs, &output.name, &mut slot.column, budget_ref)?;
                 let charged = fixed + (budget - before);
-                let own = tensor.values.len() + tensor.row_splits.len() + tensor.lengths.len();
-                write::charge(&mut budget, own.saturating_sub(charged), limit)?;
+                write::charge(&mut budget, slot.column.byte_len().saturating_sub(charged), limit)?;
             } else {
-                cx.write(output, tensor, &mut budget)?;
+                slot.shared = cx.write(output, &mut slot.column, &mut budget)?;
             }
         }
         Ok(())
@@ -175,14 +197,15 @@ impl Extractor {
 
     /// Moves the results the caller asked for into `out`. Buffers are swapped,
     /// not copied: `out`'s previous buffers become next call's scratch.
-    fn deliver(&self, plan: &Plan, selected: Option<&[usize]>, work: &mut [Tensor], out: &mut Extracted) {
+    fn deliver(&self, plan: &Plan, selected: Option<&[usize]>, work: &mut [NamedColumn], out: &mut Extracted) {
         out.batch_size = self.rows;
-        out.lists_seen = self.lists_seen;
-        out.lists_decoded = self.lists_decoded;
+        out.stats = self.stats;
         let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
-        out.tensors.truncate(count);
-        out.tensors.resize_with(count, Tensor::default);
-        let mut slots = out.tensors.iter_mut();
+        out.columns.truncate(count);
+        while out.columns.len() < count {
+            out.columns.push(NamedColumn { name: String::new(), shared: false, column: Column::default() });
+        }
+        let mut slots = out.columns.iter_mut();
         match selected {
             Some(s) => s.iter().zip(slots).for_each(|(&i, slot)| std::mem::swap(slot, &mut work[i])),
             None => {
@@ -237,7 +260,7 @@ fn fixed_size(out: &Output, rows: usize) -> usize {
         Op::Weight => 1,
         _ => 0,
     };
-    rows.saturating_mul(per_row).saturating_mul(write::elem_size(dtype))
+    rows.saturating_mul(per_row).saturating_mul(crate::columns::elem_size(dtype))
 }
 
 /// What one writer sees: the gathered cells, the plan and the input buffers.
@@ -259,7 +282,8 @@ pub(crate) struct Rows {
 }
 
 impl<'x, 'a> Ctx<'x, 'a> {
-    fn write(&self, out: &Output, t: &mut Tensor, budget: &mut usize) -> Result<(), ExtractError> {
+    /// Writes one sample-reading output; returns whether it is returned once.
+    fn write(&self, out: &Output, c: &mut Column, budget: &mut usize) -> Result<bool, ExtractError> {
         let rows = self.rows(out);
         let limit = self.plan.limits.max_output_bytes;
         // Fixed-size outputs are charged before anything is written, so a
@@ -267,26 +291,29 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let fixed = fixed_size(out, rows.compute);
         write::charge(budget, fixed, limit)?;
         match &out.op {
-            Op::Sparse { splits, .. } => sparse::write(self, out, t, rows.compute, *splits)?,
+            Op::Sparse { .. } => sparse::write(self, out, c, rows.compute)?,
             Op::Dense { dtype, dim, default, meta } => {
-                dense::write(self, out, t, rows.compute, (*dtype, *dim, *default, *meta))?
+                dense::write(self, out, c, rows.compute, (*dtype, *dim, *default, *meta))?
             }
-            Op::String => strings::write(self, out, t, rows.compute)?,
-            Op::Sequence { .. } => sequence::write(self, out, t, rows.compute)?,
-            Op::LineId { field, dim } => line_id::write(self, t, rows.compute, *field, *dim)?,
-            Op::Label { dim, default } => label::write_label(self, t, rows.compute, *dim, *default)?,
-            Op::Weight => label::write_weight(self, t, rows.compute)?,
-            Op::ActionLabel { tasks } => label::write_action_labels(self, t, rows.compute, tasks)?,
+            Op::String => strings::write(self, out, c, rows.compute)?,
+            Op::Sequence { .. } => sequence::write(self, out, c, rows.compute)?,
+            Op::LineId { field, dim } => line_id::write(self, c, rows.compute, *field, *dim)?,
+            Op::Label { dim, default } => label::write_label(self, c, rows.compute, *dim, *default)?,
+            Op::Weight => label::write_weight(self, c, rows.compute)?,
+            Op::ActionLabel { tasks } => label::write_action_labels(self, c, rows.compute, tasks)?,
             Op::Derived(_) => unreachable!("derived outputs run in Extractor::compute"),
         }
-        let own = t.values.len() + t.row_splits.len();
-        write::charge(budget, own.saturating_sub(fixed), limit)?;
-        if rows.total > rows.compute {
-            write::broadcast(t, rows.total, budget, limit)?;
+        if let Column::Dense(d) = c {
+            d.rows = rows.compute;
+            if !matches!(out.op, Op::Weight) {
+                d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
+            }
         }
-        t.shared = rows.once;
-        self.set_shape(out, t, rows.total);
-        Ok(())
+        write::charge(budget, c.byte_len().saturating_sub(fixed), limit)?;
+        if rows.total > rows.compute {
+            write::broadcast(c, rows.total, budget, limit)?;
+        }
+        Ok(rows.once)
     }
 
     /// A SHARED source is computed once, then broadcast or returned once.
@@ -302,17 +329,6 @@ impl<'x, 'a> Ctx<'x, 'a> {
             (true, true) => Rows { compute: 1, total: 1, once: true },
             (true, false) => Rows { compute: all.min(1), total: all, once: false },
             _ => Rows { compute: all, total: all, once: false },
-        }
-    }
-
-    fn set_shape(&self, out: &Output, t: &mut Tensor, rows: usize) {
-        t.shape.push(rows as i64);
-        match &out.op {
-            Op::Sparse { .. } => t.shape.push(-1),
-            Op::Sequence { width, .. } => t.shape.extend([-1, *width as i64]),
-            Op::Dense { .. } | Op::Label { .. } | Op::ActionLabel { .. } => t.shape.extend(&out.shape),
-            Op::LineId { .. } if t.layout == crate::proto::fex_v1::Layout::Dense as i32 => t.shape.extend(&out.shape),
-            _ => {}
         }
     }
 

@@ -1,25 +1,26 @@
 //! `*_lists` features → ragged positions: up to `max_len` inner lists per row,
 //! each cut or zero-padded to `width` values, so values are `[positions, width]`.
 
-use super::write::{elem_size, push_f64, push_i64, push_split};
 use super::{Ctx, ExtractError};
+use crate::columns::{Column, Values, elem_size};
 use crate::config::{Op, Output, Source};
 use crate::fid::v1_to_v2;
-use crate::proto::fex_v1::{DataType, Tensor};
+use crate::proto::fex_v1::DataType;
 use crate::view::{FeatureKind, le_f32, le_f64, le_u64};
 use crate::wire::{DecodeError, for_each_fixed32, for_each_fixed64, for_each_varint};
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize) -> Result<(), ExtractError> {
+pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("sequence outputs read features") };
-    let Op::Sequence { dtype, max_len, width, splits } = out.op else { unreachable!() };
-    push_split(t, splits, 0)?;
+    let Op::Sequence { dtype, max_len, width, .. } = out.op else { unreachable!() };
+    let r = c.ragged_mut();
+    r.width = Some(width);
+    r.splits.push(0)?;
     let limit = cx.plan.limits.max_output_bytes;
-    let position_bytes = width * elem_size(dtype);
     let mut positions = 0;
     for row in 0..rows {
         if let Some((f, cell)) = cx.feature(source, row)? {
             let Some(kind) = f.kind() else {
-                push_split(t, splits, positions)?;
+                r.splits.push(positions)?;
                 continue;
             };
             if !accepts(dtype, kind) {
@@ -30,14 +31,15 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
             // after the tensor, a small request could allocate gigabytes.
             let mut taken = 0;
             let mut over = None;
+            let values = &mut r.values;
             f.inner_lists(|list, at| {
                 if taken < max_len && over.is_none() {
-                    let found = t.values.len() + position_bytes;
+                    let found = (values.len() + width) * elem_size(dtype);
                     if found > limit {
                         over = Some(found);
                         return Ok(());
                     }
-                    position(&mut t.values, kind, dtype, width, list, at)?;
+                    position(values, kind, width, list, at)?;
                     taken += 1;
                 }
                 Ok(())
@@ -48,7 +50,7 @@ pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize)
             }
             positions += taken;
         }
-        push_split(t, splits, positions)?;
+        r.splits.push(positions)?;
     }
     Ok(())
 }
@@ -69,43 +71,36 @@ fn expected(dtype: DataType) -> &'static str {
 }
 
 /// Writes one position: the first `width` values of an inner list, zero-padded.
-fn position(
-    buf: &mut Vec<u8>,
-    kind: FeatureKind,
-    dtype: DataType,
-    width: usize,
-    list: &[u8],
-    at: usize,
-) -> Result<(), DecodeError> {
+fn position(buf: &mut Values, kind: FeatureKind, width: usize, list: &[u8], at: usize) -> Result<(), DecodeError> {
     let mut n = 0;
     match kind {
         FeatureKind::FidV2Lists | FeatureKind::FidV1Lists => for_each_fixed64(list, at, |run| {
             for c in run.chunks_exact(8).take(width - n) {
                 let fid = le_u64(c);
                 let fid = if kind == FeatureKind::FidV1Lists { v1_to_v2(fid) } else { fid };
-                buf.extend_from_slice(&fid.to_le_bytes());
+                buf.push_u64(fid);
                 n += 1;
             }
         })?,
         FeatureKind::Int64Lists => for_each_varint(list, at, |v| {
             if n < width {
-                push_i64(buf, dtype, v as i64);
+                buf.push_i64(v as i64);
                 n += 1;
             }
         })?,
         FeatureKind::FloatLists => for_each_fixed32(list, at, |run| {
             for c in run.chunks_exact(4).take(width - n) {
-                push_f64(buf, dtype, f64::from(le_f32(c)));
+                buf.push_f64(f64::from(le_f32(c)));
                 n += 1;
             }
         })?,
         _ => for_each_fixed64(list, at, |run| {
             for c in run.chunks_exact(8).take(width - n) {
-                push_f64(buf, dtype, le_f64(c));
+                buf.push_f64(le_f64(c));
                 n += 1;
             }
         })?,
     }
-    super::write::fill(buf, dtype, 0.0, width - n);
+    buf.fill(0.0, width - n);
     Ok(())
 }

@@ -1,31 +1,24 @@
-//! Sparse fid features → ragged ids. fid_v2_list runs are copied whole (the
-//! wire is already little-endian u64); fid_v1_list is converted to v2.
+//! Sparse fid features → ragged ids. fid_v2_list runs are copied whole into the
+//! typed values (the wire is already little-endian u64); fid_v1_list is
+//! converted to v2.
 
-use super::write::push_split;
 use super::{Ctx, ExtractError};
+use crate::columns::{Column, Values, extend_le};
 use crate::config::{Output, Source};
 use crate::fid::v1_to_v2;
-use crate::proto::fex_v1::{DataType, Tensor};
 use crate::view::{FeatureKind, le_u64};
 
-pub(super) fn write(
-    cx: &Ctx<'_, '_>,
-    out: &Output,
-    t: &mut Tensor,
-    rows: usize,
-    splits: DataType,
-) -> Result<(), ExtractError> {
+pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("sparse outputs read features") };
-    push_split(t, splits, 0)?;
+    let r = c.ragged_mut();
+    r.splits.push(0)?;
     for row in 0..rows {
         if let Some((f, cell)) = cx.feature(source, row)? {
-            let values = &mut t.values;
+            let values = &mut r.values;
             let read = match f.kind() {
-                Some(FeatureKind::FidV2List) => f.fid_runs(|run| values.extend_from_slice(run)),
+                Some(FeatureKind::FidV2List) => f.fid_runs(|run| push_fids(values, run)),
                 Some(FeatureKind::FidV1List) => f.fid_runs(|run| {
-                    for c in run.chunks_exact(8) {
-                        values.extend_from_slice(&v1_to_v2(le_u64(c)).to_le_bytes());
-                    }
+                    run.chunks_exact(8).for_each(|c| values.push_u64(v1_to_v2(le_u64(c))));
                 }),
                 None => Ok(()),
                 // Monolith leaves a row empty when the feature holds no fids.
@@ -34,7 +27,17 @@ pub(super) fn write(
             };
             read.map_err(|e| cx.locate(e, source, row, cell))?;
         }
-        push_split(t, splits, t.values.len() / 8)?;
+        r.splits.push(r.values.len())?;
     }
     Ok(())
+}
+
+/// Appends a run of little-endian fids as they are.
+#[inline]
+fn push_fids(values: &mut Values, run: &[u8]) {
+    match values {
+        Values::U64(v) => extend_le(v, run, u64::from_le),
+        Values::I64(v) => extend_le(v, run, i64::from_le),
+        other => run.chunks_exact(8).for_each(|c| other.push_u64(le_u64(c))),
+    }
 }

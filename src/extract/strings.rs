@@ -1,30 +1,30 @@
 //! Bytes features → one string per row: bytes_list[0] or bytes_value.
 
-use super::write::push_split;
 use super::{Ctx, ExtractError};
+use crate::columns::Column;
 use crate::config::{Output, Source};
-use crate::proto::fex_v1::{DataType, Tensor};
 use crate::view::FeatureKind;
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, t: &mut Tensor, rows: usize) -> Result<(), ExtractError> {
+pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("string outputs read features") };
-    push_split(t, DataType::I64, 0)?;
+    let s = c.strings_mut();
+    s.end_row();
     for row in 0..rows {
         if let Some((f, cell)) = cx.feature(source, row)? {
             match f.kind() {
                 Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
-                    Some(v) => t.values.extend_from_slice(v),
+                    Some(v) => s.bytes.extend_from_slice(v),
                     None if cx.is_monolith() => {
                         return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
                     }
                     None => {}
                 },
-                Some(FeatureKind::BytesValue) => t.values.extend_from_slice(f.bytes_value()),
+                Some(FeatureKind::BytesValue) => s.bytes.extend_from_slice(f.bytes_value()),
                 None => {}
                 other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
             }
         }
-        push_split(t, DataType::I64, t.values.len())?;
+        s.end_row();
     }
     Ok(())
 }

@@ -4,95 +4,88 @@
 use super::Budget;
 use super::hash::{hash_bytes, hash_u64};
 use super::rows::row_of;
-use crate::extract::{ExtractError, push_split};
-use crate::proto::fex_v1::{DataType, Layout, Tensor};
+use crate::columns::{Column, Ragged};
+use crate::extract::ExtractError;
 
-/// The values of row `r` of a ragged id tensor, as an index range.
+/// The ids of row `r` of a ragged id column (the shared row for a column
+/// returned once). Splits and values come from the library's own writers and
+/// agree; if they did not, the row reads as empty rather than panicking.
 #[inline]
-pub(super) fn row_range(t: &Tensor, r: usize) -> std::ops::Range<usize> {
-    let r = row_of(t, r);
-    t.split(r)..t.split(r + 1)
+pub(super) fn row_ids(c: &Column, r: usize) -> &[u64] {
+    c.row_ids(row_of(c, r))
 }
 
-/// The 8-byte values of row `r` of a ragged id tensor. Splits and values come
-/// from the library's own writers and agree; if they did not, the row reads
-/// as empty rather than panicking.
+/// Row `r` of a ragged column as a range of positions.
 #[inline]
-pub(super) fn row_id_bytes(t: &Tensor, r: usize) -> &[u8] {
-    let range = row_range(t, r);
-    t.values.get(range.start * 8..range.end * 8).unwrap_or(&[])
+pub(super) fn row_range(c: &Column, r: usize) -> std::ops::Range<usize> {
+    c.row_range(row_of(c, r))
 }
 
-pub(super) fn is_strings(t: &Tensor) -> bool {
-    t.layout == Layout::Strings as i32
+/// Row `r` of a strings column.
+#[inline]
+pub(super) fn string_at(c: &Column, r: usize) -> &[u8] {
+    c.string(row_of(c, r))
+}
+
+pub(super) fn is_strings(c: &Column) -> bool {
+    matches!(c, Column::Strings(_))
 }
 
 /// Applies `f` to every id; `None` drops the value.
 pub(super) fn map(
-    input: &Tensor,
-    out: &mut Tensor,
-    splits: DataType,
+    input: &Column,
+    out: &mut Column,
     rows: usize,
     mut f: impl FnMut(u64) -> Option<u64>,
 ) -> Result<(), ExtractError> {
-    push_split(out, splits, 0)?;
+    let o = out.ragged_mut();
+    o.splits.push(0)?;
     for r in 0..rows {
-        for i in row_range(input, r) {
-            if let Some(v) = f(input.u64_at(i)) {
-                out.values.extend_from_slice(&v.to_le_bytes());
+        for &x in row_ids(input, r) {
+            if let Some(v) = f(x) {
+                o.values.push_u64(v);
             }
         }
-        push_split(out, splits, out.values.len() / 8)?;
+        o.splits.push(o.values.len())?;
     }
     Ok(())
 }
 
 /// Hashes ids (or whole strings) into `buckets`.
-pub(super) fn hash(
-    input: &Tensor,
-    out: &mut Tensor,
-    splits: DataType,
-    rows: usize,
-    buckets: u64,
-) -> Result<(), ExtractError> {
+pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, buckets: u64) -> Result<(), ExtractError> {
     if !is_strings(input) {
-        return map(input, out, splits, rows, |x| Some(hash_u64(x) % buckets));
+        return map(input, out, rows, |x| Some(hash_u64(x) % buckets));
     }
-    push_split(out, splits, 0)?;
+    let o = out.ragged_mut();
+    o.splits.push(0)?;
     for r in 0..rows {
         let bytes = string_at(input, r);
         if !bytes.is_empty() {
-            out.values.extend_from_slice(&(hash_bytes(bytes) % buckets).to_le_bytes());
+            o.values.push_u64(hash_bytes(bytes) % buckets);
         }
-        push_split(out, splits, out.values.len() / 8)?;
+        o.splits.push(o.values.len())?;
     }
     Ok(())
-}
-
-/// Row `r` of a strings tensor.
-pub(super) fn string_at(t: &Tensor, r: usize) -> &[u8] {
-    let r = row_of(t, r);
-    t.values.get(t.split(r)..t.split(r + 1)).unwrap_or(&[])
 }
 
 /// One input's values in the current row: its ids' bytes, or a string's hash
 /// (at most one value).
 #[derive(Clone, Copy, Default)]
 struct RowIds<'a> {
-    ids: &'a [u8],
+    ids: &'a [u64],
     hash: Option<u64>,
     len: usize,
 }
 
 impl<'a> RowIds<'a> {
-    fn of(t: &'a Tensor, r: usize) -> Self {
-        if is_strings(t) {
-            let s = string_at(t, r);
+    fn of(c: &'a Column, r: usize) -> Self {
+        if is_strings(c) {
+            let s = string_at(c, r);
             let hash = (!s.is_empty()).then(|| hash_bytes(s));
             RowIds { ids: &[], hash, len: usize::from(hash.is_some()) }
         } else {
-            let ids = row_id_bytes(t, r);
-            RowIds { ids, hash: None, len: ids.len() / 8 }
+            let ids = row_ids(c, r);
+            RowIds { ids, hash: None, len: ids.len() }
         }
     }
 
@@ -100,7 +93,7 @@ impl<'a> RowIds<'a> {
     fn bytes(&self, k: usize) -> [u8; 8] {
         match self.hash {
             Some(h) => h.to_le_bytes(),
-            None => self.ids[k * 8..k * 8 + 8].try_into().unwrap_or_default(),
+            None => self.ids.get(k).copied().unwrap_or_default().to_le_bytes(),
         }
     }
 }
@@ -112,8 +105,8 @@ impl<'a> RowIds<'a> {
 /// tuple is advanced like an odometer, rewriting only the inputs that moved.
 pub(super) fn cross(
     inputs: super::Inputs<'_>,
-    out: &mut Tensor,
-    splits: DataType,
+    name: &str,
+    out: &mut Column,
     rows: usize,
     (buckets, slot, max_per_row): (Option<u64>, Option<u64>, usize),
     mut budget: Budget<'_>,
@@ -121,23 +114,24 @@ pub(super) fn cross(
     let n = inputs.len();
     if n > super::MAX_INPUTS {
         let message = format!("{n} inputs, the most an operator takes is {}", super::MAX_INPUTS);
-        return Err(ExtractError::Operator { name: out.name.clone(), message });
+        return Err(ExtractError::Operator { name: name.to_string(), message });
     }
+    let out: &mut Ragged = out.ragged_mut();
     let mut lists = [RowIds::default(); super::MAX_INPUTS];
     let mut at = [0usize; super::MAX_INPUTS];
     let mut tuple = [0u8; 8 * super::MAX_INPUTS];
     let (lists, at, tuple) = (&mut lists[..n], &mut at[..n], &mut tuple[..8 * n]);
-    push_split(out, splits, 0)?;
+    out.splits.push(0)?;
     for r in 0..rows {
         for (list, t) in lists.iter_mut().zip(inputs.iter()) {
-            *list = RowIds::of(t, r);
+            *list = RowIds::of(&t.column, r);
         }
         let combos = lists.iter().try_fold(1usize, |acc, l| acc.checked_mul(l.len)).unwrap_or(usize::MAX);
         if combos > max_per_row {
             let names: Vec<&str> = inputs.iter().map(|t| t.name.as_str()).collect();
             let message =
                 format!("row {r} has {combos} combinations of {}, the limit is {max_per_row}", names.join(" x "));
-            return Err(ExtractError::Operator { name: out.name.clone(), message });
+            return Err(ExtractError::Operator { name: name.to_string(), message });
         }
         budget.charge(combos * 8)?;
         if combos > 0 {
@@ -155,7 +149,7 @@ pub(super) fn cross(
             if let Some(s) = slot {
                 id = crate::fid::reslot(s, id);
             }
-            out.values.extend_from_slice(&id.to_le_bytes());
+            out.values.push_u64(id);
             // Next combination: bump the last input, carrying leftwards.
             for i in (0..n).rev() {
                 at[i] += 1;
@@ -167,7 +161,7 @@ pub(super) fn cross(
                 tuple[i * 8..i * 8 + 8].copy_from_slice(&lists[i].bytes(0));
             }
         }
-        push_split(out, splits, out.values.len() / 8)?;
+        out.splits.push(out.values.len())?;
     }
     Ok(())
 }

@@ -22,8 +22,9 @@ pub use vocab::Vocab;
 /// Most inputs an operator takes; the config refuses more.
 pub(crate) const MAX_INPUTS: usize = 64;
 
+use crate::columns::{Column, NamedColumn};
 use crate::extract::ExtractError;
-use crate::proto::fex_v1::{DataType, Layout, Tensor};
+use crate::proto::fex_v1::{DataType, Layout};
 
 /// A compiled operator with the layout of what it produces.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,33 +117,37 @@ pub enum TransformKind {
     },
 }
 
-/// Runs `t` on `inputs` into `out` (already cleared by the caller).
+/// Runs `t` on `inputs` into `out` (already reset by the caller), for the
+/// output called `name`; returns whether the result is a SHARED row returned
+/// once (all its inputs are).
 pub(crate) fn apply(
     t: &Transform,
     inputs: Inputs<'_>,
-    out: &mut Tensor,
+    name: &str,
+    out: &mut Column,
     budget: Budget<'_>,
-) -> Result<(), ExtractError> {
+) -> Result<bool, ExtractError> {
     use TransformKind::*;
     let rows = rows::common(inputs)?;
-    out.shared = inputs.iter().all(|i| i.shared);
+    let shared = inputs.iter().all(|i| i.shared);
+    let input = |i: usize| &inputs.get(i).column;
     match &t.kind {
-        V1ToV2 => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v1_to_v2(x))),
-        Slot { v1: true } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v1_slot(x))),
-        Slot { v1: false } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::v2_slot(x))),
-        Reslot { slot } => ids::map(inputs.get(0), out, t.splits, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { buckets } => ids::hash(inputs.get(0), out, t.splits, rows, *buckets),
-        FilterSlots { slots } => ids::map(inputs.get(0), out, t.splits, rows, |x| {
-            slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x)
-        }),
-        Cross { buckets, slot, max_per_row } => {
-            ids::cross(inputs, out, t.splits, rows, (*buckets, *slot, *max_per_row), budget)
+        V1ToV2 => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_to_v2(x))),
+        Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),
+        Slot { v1: false } => ids::map(input(0), out, rows, |x| Some(crate::fid::v2_slot(x))),
+        Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
+        Hash { buckets } => ids::hash(input(0), out, rows, *buckets),
+        FilterSlots { slots } => {
+            ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }
-        Vocab(v) => vocab::map(v, inputs.get(0), out, t.splits, rows),
-        Group => layout::group(inputs, out, t.splits, rows),
+        Cross { buckets, slot, max_per_row } => {
+            ids::cross(inputs, name, out, rows, (*buckets, *slot, *max_per_row), budget)
+        }
+        Vocab(v) => vocab::map(v, input(0), out, rows),
+        Group => layout::group(inputs, out, rows),
         KeyedJagged { keys } => layout::keyed_jagged(keys, inputs, out, rows),
         Concat => layout::concat(inputs, out, rows),
-        Position { index, width } => layout::position(inputs.get(0), out, rows, *index, *width),
+        Position { index, width } => layout::position(input(0), out, rows, *index, *width),
         MultiHot { keys, num_embeddings, min_table_size, size } => {
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
@@ -153,32 +158,20 @@ pub(crate) fn apply(
         | Bucketize { .. }
         | Cast
         | Scale { .. }
-        | Pow { .. } => numeric::apply(&t.kind, inputs.get(0), out, t.dtype, rows),
+        | Pow { .. } => numeric::apply(&t.kind, input(0), out, rows),
     }?;
-    set_shape(t, out, rows);
-    Ok(())
-}
-
-/// Keyed-jagged: `[keys, rows]`; ragged: `[rows, -1]`; dense: `[rows, dims...]`.
-fn set_shape(t: &Transform, out: &mut Tensor, rows: usize) {
-    out.shape.clear();
-    match (&t.kind, t.layout) {
-        (TransformKind::KeyedJagged { keys } | TransformKind::MultiHot { keys, .. }, _) => {
-            out.shape.extend([keys.len() as i64, rows as i64]);
-        }
-        (_, Layout::Ragged) => out.shape.extend([rows as i64, -1]),
-        _ => {
-            out.shape.push(rows as i64);
-            out.shape.extend(&t.dense_shape);
-        }
+    if let Column::Dense(d) = out {
+        d.rows = rows;
+        d.dims.extend(t.dense_shape.iter().map(|&x| x.max(0) as usize));
     }
+    Ok(shared)
 }
 
 /// An operator's inputs: outputs already computed, picked by index, borrowed
 /// from the extractor's scratch rather than collected.
 #[derive(Clone, Copy)]
 pub(crate) struct Inputs<'a> {
-    pub done: &'a [Tensor],
+    pub done: &'a [NamedColumn],
     pub indices: &'a [usize],
 }
 
@@ -187,11 +180,11 @@ impl<'a> Inputs<'a> {
         self.indices.len()
     }
 
-    pub fn get(&self, i: usize) -> &'a Tensor {
+    pub fn get(&self, i: usize) -> &'a NamedColumn {
         &self.done[self.indices[i]]
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &'a Tensor> + 'a {
+    pub fn iter(&self) -> impl Iterator<Item = &'a NamedColumn> + 'a {
         let done = self.done;
         self.indices.iter().map(move |&i| &done[i])
     }
@@ -203,9 +196,9 @@ pub(crate) fn fixed_size(t: &Transform, inputs: Inputs<'_>) -> usize {
     if t.layout != Layout::Dense {
         return 0;
     }
-    let rows = inputs.iter().map(|i| i.rows()).max().unwrap_or(0);
+    let rows = inputs.iter().map(|i| i.column.rows()).max().unwrap_or(0);
     let width: usize = t.dense_shape.iter().map(|&d| d.max(0) as usize).product();
-    rows.saturating_mul(width).saturating_mul(crate::extract::elem_size(t.dtype))
+    rows.saturating_mul(width).saturating_mul(crate::columns::elem_size(t.dtype))
 }
 
 /// The output-size budget shared by every output of one extraction.

@@ -10,9 +10,9 @@
 //! table costs nothing and every process computes the same values.
 
 use super::Budget;
-use super::ids::row_range;
-use crate::extract::{ExtractError, push_split};
-use crate::proto::fex_v1::{DataType, Tensor};
+use super::ids::row_ids;
+use crate::columns::Column;
+use crate::extract::ExtractError;
 
 /// Entry (x, j) of table `seed`'s weight matrix, in `[0, n)`.
 pub fn weight(seed: u64, x: u64, j: u64, n: u64) -> u64 {
@@ -32,36 +32,37 @@ pub(super) fn expand(
     min_table_size: u64,
     size: usize,
     inputs: super::Inputs<'_>,
-    out: &mut Tensor,
+    out: &mut Column,
     rows: usize,
     mut budget: Budget<'_>,
 ) -> Result<(), ExtractError> {
-    if out.keys != keys {
-        out.keys.clear();
-        out.keys.extend(keys.iter().cloned());
+    let o = out.keyed_jagged_mut();
+    if o.keys != keys {
+        o.keys.clear();
+        o.keys.extend(keys.iter().cloned());
     }
-    push_split(out, DataType::I64, 0)?;
+    o.rows = rows;
+    o.offsets.push(0);
     for (table, (t, &n)) in inputs.iter().zip(num_embeddings).enumerate() {
         let expanded = n >= min_table_size;
         for r in 0..rows {
-            let range = row_range(t, r);
+            let ids = row_ids(&t.column, r);
             let per_id = if expanded { size } else { 1 };
-            budget.charge(range.len() * per_id * 8)?;
-            for i in range.clone() {
-                let x = t.u64_at(i);
+            budget.charge(ids.len() * per_id * 8)?;
+            for &x in ids {
                 if x >= n {
                     let message = format!("id {x} of row {r} is outside table {table} (num_embeddings {n})");
                     return Err(ExtractError::Operator { name: t.name.clone(), message });
                 }
-                out.values.extend_from_slice(&x.to_le_bytes());
+                o.values.push_u64(x);
                 for j in 1..per_id as u64 {
-                    out.values.extend_from_slice(&weight(table as u64, x, j, n).to_le_bytes());
+                    o.values.push_u64(weight(table as u64, x, j, n));
                 }
             }
-            let len = range.len() * per_id;
+            let len = ids.len() * per_id;
             let len32 = i32::try_from(len).map_err(|_| ExtractError::SplitsOverflow { found: len })?;
-            out.lengths.extend_from_slice(&len32.to_le_bytes());
-            push_split(out, DataType::I64, out.values.len() / 8)?;
+            o.lengths.push(len32);
+            o.offsets.push(o.values.len() as i64);
         }
     }
     Ok(())

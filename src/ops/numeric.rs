@@ -5,23 +5,18 @@
 
 use super::TransformKind;
 use super::rows::row_of;
-use crate::extract::{ExtractError, push_f64};
-use crate::proto::fex_v1::{DataType, Tensor};
+use crate::columns::Column;
+use crate::extract::ExtractError;
 
-pub(super) fn apply(
-    kind: &TransformKind,
-    input: &Tensor,
-    out: &mut Tensor,
-    dtype: DataType,
-    rows: usize,
-) -> Result<(), ExtractError> {
+pub(super) fn apply(kind: &TransformKind, input: &Column, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let width = input.row_width();
-    out.values.reserve(rows * width * crate::extract::elem_size(dtype));
+    let Some(values) = input.values() else { return Ok(()) };
+    let out = &mut out.dense_mut().values;
+    out.reserve(rows * width);
     for r in 0..rows {
         let base = row_of(input, r) * width;
         for i in base..base + width {
-            let y = eval(kind, input.f64_at(i));
-            push_f64(&mut out.values, dtype, y);
+            out.push_f64(eval(kind, values.f64_at(i)));
         }
     }
     Ok(())

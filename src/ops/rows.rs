@@ -1,14 +1,14 @@
 //! Row alignment of several inputs: an input returned once (rows = 1, a SHARED
 //! feature) stands for every row; all others must agree.
 
+use crate::columns::Column;
 use crate::extract::ExtractError;
-use crate::proto::fex_v1::Tensor;
 
 /// The rows of an operator's result: the largest input row count.
 pub(super) fn common(inputs: super::Inputs<'_>) -> Result<usize, ExtractError> {
-    let rows = inputs.iter().map(|t| t.rows()).max().unwrap_or(0);
+    let rows = inputs.iter().map(|t| t.column.rows()).max().unwrap_or(0);
     for t in inputs.iter() {
-        let r = t.rows();
+        let r = t.column.rows();
         if r != rows && r != 1 {
             return Err(ExtractError::Operator {
                 name: t.name.clone(),
@@ -19,8 +19,8 @@ pub(super) fn common(inputs: super::Inputs<'_>) -> Result<usize, ExtractError> {
     Ok(rows)
 }
 
-/// The row of `t` that stands for row `r` of the result.
+/// The row of `c` that stands for row `r` of the result.
 #[inline]
-pub(super) fn row_of(t: &Tensor, r: usize) -> usize {
-    if t.rows() == 1 { 0 } else { r }
+pub(super) fn row_of(c: &Column, r: usize) -> usize {
+    if c.rows() == 1 { 0 } else { r }
 }

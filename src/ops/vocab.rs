@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
-use super::ids::{is_strings, row_range, string_at};
-use crate::extract::{ExtractError, push_split};
-use crate::proto::fex_v1::{DataType, Tensor};
+use super::ids::{is_strings, row_ids, string_at};
+use crate::columns::Column;
+use crate::extract::ExtractError;
 
 pub const MISSING: i64 = 0;
 pub const OUT_OF_VOCABULARY: i64 = 1;
@@ -85,30 +85,25 @@ impl Vocab {
 }
 
 /// Maps every value; a row with no value becomes one MISSING id.
-pub(super) fn map(
-    v: &Vocab,
-    input: &Tensor,
-    out: &mut Tensor,
-    splits: DataType,
-    rows: usize,
-) -> Result<(), ExtractError> {
-    push_split(out, splits, 0)?;
+pub(super) fn map(v: &Vocab, input: &Column, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
+    let o = out.ragged_mut();
+    o.splits.push(0)?;
     for r in 0..rows {
-        let before = out.values.len();
+        let before = o.values.len();
         if is_strings(input) {
             let s = string_at(input, r);
             if !s.is_empty() {
-                out.values.extend_from_slice(&v.string(s).to_le_bytes());
+                o.values.push_i64(v.string(s));
             }
         } else {
-            for i in row_range(input, r) {
-                out.values.extend_from_slice(&v.id(input.u64_at(i)).to_le_bytes());
+            for &x in row_ids(input, r) {
+                o.values.push_i64(v.id(x));
             }
         }
-        if out.values.len() == before {
-            out.values.extend_from_slice(&MISSING.to_le_bytes());
+        if o.values.len() == before {
+            o.values.push_i64(MISSING);
         }
-        push_split(out, splits, out.values.len() / 8)?;
+        o.splits.push(o.values.len())?;
     }
     Ok(())
 }

@@ -1,0 +1,301 @@
+//! Typed columns: what extraction produces and operators read. Every buffer is
+//! a `Vec<T>` of its element type, aligned and little-endian in memory on the
+//! machines we run on, so the edges hand them on without copying values:
+//! `fex.v1.Tensor` (`tensor`), Arrow arrays (`arrow`, with the `arrow`
+//! feature), numpy in the Python binding.
+
+#[cfg(feature = "arrow")]
+mod arrow;
+mod tensor;
+mod values;
+
+pub(crate) use values::extend_le;
+pub use values::{Splits, SplitsOverflow, Values, elem_size};
+
+use crate::proto::fex_v1::{DataType, Layout};
+
+/// One output's data for a set of rows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    Ragged(Ragged),
+    Dense(Dense),
+    Strings(Strings),
+    KeyedJagged(KeyedJagged),
+}
+
+/// Rows of variable length: row r is `values[splits[r] * w..splits[r + 1] * w]`
+/// where `w` is `width` (1 when `None`: one value per position).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ragged {
+    pub splits: Splits,
+    pub values: Values,
+    /// Optional f32 weight per value (empty when the column has none).
+    pub weights: Vec<f32>,
+    /// Values per position of a sequence (`[rows, -1, width]`), or `None`.
+    pub width: Option<usize>,
+}
+
+/// `[rows, dims...]`, row-major.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dense {
+    pub rows: usize,
+    pub dims: Vec<usize>,
+    pub values: Values,
+}
+
+/// One byte string per row: row r is `bytes[offsets[r]..offsets[r + 1]]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Strings {
+    pub offsets: Vec<i64>,
+    pub bytes: Vec<u8>,
+}
+
+impl Strings {
+    /// Ends a row (or, first, starts the column): records the bytes so far.
+    #[inline]
+    pub fn end_row(&mut self) {
+        self.offsets.push(self.bytes.len() as i64);
+    }
+}
+
+/// TorchRec's KeyedJaggedTensor: key-major `lengths[k * rows + r]`, their
+/// prefix sums in `offsets` (keys * rows + 1), values and optional weights.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyedJagged {
+    pub keys: Vec<String>,
+    pub rows: usize,
+    pub lengths: Vec<i32>,
+    pub offsets: Vec<i64>,
+    pub values: Values,
+    pub weights: Vec<f32>,
+}
+
+/// A column with the name of the output it answers and whether it is a
+/// SHARED feature returned once (rows = 1) instead of broadcast.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NamedColumn {
+    pub name: String,
+    pub shared: bool,
+    pub column: Column,
+}
+
+impl Default for Column {
+    fn default() -> Self {
+        Self::Dense(Dense::default())
+    }
+}
+
+impl Column {
+    /// An empty column of the given layout and types, ready to be written.
+    pub fn new(layout: Layout, dtype: DataType, splits: DataType) -> Self {
+        let mut c = Self::default();
+        c.reset(layout, dtype, splits);
+        c
+    }
+
+    /// Empties the column for a new call, keeping its buffers when the layout
+    /// and types are unchanged (they are, call after call, for one output).
+    pub fn reset(&mut self, layout: Layout, dtype: DataType, splits: DataType) {
+        match (self, layout) {
+            (Self::Ragged(r), Layout::Ragged) => {
+                r.splits.reset(splits);
+                r.values.reset(dtype);
+                r.weights.clear();
+                r.width = None;
+            }
+            (Self::Dense(d), Layout::Dense) => {
+                d.rows = 0;
+                d.dims.clear();
+                d.values.reset(dtype);
+            }
+            (Self::Strings(s), Layout::Strings) => {
+                s.offsets.clear();
+                s.bytes.clear();
+            }
+            (Self::KeyedJagged(k), Layout::KeyedJagged) => {
+                // Keys are kept: operators rewrite them only when they differ.
+                k.rows = 0;
+                k.lengths.clear();
+                k.offsets.clear();
+                k.values.reset(dtype);
+                k.weights.clear();
+            }
+            (this, _) => *this = Self::fresh(layout, dtype, splits),
+        }
+    }
+
+    fn fresh(layout: Layout, dtype: DataType, splits: DataType) -> Self {
+        match layout {
+            Layout::Ragged => {
+                Self::Ragged(Ragged { splits: Splits::new(splits), values: Values::new(dtype), ..Ragged::default() })
+            }
+            Layout::Strings => Self::Strings(Strings::default()),
+            Layout::KeyedJagged => {
+                Self::KeyedJagged(KeyedJagged { values: Values::new(dtype), ..KeyedJagged::default() })
+            }
+            Layout::Dense | Layout::Unspecified => {
+                Self::Dense(Dense { values: Values::new(dtype), ..Dense::default() })
+            }
+        }
+    }
+
+    pub fn layout(&self) -> Layout {
+        match self {
+            Self::Ragged(_) => Layout::Ragged,
+            Self::Dense(_) => Layout::Dense,
+            Self::Strings(_) => Layout::Strings,
+            Self::KeyedJagged(_) => Layout::KeyedJagged,
+        }
+    }
+
+    /// Element type of the values (bytes for strings).
+    pub fn dtype(&self) -> DataType {
+        match self {
+            Self::Ragged(r) => r.values.dtype(),
+            Self::Dense(d) => d.values.dtype(),
+            Self::Strings(_) => DataType::Bytes,
+            Self::KeyedJagged(k) => k.values.dtype(),
+        }
+    }
+
+    /// Rows of the column (the second dimension of a keyed-jagged one).
+    pub fn rows(&self) -> usize {
+        match self {
+            Self::Ragged(r) => r.splits.len().saturating_sub(1),
+            Self::Dense(d) => d.rows,
+            Self::Strings(s) => s.offsets.len().saturating_sub(1),
+            Self::KeyedJagged(k) => k.rows,
+        }
+    }
+
+    /// The shape as the wire states it: -1 for a ragged dimension.
+    pub fn shape(&self) -> Vec<i64> {
+        match self {
+            Self::Ragged(r) => {
+                let mut s = vec![self.rows() as i64, -1];
+                s.extend(r.width.map(|w| w as i64));
+                s
+            }
+            Self::Dense(d) => std::iter::once(d.rows).chain(d.dims.iter().copied()).map(|x| x as i64).collect(),
+            Self::Strings(_) => vec![self.rows() as i64],
+            Self::KeyedJagged(k) => vec![k.keys.len() as i64, k.rows as i64],
+        }
+    }
+
+    /// Bytes held by values, offsets and weights: what the output limit counts.
+    pub fn byte_len(&self) -> usize {
+        match self {
+            Self::Ragged(r) => r.values.as_bytes().len() + r.splits.as_bytes().len() + r.weights.len() * 4,
+            Self::Dense(d) => d.values.as_bytes().len(),
+            Self::Strings(s) => s.bytes.len() + s.offsets.len() * 8,
+            Self::KeyedJagged(k) => {
+                k.values.as_bytes().len() + k.lengths.len() * 4 + k.offsets.len() * 8 + k.weights.len() * 4
+            }
+        }
+    }
+
+    /// Bytes reserved by the column's largest buffer: what a column reused
+    /// across calls keeps holding.
+    pub fn largest_capacity(&self) -> usize {
+        match self {
+            Self::Ragged(r) => r.values.capacity_bytes().max(r.splits.len() * 8),
+            Self::Dense(d) => d.values.capacity_bytes(),
+            Self::Strings(s) => s.bytes.capacity().max(s.offsets.capacity() * 8),
+            Self::KeyedJagged(k) => k.values.capacity_bytes().max(k.offsets.capacity() * 8),
+        }
+    }
+
+    /// Elements per row of a dense column (the product of its dims).
+    pub fn row_width(&self) -> usize {
+        match self {
+            Self::Dense(d) => d.dims.iter().product(),
+            _ => 1,
+        }
+    }
+
+    /// Row `r` of a ragged column as a range of positions.
+    #[inline]
+    pub fn row_range(&self, r: usize) -> std::ops::Range<usize> {
+        match self {
+            Self::Ragged(x) => x.splits.get(r)..x.splits.get(r + 1),
+            Self::Strings(s) => offset(&s.offsets, r)..offset(&s.offsets, r + 1),
+            _ => 0..0,
+        }
+    }
+
+    /// The ids of row `r` of a ragged id column (u64 or i64 values).
+    #[inline]
+    pub fn row_ids(&self, r: usize) -> &[u64] {
+        match self {
+            Self::Ragged(x) => x.values.ids(self.row_range(r)),
+            _ => &[],
+        }
+    }
+
+    /// Row `r` of a strings column.
+    #[inline]
+    pub fn string(&self, r: usize) -> &[u8] {
+        match self {
+            Self::Strings(s) => s.bytes.get(self.row_range(r)).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    /// This column as ragged, made so (empty) if it held another layout.
+    pub fn ragged_mut(&mut self) -> &mut Ragged {
+        if !matches!(self, Self::Ragged(_)) {
+            *self = Self::Ragged(Ragged::default());
+        }
+        match self {
+            Self::Ragged(r) => r,
+            _ => unreachable!("made ragged just above"),
+        }
+    }
+
+    /// This column as dense, made so (empty) if it held another layout.
+    pub fn dense_mut(&mut self) -> &mut Dense {
+        if !matches!(self, Self::Dense(_)) {
+            *self = Self::Dense(Dense::default());
+        }
+        match self {
+            Self::Dense(d) => d,
+            _ => unreachable!("made dense just above"),
+        }
+    }
+
+    /// This column as strings, made so (empty) if it held another layout.
+    pub fn strings_mut(&mut self) -> &mut Strings {
+        if !matches!(self, Self::Strings(_)) {
+            *self = Self::Strings(Strings::default());
+        }
+        match self {
+            Self::Strings(s) => s,
+            _ => unreachable!("made strings just above"),
+        }
+    }
+
+    /// This column as keyed-jagged, made so (empty) if it held another layout.
+    pub fn keyed_jagged_mut(&mut self) -> &mut KeyedJagged {
+        if !matches!(self, Self::KeyedJagged(_)) {
+            *self = Self::KeyedJagged(KeyedJagged::default());
+        }
+        match self {
+            Self::KeyedJagged(k) => k,
+            _ => unreachable!("made keyed-jagged just above"),
+        }
+    }
+
+    /// The values of any numeric column.
+    pub fn values(&self) -> Option<&Values> {
+        match self {
+            Self::Ragged(r) => Some(&r.values),
+            Self::Dense(d) => Some(&d.values),
+            Self::KeyedJagged(k) => Some(&k.values),
+            Self::Strings(_) => None,
+        }
+    }
+}
+
+fn offset(offsets: &[i64], i: usize) -> usize {
+    offsets.get(i).map_or(0, |&x| x.max(0) as usize)
+}
