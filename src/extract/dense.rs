@@ -7,7 +7,7 @@ use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, extend_le};
 use crate::config::{LineIdField, Output, Source};
 use crate::proto::fex_v1::DataType;
-use crate::view::{FeatureKind, FeatureView, le_f32, le_f64};
+use crate::view::{FeatureKind, FeatureView, le_f32, le_f64, packed_run};
 use crate::wire::DecodeError;
 
 /// dtype, dim, default, and the `__meta__` LineId fallback.
@@ -26,8 +26,13 @@ pub(super) fn write(
     let values = &mut c.dense_mut().values;
     values.reserve(rows * dim);
     for row in 0..rows {
-        let written = match cx.feature(source, row)? {
-            Some((f, cell)) => {
+        let feature = cx.feature_bytes(source, row);
+        // The common case, one packed run of floats, is copied in one go.
+        let fast = feature.and_then(|(bytes, _)| copy_floats(values, bytes, dim));
+        let written = match (fast, feature) {
+            (Some(n), _) => n,
+            (None, Some((_, cell))) => {
+                let (f, cell) = cx.parse(source, row, cell)?;
                 let n = row_values(cx, values, &f, dim).map_err(|e| match e {
                     RowError::Decode(e) => cx.locate(e, source, row, cell),
                     RowError::Mismatch(expected) => cx.mismatch(source, row, cell, f.kind(), expected),
@@ -41,7 +46,7 @@ pub(super) fn write(
                     n
                 }
             }
-            None => match meta {
+            (None, None) => match meta {
                 Some(field) => super::line_id::meta_row(cx, values, row, field, dim)?,
                 None => 0,
             },
@@ -49,6 +54,17 @@ pub(super) fn write(
         values.fill(pad, dim - written);
     }
     Ok(())
+}
+
+/// Copies up to `dim` floats of a canonical, non-empty float_list into f32
+/// values; `None` sends the row to the general path.
+#[inline]
+fn copy_floats(values: &mut Values, feature: &[u8], dim: usize) -> Option<usize> {
+    let Values::F32(v) = values else { return None };
+    let run = packed_run(feature, FeatureKind::FloatList).filter(|r| !r.is_empty() && r.len() % 4 == 0)?;
+    let take = (run.len() / 4).min(dim);
+    extend_le(v, &run[..take * 4], |x| f32::from_bits(u32::from_le(x.to_bits())));
+    Some(take)
 }
 
 fn is_float_list(kind: Option<FeatureKind>) -> bool {

@@ -375,8 +375,19 @@ impl<'x, 'a> Ctx<'x, 'a> {
     #[inline]
     pub(crate) fn feature(&self, source: usize, row: usize) -> Result<Option<(FeatureView<'a>, Cell)>, ExtractError> {
         let Some(cell) = self.cell(source, row) else { return Ok(None) };
+        self.parse(source, row, cell).map(Some)
+    }
+
+    /// The serialized Feature of `source` at `row`, with its cell.
+    #[inline]
+    pub(crate) fn feature_bytes(&self, source: usize, row: usize) -> Option<(&'a [u8], Cell)> {
+        self.cell(source, row).map(|cell| (self.bytes(cell), cell))
+    }
+
+    /// Parses the Feature in `cell`.
+    pub(crate) fn parse(&self, source: usize, row: usize, cell: Cell) -> Result<(FeatureView<'a>, Cell), ExtractError> {
         let view = FeatureView::parse(self.bytes(cell), cell.start as usize);
-        Ok(Some((view.map_err(|e| self.locate(e, source, row, cell))?, cell)))
+        Ok((view.map_err(|e| self.locate(e, source, row, cell))?, cell))
     }
 
     /// Adds the path of a cell to an error from inside its Feature.

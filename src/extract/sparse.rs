@@ -6,14 +6,21 @@ use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, extend_le};
 use crate::config::{Output, Source};
 use crate::fid::v1_to_v2;
-use crate::view::{FeatureKind, le_u64};
+use crate::view::{FeatureKind, le_u64, packed_run};
 
 pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let Source::Feature(source) = out.source else { unreachable!("sparse outputs read features") };
     let r = c.ragged_mut();
     r.splits.push(0)?;
     for row in 0..rows {
-        if let Some((f, cell)) = cx.feature(source, row)? {
+        if let Some((bytes, cell)) = cx.feature_bytes(source, row) {
+            // The common case, one packed run of v2 fids, is copied in one go.
+            if let Some(run) = packed_run(bytes, FeatureKind::FidV2List).filter(|run| run.len() % 8 == 0) {
+                push_fids(&mut r.values, run);
+                r.splits.push(r.values.len())?;
+                continue;
+            }
+            let (f, cell) = cx.parse(source, row, cell)?;
             let values = &mut r.values;
             let read = match f.kind() {
                 Some(FeatureKind::FidV2List) => f.fid_runs(|run| push_fids(values, run)),

@@ -2,12 +2,14 @@
 //! bytes, checks structure as it goes, and decodes only what it is asked for.
 
 mod batch;
+mod canonical;
 mod example;
 mod feature;
 mod instance;
 mod line_id;
 
 pub use batch::{ExampleBatchView, ListEntry, ListIter, ListType};
+pub use canonical::packed_run;
 pub use example::{ExampleView, NamedFeatureEntry, labels_of};
 pub use feature::{FeatureKind, FeatureView, le_f32, le_f64, le_u64};
 pub use instance::{InstanceView, MatrixFeature};
