@@ -2,7 +2,7 @@
 //! row, the bytes of its Feature. Lists the plan does not read are skipped by
 //! their length prefix; nothing inside a Feature is decoded here.
 
-use super::{ExtractError, Extractor};
+use super::{ExtractError, Stats};
 use crate::config::{Compat, Plan};
 use crate::view::{ExampleBatchView, ExampleView, ListEntry, ListType};
 use crate::wire::{DecodeError, Reader, WireType, Within};
@@ -54,7 +54,19 @@ pub(crate) struct ExampleRow {
     pub weight: f32,
 }
 
-impl Extractor {
+/// Where every needed Feature of one input is: phase one's result, read by
+/// the writers. Kept between calls as scratch.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    pub cells: Vec<Cell>,
+    pub columns: Vec<Column>,
+    pub example_rows: Vec<ExampleRow>,
+    pub kind: InputKind,
+    pub rows: usize,
+    pub stats: Stats,
+}
+
+impl Index {
     /// A well-formed batch is gathered in one pass (`gather_batch_fast`); when
     /// that pass meets anything irregular, the checked two-pass path runs from
     /// the start and reports exactly the error it always has.
@@ -278,7 +290,7 @@ mod tests {
         #[test]
         fn one_pass_agrees_with_the_checked_path(buf in batch(), monolith in any::<bool>()) {
             let plan = Plan::from_yaml(&MODEL.replace("COMPAT", if monolith { "monolith" } else { "native" })).unwrap();
-            let (mut fast, mut checked) = (Extractor::new(), Extractor::new());
+            let (mut fast, mut checked) = (Index::default(), Index::default());
             let checked_rows = checked.gather_batch_checked(&plan, &buf);
             if let Some(rows) = fast.gather_batch_fast(&plan, &buf) {
                 prop_assert_eq!(checked_rows.ok(), Some(rows));

@@ -17,7 +17,7 @@ mod write;
 pub use error::ExtractError;
 pub(crate) use write::charge;
 
-use gather::{Cell, Column as CellColumn, ExampleRow, InputKind};
+use gather::{Cell, ExampleRow, Index, InputKind};
 
 use crate::columns::{Column, NamedColumn};
 use crate::config::{Op, Output, Plan, Source};
@@ -74,12 +74,7 @@ impl Extracted {
 /// Reusable scratch for extraction; one per thread.
 #[derive(Debug, Default)]
 pub struct Extractor {
-    cells: Vec<Cell>,
-    columns: Vec<CellColumn>,
-    example_rows: Vec<ExampleRow>,
-    kind: InputKind,
-    rows: usize,
-    stats: Stats,
+    index: Index,
     /// Every output's column, computed in plan order, then swapped into the
     /// caller's `Extracted`.
     work: Vec<NamedColumn>,
@@ -110,7 +105,7 @@ impl Extractor {
         selected: Option<&[usize]>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
-        self.gather_batch(plan, buf)?;
+        self.index.gather_batch(plan, buf)?;
         self.run(plan, &[buf], selected, out)
     }
 
@@ -122,7 +117,7 @@ impl Extractor {
         selected: Option<&[usize]>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
-        self.gather_examples(plan, bufs)?;
+        self.index.gather_examples(plan, bufs)?;
         self.run(plan, bufs, selected, out)
     }
 
@@ -163,7 +158,7 @@ impl Extractor {
         needed: &[bool],
         work: &mut [NamedColumn],
     ) -> Result<(), ExtractError> {
-        let cx = Ctx { ex: self, plan, bufs };
+        let cx = Ctx { ix: &self.index, plan, bufs };
         let mut budget = 0usize;
         let limit = plan.limits.max_output_bytes;
         for (i, output) in plan.outputs.iter().enumerate() {
@@ -198,8 +193,8 @@ impl Extractor {
     /// Moves the results the caller asked for into `out`. Buffers are swapped,
     /// not copied: `out`'s previous buffers become next call's scratch.
     fn deliver(&self, plan: &Plan, selected: Option<&[usize]>, work: &mut [NamedColumn], out: &mut Extracted) {
-        out.batch_size = self.rows;
-        out.stats = self.stats;
+        out.batch_size = self.index.rows;
+        out.stats = self.index.stats;
         let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
         out.columns.truncate(count);
         while out.columns.len() < count {
@@ -265,7 +260,7 @@ fn fixed_size(out: &Output, rows: usize) -> usize {
 
 /// What one writer sees: the gathered cells, the plan and the input buffers.
 pub(crate) struct Ctx<'x, 'a> {
-    ex: &'x Extractor,
+    ix: &'x Index,
     plan: &'x Plan,
     bufs: &'x [&'a [u8]],
 }
@@ -318,11 +313,11 @@ impl<'x, 'a> Ctx<'x, 'a> {
 
     /// A SHARED source is computed once, then broadcast or returned once.
     fn rows(&self, out: &Output) -> Rows {
-        let all = self.ex.rows;
+        let all = self.ix.rows;
         // A missing list of a `shared: once` output still answers with one
         // (empty) row, so the model sees the same shape on every request.
         let shared = self.source_index(out.source).is_some_and(|s| {
-            let col = self.ex.columns[s];
+            let col = self.ix.columns[s];
             col.shared || (!col.present && out.shared_once && self.is_batch())
         });
         match (shared, out.shared_once) {
@@ -347,24 +342,24 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     pub(crate) fn is_batch(&self) -> bool {
-        self.ex.kind == InputKind::Batch
+        self.ix.kind == InputKind::Batch
     }
 
     /// Whether the source's list (or any Example's feature) was present at all.
     pub(crate) fn present(&self, source: usize) -> bool {
-        self.ex.columns[source].present
+        self.ix.columns[source].present
     }
 
     /// The cell of `source` at `row`, if that row has the feature.
     pub(crate) fn cell(&self, source: usize, row: usize) -> Option<Cell> {
-        let col = self.ex.columns[source];
+        let col = self.ix.columns[source];
         let i = match (col.present, col.shared) {
             (false, _) => return None,
             (true, true) if col.len > 0 => col.first,
             (true, false) if row < col.len => col.first + row,
             _ => return None,
         };
-        Some(self.ex.cells[i]).filter(|c| !c.is_none())
+        Some(self.ix.cells[i]).filter(|c| !c.is_none())
     }
 
     pub(crate) fn bytes(&self, cell: Cell) -> &'a [u8] {
@@ -392,10 +387,10 @@ impl<'x, 'a> Ctx<'x, 'a> {
 
     /// Adds the path of a cell to an error from inside its Feature.
     pub(crate) fn locate(&self, e: DecodeError, source: usize, row: usize, cell: Cell) -> ExtractError {
-        let e = match self.ex.kind {
+        let e = match self.ix.kind {
             InputKind::Batch => e
                 .within("feature", Some(cell.index as usize))
-                .within("named_feature_list", Some(self.ex.columns[source].list_index)),
+                .within("named_feature_list", Some(self.ix.columns[source].list_index)),
             InputKind::Examples => e
                 .within("feature", None)
                 .within("named_feature", Some(cell.index as usize))
@@ -406,9 +401,9 @@ impl<'x, 'a> Ctx<'x, 'a> {
 
     /// The path of a cell, for type errors.
     pub(crate) fn path(&self, source: usize, row: usize, cell: Cell) -> String {
-        match self.ex.kind {
+        match self.ix.kind {
             InputKind::Batch => {
-                format!("named_feature_list[{}].feature[{}]", self.ex.columns[source].list_index, cell.index)
+                format!("named_feature_list[{}].feature[{}]", self.ix.columns[source].list_index, cell.index)
             }
             InputKind::Examples => format!("example[{row}].named_feature[{}].feature", cell.index),
         }
@@ -439,6 +434,6 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     pub(crate) fn example_row(&self, row: usize) -> ExampleRow {
-        self.ex.example_rows[row]
+        self.ix.example_rows[row]
     }
 }
