@@ -6,11 +6,12 @@
 
 #[cfg(feature = "arrow")]
 mod arrow;
+mod le;
 mod tensor;
 mod values;
 
-pub(crate) use values::extend_le;
-pub use values::{Splits, SplitsOverflow, Values, elem_size};
+pub(crate) use le::extend_le;
+pub use values::{SplitInt, Splits, SplitsOverflow, Values, elem_size};
 
 use crate::proto::fex_v1::{DataType, Layout};
 

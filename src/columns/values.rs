@@ -216,18 +216,22 @@ impl Values {
     }
 }
 
-/// Appends little-endian wire words to a vector of `T`: on little-endian
-/// machines a byte copy of whole words, elsewhere a conversion per element.
-#[inline]
-pub(crate) fn extend_le<T: bytemuck::Pod + Default>(v: &mut Vec<T>, le: &[u8], from_le: fn(T) -> T) {
-    let size = std::mem::size_of::<T>();
-    let n = le.len() / size;
-    let at = v.len();
-    v.resize(at + n, T::default());
-    let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut v[at..]);
-    dst.copy_from_slice(&le[..n * size]);
-    if cfg!(target_endian = "big") {
-        v[at..].iter_mut().for_each(|x| *x = from_le(*x));
+/// A row-split integer (i32 or i64), made from a count.
+pub trait SplitInt: Copy {
+    fn from_len(n: usize) -> Result<Self, SplitsOverflow>;
+}
+
+impl SplitInt for i32 {
+    #[inline]
+    fn from_len(n: usize) -> Result<Self, SplitsOverflow> {
+        i32::try_from(n).map_err(|_| SplitsOverflow { found: n })
+    }
+}
+
+impl SplitInt for i64 {
+    #[inline]
+    fn from_len(n: usize) -> Result<Self, SplitsOverflow> {
+        Ok(n as i64)
     }
 }
 
@@ -290,8 +294,8 @@ impl Splits {
     #[inline]
     pub fn push(&mut self, n: usize) -> Result<(), SplitsOverflow> {
         match self {
-            Self::I32(v) => v.push(i32::try_from(n).map_err(|_| SplitsOverflow { found: n })?),
-            Self::I64(v) => v.push(n as i64),
+            Self::I32(v) => v.push(i32::from_len(n)?),
+            Self::I64(v) => v.push(i64::from_len(n)?),
         }
         Ok(())
     }
@@ -354,14 +358,6 @@ mod tests {
         f.fill(0.5, 2);
         assert_eq!(f.as_bytes().len(), 12);
         assert_eq!(f, Values::F32(vec![3.0, 0.5, 0.5]));
-    }
-
-    #[test]
-    fn le_words_are_copied_whole() {
-        let mut v = vec![1u64];
-        let wire: Vec<u8> = [2u64, 3].iter().flat_map(|x| x.to_le_bytes()).chain([9]).collect();
-        extend_le(&mut v, &wire, u64::from_le);
-        assert_eq!(v, [1, 2, 3], "a trailing partial word is not a value");
     }
 
     #[test]

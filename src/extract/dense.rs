@@ -25,13 +25,12 @@ pub(super) fn write(
     let pad = if cx.is_monolith() { 0.0 } else { default };
     let values = &mut c.dense_mut().values;
     values.reserve(rows * dim);
-    for row in 0..rows {
-        let feature = cx.feature_bytes(source, row);
+    for (row, cell) in cx.row_cells(source, rows).enumerate() {
         // The common case, one packed run of floats, is copied in one go.
-        let fast = feature.and_then(|(bytes, _)| copy_floats(values, bytes, dim));
-        let written = match (fast, feature) {
+        let fast = cell.and_then(|cell| copy_floats(values, cx.bytes(cell), dim));
+        let written = match (fast, cell) {
             (Some(n), _) => n,
-            (None, Some((_, cell))) => {
+            (None, Some(cell)) => {
                 let (f, cell) = cx.parse(source, row, cell)?;
                 let n = row_values(cx, values, &f, dim).map_err(|e| match e {
                     RowError::Decode(e) => cx.locate(e, source, row, cell),
@@ -63,7 +62,7 @@ fn copy_floats(values: &mut Values, feature: &[u8], dim: usize) -> Option<usize>
     let Values::F32(v) = values else { return None };
     let run = packed_run(feature, FeatureKind::FloatList).filter(|r| !r.is_empty() && r.len() % 4 == 0)?;
     let take = (run.len() / 4).min(dim);
-    extend_le(v, &run[..take * 4], |x| f32::from_bits(u32::from_le(x.to_bits())));
+    extend_le(v, &run[..take * 4]);
     Some(take)
 }
 
@@ -92,12 +91,12 @@ fn row_values(cx: &Ctx<'_, '_>, buf: &mut Values, f: &FeatureView<'_>, dim: usiz
         (None, _) => {}
         (Some(FloatList), Values::F32(v)) => f.float_runs(|run| {
             let take = (run.len() / 4).min(dim - n);
-            extend_le(v, &run[..take * 4], |x| f32::from_bits(u32::from_le(x.to_bits())));
+            extend_le(v, &run[..take * 4]);
             n += take;
         })?,
         (Some(DoubleList), Values::F64(v)) => f.double_runs(|run| {
             let take = (run.len() / 8).min(dim - n);
-            extend_le(v, &run[..take * 8], |x| f64::from_bits(u64::from_le(x.to_bits())));
+            extend_le(v, &run[..take * 8]);
             n += take;
         })?,
         (Some(FloatList), Values::F64(_)) => f.float_runs(|run| {

@@ -95,9 +95,19 @@ impl Index {
                     let (body, base) = r.len_delimited().ok()?;
                     let entry = ListEntry { body, base, index };
                     index += 1;
-                    let name = entry.name().ok()?;
                     self.stats.lists_seen += 1;
-                    let Some(source) = plan.source_of(name) else { continue };
+                    // Every encoder writes the name first: a needed list is
+                    // then gathered in the same walk that confirms its name.
+                    let first = first_name(body).and_then(|n| Some((n, plan.source_of(n)?)));
+                    let source = match first {
+                        Some((name, source)) if !self.columns[source].present => {
+                            self.gather_named_list(plan, source, name, entry)?;
+                            continue;
+                        }
+                        Some(_) => return None,
+                        None => plan.source_of(entry.name().ok()?),
+                    };
+                    let Some(source) = source else { continue };
                     if self.columns[source].present {
                         return None;
                     }
@@ -152,6 +162,18 @@ impl Index {
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
         self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index };
         Ok(())
+    }
+
+    /// Gathers a list whose first field named it `name`, in one walk; gives up
+    /// (None) on anything irregular, including a later, different name.
+    fn gather_named_list(&mut self, plan: &Plan, source: usize, name: &[u8], entry: ListEntry<'_>) -> Option<()> {
+        self.stats.lists_decoded += 1;
+        let first = self.cells.len();
+        let list_type = walk_list(&mut self.cells, name, entry.body, entry.base)?;
+        let len = self.cells.len() - first;
+        let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
+        self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index };
+        Some(())
     }
 
     /// Monolith reads `__LABEL__`, `__LINE_ID__` and `instance_weight` row by
@@ -227,6 +249,67 @@ impl Index {
     }
 }
 
+/// The list's name when it is the first field (key 0x0a, a one-byte length).
+#[inline]
+fn first_name(body: &[u8]) -> Option<&[u8]> {
+    match body {
+        [0x0a, len, rest @ ..] if *len < 0x80 => rest.get(..usize::from(*len)),
+        _ => None,
+    }
+}
+
+/// One walk over a NamedFeatureList: a cell per Feature, the list type, and
+/// a check that no later name differs from `name`. Features with one- or
+/// two-byte lengths (nearly all) take the tight path; anything unusual gives
+/// up, for the checked path to decode and report.
+fn walk_list(cells: &mut Vec<Cell>, name: &[u8], body: &[u8], base: usize) -> Option<ListType> {
+    let mut list_type = ListType::Individual;
+    let mut pos = 0;
+    let mut n = 0u32;
+    while pos < body.len() {
+        let key = body[pos];
+        match key {
+            0x12 | 0x0a => {
+                let (len, start) = short_len(body, pos + 1)?;
+                let end = start.checked_add(len).filter(|&e| e <= body.len())?;
+                if key == 0x12 {
+                    let at = base + start;
+                    cells.push(Cell { buf: 0, start: at as u32, end: (at + len) as u32, index: n });
+                    n += 1;
+                } else if &body[start..end] != name {
+                    return None;
+                }
+                pos = end;
+            }
+            0x18 => {
+                let v = *body.get(pos + 1)?;
+                if v >= 0x80 {
+                    return None;
+                }
+                list_type = if v == 1 { ListType::Shared } else { ListType::Individual };
+                pos += 2;
+            }
+            // `id` (field 4, a varint): read past it.
+            0x20 => {
+                let len = body.get(pos + 1..)?.iter().take(10).position(|&b| b < 0x80)? + 1;
+                pos += 1 + len;
+            }
+            _ => return None,
+        }
+    }
+    Some(list_type)
+}
+
+/// A length of one or two varint bytes at `at`: (length, where its bytes start).
+#[inline(always)]
+fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    match b.get(at..)? {
+        [l0, ..] if *l0 < 0x80 => Some((usize::from(*l0), at + 1)),
+        [l0, l1, ..] if *l1 < 0x80 => Some((usize::from(l0 & 0x7f) | usize::from(*l1) << 7, at + 2)),
+        _ => None,
+    }
+}
+
 fn push_cell(cells: &mut Vec<Cell>, buf: usize, index: usize, body: &[u8], at: usize) -> Result<(), DecodeError> {
     cells.push(cell(buf, index, body, at));
     Ok(())
@@ -257,18 +340,18 @@ mod tests {
     const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:\n  - {name: a, kind: sparse}\n  - {name: b, kind: sparse}\n  - {name: label, kind: label}\n";
 
     fn batch() -> impl Strategy<Value = Vec<u8>> {
-        let list = (prop::sample::select(vec!["a", "b", "z", "__LABEL__"]), 0..4usize, any::<bool>());
+        let list = (prop::sample::select(vec!["a", "b", "z", "__LABEL__"]), 0..4usize, any::<bool>(), 0..300i32);
         (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..3u8).prop_map(
             |(lists, rows, at, byte, damage)| {
                 let fid =
                     |v: u64| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: vec![v] })) };
                 let named_feature_list = lists
                     .into_iter()
-                    .map(|(name, n, shared)| pb::NamedFeatureList {
+                    .map(|(name, n, shared, id)| pb::NamedFeatureList {
                         name: name.into(),
                         feature: (0..n as u64).map(fid).collect(),
                         r#type: i32::from(shared),
-                        id: 0,
+                        id,
                     })
                     .collect();
                 let mut buf =

@@ -265,6 +265,28 @@ pub(crate) struct Ctx<'x, 'a> {
     bufs: &'x [&'a [u8]],
 }
 
+/// The cell of each row of one source (`None` where the row has no Feature).
+pub(crate) struct RowCells<'x> {
+    cells: &'x [Cell],
+    shared: Option<Cell>,
+    row: usize,
+    rows: usize,
+}
+
+impl Iterator for RowCells<'_> {
+    type Item = Option<Cell>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Option<Cell>> {
+        if self.row == self.rows {
+            return None;
+        }
+        let cell = self.shared.or_else(|| self.cells.get(self.row).copied());
+        self.row += 1;
+        Some(cell.filter(|c| !c.is_none()))
+    }
+}
+
 /// How many rows a writer computes, and what becomes of them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rows {
@@ -373,10 +395,17 @@ impl<'x, 'a> Ctx<'x, 'a> {
         self.parse(source, row, cell).map(Some)
     }
 
-    /// The serialized Feature of `source` at `row`, with its cell.
+    /// The cells of `source` for the first `rows` rows, in order: what the
+    /// writers walk, without a lookup per row.
     #[inline]
-    pub(crate) fn feature_bytes(&self, source: usize, row: usize) -> Option<(&'a [u8], Cell)> {
-        self.cell(source, row).map(|cell| (self.bytes(cell), cell))
+    pub(crate) fn row_cells(&self, source: usize, rows: usize) -> RowCells<'x> {
+        let col = self.ix.columns[source];
+        let (cells, shared) = match (col.present, col.shared) {
+            (false, _) => (&[][..], None),
+            (true, true) => (&[][..], self.ix.cells.get(col.first).copied().filter(|_| col.len > 0)),
+            (true, false) => (&self.ix.cells[col.first..col.first + col.len], None),
+        };
+        RowCells { cells, shared, row: 0, rows }
     }
 
     /// Parses the Feature in `cell`.

@@ -28,7 +28,7 @@ fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
 /// The packed values of `kind` when `feature` is its canonical encoding: one
 /// key of `kind` (a field below 16), then a list message that is empty or a
 /// single packed field 1 filling it exactly.
-#[inline]
+#[inline(always)]
 pub fn packed_run(feature: &[u8], kind: FeatureKind) -> Option<&[u8]> {
     let key = ((kind as u8) << 3) | 2;
     if kind as u8 >= 16 || *feature.first()? != key {
