@@ -183,6 +183,28 @@ impl Column {
         }
     }
 
+    /// Keeps the first `k` rows (of a ragged, strings or dense column).
+    pub fn keep_rows(&mut self, k: usize) {
+        let k = k.min(self.rows());
+        match self {
+            Self::Ragged(r) => {
+                let width = r.width.unwrap_or(1);
+                r.values.truncate(r.splits.get(k) * width);
+                r.splits.truncate(k + 1);
+            }
+            Self::Dense(d) => {
+                let width: usize = d.dims.iter().product();
+                d.values.truncate(k * width);
+                d.rows = k;
+            }
+            Self::Strings(s) => {
+                s.bytes.truncate(offset(&s.offsets, k));
+                s.offsets.truncate(k + 1);
+            }
+            Self::KeyedJagged(_) => {}
+        }
+    }
+
     /// Bytes held by values, offsets and weights: what the output limit counts.
     pub fn byte_len(&self) -> usize {
         match self {

@@ -3,6 +3,7 @@
 //! Monolith quirks (compat: monolith): an empty float/double list with dim 1
 //! gives FLT_MIN, scalar and `*_lists` variants give zeros, padding is 0.
 
+use super::gather::{ListEnd, walk_features};
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, extend_le};
 use crate::config::{LineIdField, Output, Source};
@@ -53,6 +54,44 @@ pub(super) fn write(
         values.fill(pad, dim - written);
     }
     Ok(())
+}
+
+/// Walks a list straight into the column: a row per Feature. `None` on
+/// anything the checked path must judge (an error, more Features than rows).
+pub(super) fn write_direct(
+    cx: &Ctx<'_, '_>,
+    spec: DenseSpec,
+    name: &[u8],
+    body: &[u8],
+    c: &mut Column,
+) -> Option<ListEnd> {
+    let (_, dim, default, _) = spec;
+    let pad = if cx.is_monolith() { 0.0 } else { default };
+    let rows = cx.rows_in_batch().max(1);
+    let values = &mut c.dense_mut().values;
+    values.reserve(rows * dim);
+    let mut count = 0;
+    walk_features(name, body, |feature, _| {
+        if count == rows {
+            return None;
+        }
+        count += 1;
+        let n = match copy_floats(values, feature, dim) {
+            Some(n) => n,
+            None => {
+                let f = FeatureView::parse(feature, 0).ok()?;
+                let n = row_values(cx, values, &f, dim).ok()?;
+                if n == 0 && dim == 1 && cx.is_monolith() && is_float_list(f.kind()) {
+                    values.push_f64(f64::from(f32::MIN_POSITIVE));
+                    1
+                } else {
+                    n
+                }
+            }
+        };
+        values.fill(pad, dim - n);
+        Some(())
+    })
 }
 
 /// Copies up to `dim` floats of a canonical, non-empty float_list into f32

@@ -35,6 +35,9 @@ pub(crate) struct Column {
     pub len: usize,
     /// named_feature_list index (batch input), for error paths.
     pub list_index: usize,
+    /// A list left for its writer to walk (absolute byte range of its body):
+    /// its Features are decoded straight into the column, without cells.
+    pub body: Option<(u32, u32)>,
 }
 
 /// Which input shape the cells came from; decides error paths and defaults.
@@ -58,6 +61,10 @@ pub(crate) struct ExampleRow {
 /// the writers. Kept between calls as scratch.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
+    /// Sources whose readers all walk a list themselves (`direct_sources`).
+    pub direct: Vec<bool>,
+    /// Gathers every list into cells (tests compare the two paths).
+    pub cells_only: bool,
     pub cells: Vec<Cell>,
     pub columns: Vec<Column>,
     pub example_rows: Vec<ExampleRow>,
@@ -72,10 +79,16 @@ impl Index {
     /// the start and reports exactly the error it always has.
     pub(crate) fn gather_batch(&mut self, plan: &Plan, buf: &[u8]) -> Result<usize, ExtractError> {
         check_size(buf)?;
-        if let Some(rows) = self.gather_batch_fast(plan, buf) {
+        direct_sources(plan, &mut self.direct);
+        if let Some(rows) = self.gather_batch_fast(plan, buf, !self.cells_only) {
             return Ok(rows);
         }
         self.gather_batch_checked(plan, buf)
+    }
+
+    /// Whether some list is left for its writers to walk.
+    pub(crate) fn has_direct(&self) -> bool {
+        self.columns.iter().any(|c| c.body.is_some())
     }
 
     /// One pass over the top level, gathering lists as they come: a separate
@@ -84,7 +97,7 @@ impl Index {
     /// decode error, a repeated list, a batch size over the limit or a list of
     /// the wrong length; the checked path then reports the error, or gathers
     /// the repeated list with its last copy winning.
-    fn gather_batch_fast(&mut self, plan: &Plan, buf: &[u8]) -> Option<usize> {
+    fn gather_batch_fast(&mut self, plan: &Plan, buf: &[u8], direct: bool) -> Option<usize> {
         self.reset(plan, InputKind::Batch, 0);
         let mut batch_size = 0i32;
         let mut index = 0;
@@ -100,6 +113,19 @@ impl Index {
                     // then gathered in the same walk that confirms its name.
                     let first = first_name(body).and_then(|n| Some((n, plan.source_of(n)?)));
                     let source = match first {
+                        // Its writers walk it: nothing to do here but note where.
+                        Some((_, source)) if direct && self.direct[source] && !self.columns[source].present => {
+                            self.stats.lists_decoded += 1;
+                            let (start, end) = (base as u32, (base + body.len()) as u32);
+                            let col = Column {
+                                present: true,
+                                list_index: entry.index,
+                                body: Some((start, end)),
+                                ..Column::default()
+                            };
+                            self.columns[source] = col;
+                            continue;
+                        }
                         Some((name, source)) if !self.columns[source].present => {
                             self.gather_named_list(plan, source, name, entry)?;
                             continue;
@@ -123,11 +149,16 @@ impl Index {
         }
         let rows = usize::try_from(batch_size).ok().filter(|&n| n <= plan.limits.max_batch_size)?;
         self.rows = rows;
-        let ok = (0..self.columns.len()).all(|s| !self.columns[s].present || self.list_length_ok(plan, s, rows));
+        // A walked list's length is checked by the walk.
+        let ok = self
+            .columns
+            .iter()
+            .enumerate()
+            .all(|(s, c)| !c.present || c.body.is_some() || self.list_length_ok(plan, s, rows));
         ok.then_some(rows)
     }
 
-    fn gather_batch_checked(&mut self, plan: &Plan, buf: &[u8]) -> Result<usize, ExtractError> {
+    pub(crate) fn gather_batch_checked(&mut self, plan: &Plan, buf: &[u8]) -> Result<usize, ExtractError> {
         let batch = ExampleBatchView::parse(buf)?;
         let rows = i64::from(batch.batch_size());
         if rows < 0 || rows as usize > plan.limits.max_batch_size {
@@ -160,7 +191,7 @@ impl Index {
         let list_type = entry.decode(|i, body, at| push_cell(cells, 0, i, body, at))?;
         let len = self.cells.len() - first;
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
-        self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index };
+        self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index, body: None };
         Ok(())
     }
 
@@ -172,7 +203,7 @@ impl Index {
         let list_type = walk_list(&mut self.cells, name, entry.body, entry.base)?;
         let len = self.cells.len() - first;
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
-        self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index };
+        self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index, body: None };
         Some(())
     }
 
@@ -212,7 +243,7 @@ impl Index {
         let sources = plan.source_names.len();
         self.cells.resize(sources * rows, Cell::NONE);
         for (s, col) in self.columns.iter_mut().enumerate() {
-            *col = Column { present: true, shared: false, first: s * rows, len: rows, list_index: 0 };
+            *col = Column { present: true, shared: false, first: s * rows, len: rows, list_index: 0, body: None };
         }
         for (row, buf) in bufs.iter().enumerate() {
             check_size(buf)?;
@@ -251,7 +282,7 @@ impl Index {
 
 /// The list's name when it is the first field (key 0x0a, a one-byte length).
 #[inline]
-fn first_name(body: &[u8]) -> Option<&[u8]> {
+pub(crate) fn first_name(body: &[u8]) -> Option<&[u8]> {
     match body {
         [0x0a, len, rest @ ..] if *len < 0x80 => rest.get(..usize::from(*len)),
         _ => None,
@@ -259,13 +290,39 @@ fn first_name(body: &[u8]) -> Option<&[u8]> {
 }
 
 /// One walk over a NamedFeatureList: a cell per Feature, the list type, and
-/// a check that no later name differs from `name`. Features with one- or
-/// two-byte lengths (nearly all) take the tight path; anything unusual gives
-/// up, for the checked path to decode and report.
+/// a check that no later name differs from `name`.
 fn walk_list(cells: &mut Vec<Cell>, name: &[u8], body: &[u8], base: usize) -> Option<ListType> {
+    let mut n = 0u32;
+    let end = walk_features(name, body, |feature, start| {
+        let at = base + start;
+        cells.push(Cell { buf: 0, start: at as u32, end: (at + feature.len()) as u32, index: n });
+        n += 1;
+        Some(())
+    })?;
+    Some(end.list_type)
+}
+
+/// What a list walk learnt besides its Features.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ListEnd {
+    pub count: usize,
+    pub list_type: ListType,
+}
+
+/// Walks the fields of a NamedFeatureList body, handing each Feature and its
+/// offset in `body` to `feature`, and checking that every name equals `name`.
+/// Features with one- or two-byte lengths (nearly all) take the tight path;
+/// anything unusual gives up (None), as does `feature`, for the checked path
+/// to decode and report.
+#[inline]
+pub(crate) fn walk_features(
+    name: &[u8],
+    body: &[u8],
+    mut feature: impl FnMut(&[u8], usize) -> Option<()>,
+) -> Option<ListEnd> {
     let mut list_type = ListType::Individual;
     let mut pos = 0;
-    let mut n = 0u32;
+    let mut count = 0;
     while pos < body.len() {
         let key = body[pos];
         match key {
@@ -273,9 +330,8 @@ fn walk_list(cells: &mut Vec<Cell>, name: &[u8], body: &[u8], base: usize) -> Op
                 let (len, start) = short_len(body, pos + 1)?;
                 let end = start.checked_add(len).filter(|&e| e <= body.len())?;
                 if key == 0x12 {
-                    let at = base + start;
-                    cells.push(Cell { buf: 0, start: at as u32, end: (at + len) as u32, index: n });
-                    n += 1;
+                    feature(&body[start..end], start)?;
+                    count += 1;
                 } else if &body[start..end] != name {
                     return None;
                 }
@@ -297,7 +353,26 @@ fn walk_list(cells: &mut Vec<Cell>, name: &[u8], body: &[u8], base: usize) -> Op
             _ => return None,
         }
     }
-    Some(list_type)
+    Some(ListEnd { count, list_type })
+}
+
+/// Marks the sources every reader of which walks the list itself: sparse
+/// and dense outputs. The reserved lists and strings, sequences and LineIds
+/// are read through cells.
+fn direct_sources(plan: &Plan, direct: &mut Vec<bool>) {
+    direct.clear();
+    direct.resize(plan.source_names.len(), true);
+    let reserved = [plan.line_id_source, plan.label_source, plan.weight_source];
+    for s in reserved.into_iter().flatten() {
+        direct[s] = false;
+    }
+    for out in &plan.outputs {
+        if let crate::config::Source::Feature(s) = out.source
+            && !matches!(out.op, crate::config::Op::Sparse { .. } | crate::config::Op::Dense { .. })
+        {
+            direct[s] = false;
+        }
+    }
 }
 
 /// A length of one or two varint bytes at `at`: (length, where its bytes start).
@@ -375,7 +450,7 @@ mod tests {
             let plan = Plan::from_yaml(&MODEL.replace("COMPAT", if monolith { "monolith" } else { "native" })).unwrap();
             let (mut fast, mut checked) = (Index::default(), Index::default());
             let checked_rows = checked.gather_batch_checked(&plan, &buf);
-            if let Some(rows) = fast.gather_batch_fast(&plan, &buf) {
+            if let Some(rows) = fast.gather_batch_fast(&plan, &buf, false) {
                 prop_assert_eq!(checked_rows.ok(), Some(rows));
                 prop_assert_eq!(&fast.cells, &checked.cells);
                 prop_assert_eq!(format!("{:?}", fast.columns), format!("{:?}", checked.columns));

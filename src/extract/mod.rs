@@ -12,6 +12,8 @@ mod line_id;
 mod sequence;
 mod sparse;
 mod strings;
+#[cfg(test)]
+mod walk_tests;
 mod write;
 
 pub use error::ExtractError;
@@ -136,7 +138,17 @@ impl Extractor {
             let name = plan.outputs[work.len()].name.clone();
             work.push(NamedColumn { name, shared: false, column: Column::default() });
         }
-        let result = self.compute(plan, bufs, &needed, &mut work);
+        let mut result = self.compute(plan, bufs, &needed, &mut work);
+        if self.index.has_direct() && result.is_err() {
+            // A walked list met something the checked path must judge (or
+            // the call failed anyway): gather every list into cells, then
+            // compute again, so errors are exactly those of the checked path.
+            result = match self.index.gather_batch_checked(plan, bufs[0]) {
+                Ok(_) => self.compute(plan, bufs, &needed, &mut work),
+                Err(e) => Err(Stop::Error(e)),
+            };
+        }
+        let result = result.map_err(Stop::into_error);
         if result.is_err() {
             // A failed call may have grown buffers up to the output limit; do
             // not keep that memory for every later call of this thread.
@@ -151,13 +163,7 @@ impl Extractor {
     }
 
     /// Computes every needed output, in plan (dependency) order.
-    fn compute(
-        &self,
-        plan: &Plan,
-        bufs: &[&[u8]],
-        needed: &[bool],
-        work: &mut [NamedColumn],
-    ) -> Result<(), ExtractError> {
+    fn compute(&self, plan: &Plan, bufs: &[&[u8]], needed: &[bool], work: &mut [NamedColumn]) -> Result<(), Stop> {
         let cx = Ctx { ix: &self.index, plan, bufs };
         let mut budget = 0usize;
         let limit = plan.limits.max_output_bytes;
@@ -265,6 +271,39 @@ pub(crate) struct Ctx<'x, 'a> {
     bufs: &'x [&'a [u8]],
 }
 
+/// Why a computation stopped: an error in the request, or a walked list that
+/// needs the checked path (the caller retries).
+pub(crate) enum Stop {
+    Error(ExtractError),
+    Retry,
+}
+
+impl From<ExtractError> for Stop {
+    fn from(e: ExtractError) -> Self {
+        Stop::Error(e)
+    }
+}
+
+impl From<crate::columns::SplitsOverflow> for Stop {
+    fn from(e: crate::columns::SplitsOverflow) -> Self {
+        Stop::Error(e.into())
+    }
+}
+
+impl Stop {
+    /// The error a caller sees. A retry is only asked for where lists were
+    /// walked, and the retry gathers them all into cells, so none is left.
+    fn into_error(self) -> ExtractError {
+        match self {
+            Stop::Error(e) => e,
+            Stop::Retry => ExtractError::Operator {
+                name: "extractor".into(),
+                message: "internal error: a list walk asked for a retry on the checked path".into(),
+            },
+        }
+    }
+}
+
 /// The cell of each row of one source (`None` where the row has no Feature).
 pub(crate) struct RowCells<'x> {
     cells: &'x [Cell],
@@ -300,7 +339,12 @@ pub(crate) struct Rows {
 
 impl<'x, 'a> Ctx<'x, 'a> {
     /// Writes one sample-reading output; returns whether it is returned once.
-    fn write(&self, out: &Output, c: &mut Column, budget: &mut usize) -> Result<bool, ExtractError> {
+    fn write(&self, out: &Output, c: &mut Column, budget: &mut usize) -> Result<bool, Stop> {
+        if let Source::Feature(s) = out.source
+            && let Some((start, end)) = self.ix.columns[s].body
+        {
+            return self.write_walked(out, (start as usize, end as usize), c, budget);
+        }
         let rows = self.rows(out);
         let limit = self.plan.limits.max_output_bytes;
         // Fixed-size outputs are charged before anything is written, so a
@@ -331,6 +375,59 @@ impl<'x, 'a> Ctx<'x, 'a> {
             write::broadcast(c, rows.total, budget, limit)?;
         }
         Ok(rows.once)
+    }
+
+    /// Writes an output whose list its writer walks: every Feature becomes a
+    /// row, then the list's type decides, as for a gathered list, whether
+    /// the first row stands for all. Anything irregular asks for a retry on
+    /// the checked path.
+    fn write_walked(
+        &self,
+        out: &Output,
+        (start, end): (usize, usize),
+        c: &mut Column,
+        budget: &mut usize,
+    ) -> Result<bool, Stop> {
+        let body = &self.bufs[0][start..end];
+        let name = gather::first_name(body).ok_or(Stop::Retry)?;
+        let (all, limit) = (self.ix.rows, self.plan.limits.max_output_bytes);
+        // The walk writes at most `all` rows (one when `all` is 0): charge
+        // their size before it allocates, and settle up once rows are known.
+        let bound = fixed_size(out, all.max(1));
+        write::charge(budget, bound, limit)?;
+        let walked = match &out.op {
+            Op::Sparse { .. } => sparse::write_direct(self, name, body, c),
+            Op::Dense { dtype, dim, default, meta } => {
+                dense::write_direct(self, (*dtype, *dim, *default, *meta), name, body, c)
+            }
+            _ => None,
+        };
+        let walked = walked.ok_or(Stop::Retry)?;
+        let shared = walked.list_type == crate::view::ListType::Shared;
+        if (shared && walked.count == 0) || (!shared && walked.count != all) {
+            return Err(Stop::Retry);
+        }
+        let rows = match (shared, out.shared_once) {
+            (true, true) => Rows { compute: 1, total: 1, once: true },
+            (true, false) => Rows { compute: all.min(1), total: all, once: false },
+            _ => Rows { compute: all, total: all, once: false },
+        };
+        if let Column::Dense(d) = c {
+            d.rows = walked.count;
+            d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
+        }
+        c.keep_rows(rows.compute);
+        *budget -= bound;
+        write::charge(budget, c.byte_len(), limit)?;
+        if rows.total > rows.compute {
+            write::broadcast(c, rows.total, budget, limit)?;
+        }
+        Ok(rows.once)
+    }
+
+    /// Rows of the batch being extracted.
+    pub(crate) fn rows_in_batch(&self) -> usize {
+        self.ix.rows
     }
 
     /// A SHARED source is computed once, then broadcast or returned once.

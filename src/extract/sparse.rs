@@ -2,6 +2,7 @@
 //! typed values (the wire is already little-endian u64); fid_v1_list is
 //! converted to v2.
 
+use super::gather::{ListEnd, walk_features};
 use super::{Cell, Ctx, ExtractError};
 use crate::columns::{Column, SplitInt, Splits, Values, extend_le};
 use crate::config::{Output, Source};
@@ -53,7 +54,13 @@ fn canonical_rows<T: bytemuck::Pod, S: SplitInt>(
 }
 
 /// Any other row: the Feature decoded in full, with every check and error.
-fn general_row(cx: &Ctx<'_, '_>, source: usize, row: usize, cell: Cell, values: &mut Values) -> Result<(), ExtractError> {
+fn general_row(
+    cx: &Ctx<'_, '_>,
+    source: usize,
+    row: usize,
+    cell: Cell,
+    values: &mut Values,
+) -> Result<(), ExtractError> {
     let (f, cell) = cx.parse(source, row, cell)?;
     let read = match f.kind() {
         Some(FeatureKind::FidV2List) => f.fid_runs(|run| run.chunks_exact(8).for_each(|c| values.push_u64(le_u64(c)))),
@@ -66,4 +73,75 @@ fn general_row(cx: &Ctx<'_, '_>, source: usize, row: usize, cell: Cell, values: 
         other => return Err(cx.mismatch(source, row, cell, other, "fid_v1_list or fid_v2_list")),
     };
     read.map_err(|e| cx.locate(e, source, row, cell))
+}
+
+/// Walks a list straight into the column: a row per Feature, canonical runs
+/// copied whole, others decoded in full. `None` on anything the checked path
+/// must judge (an error, or more Features than `rows`).
+pub(super) fn write_direct(cx: &Ctx<'_, '_>, name: &[u8], body: &[u8], c: &mut Column) -> Option<ListEnd> {
+    let rows = cx.rows_in_batch().max(1);
+    let r = c.ragged_mut();
+    r.splits.push(0).ok()?;
+    match (&mut r.values, &mut r.splits) {
+        (Values::U64(v), Splits::I64(s)) => walk_ids(cx, name, body, rows, v, s),
+        (Values::U64(v), Splits::I32(s)) => walk_ids(cx, name, body, rows, v, s),
+        (Values::I64(v), Splits::I64(s)) => walk_ids(cx, name, body, rows, v, s),
+        (Values::I64(v), Splits::I32(s)) => walk_ids(cx, name, body, rows, v, s),
+        _ => None,
+    }
+}
+
+#[inline]
+fn walk_ids<T: Id, S: SplitInt>(
+    cx: &Ctx<'_, '_>,
+    name: &[u8],
+    body: &[u8],
+    rows: usize,
+    values: &mut Vec<T>,
+    splits: &mut Vec<S>,
+) -> Option<ListEnd> {
+    let mut count = 0;
+    walk_features(name, body, |feature, _| {
+        if count == rows {
+            return None;
+        }
+        count += 1;
+        match packed_run(feature, FeatureKind::FidV2List) {
+            Some(run) if run.len() % 8 == 0 => extend_le(values, run),
+            _ => any_ids(cx, feature, values)?,
+        }
+        splits.push(S::from_len(values.len()).ok()?);
+        Some(())
+    })
+}
+
+/// A Feature that is not one packed run of v2 fids, decoded in full.
+fn any_ids<T: Id>(cx: &Ctx<'_, '_>, feature: &[u8], values: &mut Vec<T>) -> Option<()> {
+    let f = crate::view::FeatureView::parse(feature, 0).ok()?;
+    match f.kind() {
+        Some(FeatureKind::FidV2List) => f.fid_runs(|run| extend_le(values, run)).ok(),
+        Some(FeatureKind::FidV1List) => {
+            f.fid_runs(|run| values.extend(run.chunks_exact(8).map(|c| T::from_u64(v1_to_v2(le_u64(c)))))).ok()
+        }
+        None => Some(()),
+        Some(_) if cx.is_monolith() => Some(()),
+        Some(_) => None,
+    }
+}
+
+/// The 8-byte id types a sparse column holds.
+trait Id: bytemuck::Pod {
+    fn from_u64(x: u64) -> Self;
+}
+
+impl Id for u64 {
+    fn from_u64(x: u64) -> Self {
+        x
+    }
+}
+
+impl Id for i64 {
+    fn from_u64(x: u64) -> Self {
+        x as i64
+    }
 }

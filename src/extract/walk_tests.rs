@@ -1,0 +1,94 @@
+//! Lists walked straight into their columns must give what the cell path
+//! gives, results and errors alike, on well-formed and damaged batches:
+//! split runs, unpacked and v1 fids, scalars, repeated lists, SHARED lists of
+//! any length, lists longer or shorter than the batch, and flipped bytes.
+
+use proptest::prelude::*;
+use prost::Message;
+
+use super::{Extracted, Extractor};
+use crate::Plan;
+use crate::proto::monolith_pb::{self as pb, feature::Type};
+
+const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:
+  - {name: a, kind: sparse}
+  - {name: b, kind: sparse, splits: i32, shared: once}
+  - {name: d, kind: dense, shape: [2]DEFAULT}
+  - {name: e, kind: dense, shape: [1]}
+  - {name: h, op: hash, input: a, buckets: 7}
+";
+
+fn feature() -> impl Strategy<Value = pb::Feature> {
+    let fids = prop::collection::vec(any::<u64>(), 0..4);
+    let floats = prop::collection::vec(-2.0f32..2.0, 0..4);
+    prop_oneof![
+        fids.clone().prop_map(|value| Type::FidV2List(pb::FidList { value })),
+        fids.prop_map(|value| Type::FidV1List(pb::FidList { value })),
+        floats.prop_map(|value| Type::FloatList(pb::FloatList { value })),
+        any::<i64>().prop_map(Type::Int64Value),
+    ]
+    .prop_map(|t| pb::Feature { r#type: Some(t) })
+}
+
+fn batch() -> impl Strategy<Value = Vec<u8>> {
+    let list =
+        (prop::sample::select(vec!["a", "b", "d", "e", "z"]), prop::collection::vec(feature(), 0..5), any::<bool>());
+    (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..4u8).prop_map(
+        |(lists, rows, at, byte, damage)| {
+            let named_feature_list = lists
+                .into_iter()
+                .map(|(name, feature, shared)| pb::NamedFeatureList {
+                    name: name.into(),
+                    feature,
+                    r#type: i32::from(shared),
+                    id: 0,
+                })
+                .collect();
+            let mut buf =
+                pb::ExampleBatch { named_feature_list, batch_size: rows, ..Default::default() }.encode_to_vec();
+            if damage == 1 && !buf.is_empty() {
+                let i = at % buf.len();
+                buf[i] = byte;
+            }
+            buf
+        },
+    )
+}
+
+fn run(plan: &Plan, buf: &[u8], cells_only: bool) -> Result<Extracted, String> {
+    let mut ex = Extractor::new();
+    ex.index.cells_only = cells_only;
+    let mut out = Extracted::default();
+    ex.extract_batch(plan, buf, &mut out).map(|()| out).map_err(|e| e.to_string())
+}
+
+proptest! {
+    #[test]
+    fn walked_lists_agree_with_cells(buf in batch(), monolith in any::<bool>()) {
+        let compat = if monolith { "monolith" } else { "native" };
+        let default = if monolith { "" } else { ", default: 0.5" };
+        let plan = Plan::from_yaml(&MODEL.replace("COMPAT", compat).replace("DEFAULT", default)).unwrap();
+        prop_assert_eq!(run(&plan, &buf, false), run(&plan, &buf, true));
+    }
+}
+
+/// The comparison above means something only if regular batches are walked.
+#[test]
+fn a_regular_batch_is_walked_without_cells() {
+    let plan = Plan::from_yaml(&MODEL.replace("COMPAT", "native").replace("DEFAULT", "")).unwrap();
+    let fids = |v: &[u64]| pb::Feature { r#type: Some(Type::FidV2List(pb::FidList { value: v.to_vec() })) };
+    let list = |name: &str, feature, shared| pb::NamedFeatureList { name: name.into(), feature, r#type: shared, id: 0 };
+    let batch = pb::ExampleBatch {
+        named_feature_list: vec![list("a", vec![fids(&[1, 2]), fids(&[3])], 0), list("b", vec![fids(&[9])], 1)],
+        batch_size: 2,
+        ..Default::default()
+    };
+    let mut ex = Extractor::new();
+    let mut out = Extracted::default();
+    ex.extract_batch(&plan, &batch.encode_to_vec(), &mut out).unwrap();
+    assert!(ex.index.has_direct() && ex.index.cells.is_empty(), "both lists walked");
+    let a = out.tensor("a").unwrap();
+    assert_eq!((a.ragged_u64(), a.shape), (vec![vec![1, 2], vec![3]], vec![2, -1]));
+    let b = out.tensor("b").unwrap();
+    assert_eq!((b.ragged_u64(), b.shared, b.splits_dtype), (vec![vec![9]], true, crate::DataType::I32 as i32));
+}
