@@ -42,6 +42,7 @@ impl ServeError {
                 | ExtractError::BatchSize { .. }
                 | ExtractError::TooManyRows { .. }
                 | ExtractError::ListLength { .. }
+                | ExtractError::SharedListLength { .. }
                 | ExtractError::TypeMismatch { .. }
                 | ExtractError::Invalid { .. }
                 | ExtractError::InputTooLarge { .. }
