@@ -7,19 +7,19 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use fex::proto::fex_v1::FILE_DESCRIPTOR_SET;
-use fex::proto::fex_v1::feature_extractor_server::FeatureExtractorServer;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tonic::transport::ServerTlsConfig;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
-use crate::layers::{AdmissionLayer, DeadlineLayer, MetricsLayer, SizeLimitLayer};
+use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer};
 use crate::metrics::{Metrics, ResultLabel};
 use crate::registry::{LoadError, Registry, ReloadReport};
 use crate::service::ExtractorService;
+use crate::stub::feature_extractor_server::FeatureExtractorServer;
 
 /// A running server. Drop does not stop it: call `shutdown` and `wait`.
 pub struct Server {
@@ -28,20 +28,25 @@ pub struct Server {
     pub health_addr: Option<SocketAddr>,
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
+    health: HealthReporter,
     drain: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
-/// Loads the models `args` names: a directory, or the embedded default.
+/// Loads the models `args` names: a directory or one file, or the embedded
+/// default. Any file that fails is an error.
 pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
     match &args.models {
-        Some(dir) => Registry::from_dir(dir),
+        Some(path) => Registry::from_path(path),
         None => Ok(Registry::embedded_default()),
     }
 }
 
 /// Binds every listener and starts serving; returns once the server is ready.
+/// The TLS files are checked first: a bad one is a `TlsError` (which the
+/// binary reports as a bad configuration) and nothing is bound.
 pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
+    let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
     metrics.models.set(registry.all().len() as i64);
     let listener = tokio::net::TcpListener::bind(args.listen_addr)
@@ -59,7 +64,7 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
         Arc::clone(&registry),
         Arc::clone(&metrics),
         health.clone(),
-        health_service(),
+        tls,
         drained,
     ));
     let task = tokio::spawn(async move {
@@ -68,8 +73,14 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
         let _ = health_done.send(());
         result.context("server task")?
     });
-    tracing::info!(%addr, metrics = ?metrics_addr, health = ?health_addr, models = ?registry.names(), "fex-server listening");
-    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, drain, task })
+    let (metrics_at, health_at, models) = (shown(metrics_addr), shown(health_addr), registry.names().join(", "));
+    tracing::info!(%addr, metrics = %metrics_at, health = %health_at, %models, "fex-server listening");
+    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, health, drain, task })
+}
+
+/// An optional listener address as logged: the address, or "off".
+fn shown(addr: Option<SocketAddr>) -> String {
+    addr.map_or_else(|| "off".to_string(), |a| a.to_string())
 }
 
 type Health = HealthServer<HealthService>;
@@ -125,9 +136,11 @@ async fn run(
     registry: Arc<Registry>,
     metrics: Arc<Metrics>,
     health: HealthReporter,
-    health_service: Health,
+    tls: Option<ServerTlsConfig>,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let models_loaded = !registry.all().is_empty();
+    let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
     let extractor =
         ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
     let extractor = FeatureExtractorServer::new(extractor)
@@ -150,29 +163,29 @@ async fn run(
     // - admission: the global concurrency limit; a call that finds no permit
     //   is answered RESOURCE_EXHAUSTED at once (no queue), before its body is
     //   read.
-    // - max request size: the gRPC message's length prefix is read from the
-    //   body and a message over --max-request-bytes is refused before it is
-    //   buffered, RESOURCE_EXHAUSTED naming found and limit. (tonic's decoder
-    //   limit, set above to the same value, is the backstop.)
+    // - framing: the gRPC message prefix is read from the body; a message
+    //   over --max-request-bytes is refused before it is buffered,
+    //   RESOURCE_EXHAUSTED naming found and limit (tonic's decoder limit, set
+    //   above to the same value, is the backstop), and a body that is not
+    //   exactly one well-framed message is INVALID_ARGUMENT. Innermost, so
+    //   only admitted calls read their bodies.
     let stack = tower::ServiceBuilder::new()
         .layer(MetricsLayer::new(Arc::clone(&metrics)))
         .layer(DeadlineLayer::new(args.request_timeout, Arc::clone(&metrics)))
         .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
-        .layer(SizeLimitLayer::new(args.max_request_bytes))
+        .layer(FramingLayer::new(args.max_request_bytes))
         .into_inner();
     let mut builder = tonic::transport::Server::builder();
-    if let Some(tls) = tls_config(&args)? {
+    if let Some(tls) = tls {
         builder = builder.tls_config(tls)?;
     }
-    health.set_serving::<FeatureExtractorServer<ExtractorService>>().await;
-    health.set_service_status("", tonic_health::ServingStatus::Serving).await;
+    set_health(&health, models_loaded).await;
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let stop_health = health.clone();
     let mut stop_rx = drained.clone();
     let shutdown = async move {
         let _ = stop_rx.wait_for(|d| *d).await;
-        stop_health.set_not_serving::<FeatureExtractorServer<ExtractorService>>().await;
-        stop_health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+        set_health(&stop_health, false).await;
     };
     let serve = builder
         .layer(stack)
@@ -193,14 +206,15 @@ async fn run(
     Ok(())
 }
 
-fn tls_config(args: &Args) -> anyhow::Result<Option<ServerTlsConfig>> {
-    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else { return Ok(None) };
-    let read = |p: &std::path::PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
-    let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?));
-    if let Some(ca) = &args.tls_client_ca {
-        tls = tls.client_ca_root(Certificate::from_pem(read(ca)?));
-    }
-    Ok(Some(tls))
+/// Health of the server ("") and of fex.v1.FeatureExtractor, which always
+/// agree: SERVING while it serves at least one model and is not draining.
+async fn set_health(health: &HealthReporter, serving: bool) {
+    use tonic_health::ServingStatus::{NotServing, Serving};
+    let status = if serving { Serving } else { NotServing };
+    health.set_service_status("", status).await;
+    health
+        .set_service_status(<FeatureExtractorServer<ExtractorService> as tonic::server::NamedService>::NAME, status)
+        .await;
 }
 
 impl Server {
@@ -215,9 +229,17 @@ impl Server {
         self.task.await.context("server task")?
     }
 
-    /// Re-reads the models directory, logging and counting the outcome.
-    pub fn reload(&self) -> ReloadReport {
-        reload(&self.registry, &self.metrics)
+    /// Resolves only if the server stops without being asked to (a failed
+    /// listener), with its error; then `wait` must not be called.
+    pub async fn stopped(&mut self) -> anyhow::Result<()> {
+        (&mut self.task).await.context("server task")??;
+        anyhow::bail!("the gRPC server stopped on its own")
+    }
+
+    /// Re-reads the models, logging and counting the outcome.
+    pub async fn reload(&self) -> ReloadReport {
+        let draining = *self.drain.borrow();
+        reload(&self.registry, &self.metrics, (!draining).then_some(&self.health)).await
     }
 
     /// Reloads every `interval` (if non-zero) until the drain starts.
@@ -225,23 +247,28 @@ impl Server {
         if interval.is_zero() {
             return;
         }
-        let (registry, metrics) = (Arc::clone(&self.registry), Arc::clone(&self.metrics));
+        let (registry, metrics, health) = (Arc::clone(&self.registry), Arc::clone(&self.metrics), self.health.clone());
         let mut drained = self.drain.subscribe();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval);
             ticks.tick().await;
             loop {
                 tokio::select! {
-                    _ = ticks.tick() => { reload(&registry, &metrics); }
-                    _ = drained.wait_for(|d| *d) => return,
+                    _ = ticks.tick() => { reload(&registry, &metrics, Some(&health)).await; }
+                    // The watch guard must not live across the reload's awaits.
+                    () = async { let _ = drained.wait_for(|d| *d).await; } => return,
                 }
             }
         });
     }
 }
 
-fn reload(registry: &Registry, metrics: &Metrics) -> ReloadReport {
+/// Reloads, logs and counts; `health` (None while draining) follows whether
+/// any model is left.
+async fn reload(registry: &Registry, metrics: &Metrics, health: Option<&HealthReporter>) -> ReloadReport {
+    let before = registry.all().len();
     let report = registry.reload();
+    let after = registry.all().len();
     for name in &report.loaded {
         tracing::info!(model = %name, "model loaded");
     }
@@ -255,6 +282,16 @@ fn reload(registry: &Registry, metrics: &Metrics) -> ReloadReport {
         |result: &str, n: usize| metrics.reloads.get_or_create(&ResultLabel { result: result.into() }).inc_by(n as u64);
     count("ok", report.loaded.len());
     count("rejected", report.rejected.len());
-    metrics.models.set(registry.all().len() as i64);
+    metrics.models.set(after as i64);
+    if (before == 0) != (after == 0) {
+        if after == 0 {
+            tracing::warn!("no model is loaded: health is NOT_SERVING until a model config loads");
+        } else {
+            tracing::info!(models = %registry.names().join(", "), "a model is loaded again: health is SERVING");
+        }
+        if let Some(health) = health {
+            set_health(health, after > 0).await;
+        }
+    }
     report
 }
