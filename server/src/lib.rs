@@ -1,5 +1,5 @@
 //! fex-server: the gRPC adapter around the fex library. `args` (flags),
-//! `registry` (models), `service` (fex.v1.FeatureExtractor), `codec` (request
+//! `registry` (models), `reload` (reloads and health), `service` (fex.v1.FeatureExtractor), `codec` (request
 //! decoding), `layers` (tower stack), `status` (error → gRPC code), `tls`
 //! (certificate checks), `metrics` (Prometheus), `serve` (wiring, health,
 //! reflection, drain).
@@ -9,6 +9,7 @@ pub mod codec;
 pub mod layers;
 pub mod metrics;
 pub mod registry;
+mod reload;
 pub mod serve;
 pub mod service;
 pub mod status;

@@ -16,8 +16,9 @@ use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
 use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer};
-use crate::metrics::{Metrics, ResultLabel};
+use crate::metrics::Metrics;
 use crate::registry::{LoadError, Registry, ReloadReport};
+use crate::reload::Reloader;
 use crate::service::ExtractorService;
 use crate::stub::feature_extractor_server::FeatureExtractorServer;
 
@@ -28,7 +29,7 @@ pub struct Server {
     pub health_addr: Option<SocketAddr>,
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
-    health: HealthReporter,
+    reloader: Reloader,
     drain: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
 }
@@ -48,25 +49,17 @@ pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
 pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
     let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
-    metrics.models.set(registry.all().len() as i64);
     let listener = tokio::net::TcpListener::bind(args.listen_addr)
         .await
         .with_context(|| format!("binding the gRPC listener on {}", args.listen_addr))?;
     let addr = listener.local_addr()?;
     let (drain, drained) = watch::channel(false);
     let metrics_addr = start_metrics(args, &metrics, drained.clone()).await?;
-    let health = tonic_health::server::HealthReporter::new();
+    let health = HealthReporter::new();
+    let reloader = Reloader::new(Arc::clone(&registry), Arc::clone(&metrics), health.clone(), drained.clone()).await;
     let health_service = || HealthServer::new(HealthService::from_health_reporter(health.clone()));
     let (health_addr, health_done) = start_health(args, health_service()).await?;
-    let main = tokio::spawn(run(
-        args.clone(),
-        listener,
-        Arc::clone(&registry),
-        Arc::clone(&metrics),
-        health.clone(),
-        tls,
-        drained,
-    ));
+    let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), tls, drained));
     let task = tokio::spawn(async move {
         let result = main.await;
         // Probes keep answering (NOT_SERVING) until the main listener is done.
@@ -75,7 +68,7 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     });
     let (metrics_at, health_at, models) = (shown(metrics_addr), shown(health_addr), registry.names().join(", "));
     tracing::info!(%addr, metrics = %metrics_at, health = %health_at, %models, "fex-server listening");
-    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, health, drain, task })
+    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, reloader, drain, task })
 }
 
 /// An optional listener address as logged: the address, or "off".
@@ -133,14 +126,12 @@ async fn start_metrics(
 async fn run(
     args: Args,
     listener: tokio::net::TcpListener,
-    registry: Arc<Registry>,
-    metrics: Arc<Metrics>,
-    health: HealthReporter,
+    reloader: Reloader,
     tls: Option<ServerTlsConfig>,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let models_loaded = !registry.all().is_empty();
-    let health_service = HealthServer::new(HealthService::from_health_reporter(health.clone()));
+    let health_service = HealthServer::new(HealthService::from_health_reporter(reloader.health.clone()));
+    let (registry, metrics) = (Arc::clone(&reloader.registry), Arc::clone(&reloader.metrics));
     let extractor =
         ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
     let extractor = FeatureExtractorServer::new(extractor)
@@ -179,13 +170,11 @@ async fn run(
     if let Some(tls) = tls {
         builder = builder.tls_config(tls)?;
     }
-    set_health(&health, models_loaded).await;
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let stop_health = health.clone();
     let mut stop_rx = drained.clone();
     let shutdown = async move {
         let _ = stop_rx.wait_for(|d| *d).await;
-        set_health(&stop_health, false).await;
+        reloader.drain().await;
     };
     let serve = builder
         .layer(stack)
@@ -204,17 +193,6 @@ async fn run(
         () = deadline => tracing::warn!(?drain_timeout, "drain deadline passed with calls in flight; exiting"),
     }
     Ok(())
-}
-
-/// Health of the server ("") and of fex.v1.FeatureExtractor, which always
-/// agree: SERVING while it serves at least one model and is not draining.
-async fn set_health(health: &HealthReporter, serving: bool) {
-    use tonic_health::ServingStatus::{NotServing, Serving};
-    let status = if serving { Serving } else { NotServing };
-    health.set_service_status("", status).await;
-    health
-        .set_service_status(<FeatureExtractorServer<ExtractorService> as tonic::server::NamedService>::NAME, status)
-        .await;
 }
 
 impl Server {
@@ -236,10 +214,10 @@ impl Server {
         anyhow::bail!("the gRPC server stopped on its own")
     }
 
-    /// Re-reads the models, logging and counting the outcome.
+    /// Re-reads the models, logging and counting the outcome; health
+    /// follows whether any model is loaded (until the drain starts).
     pub async fn reload(&self) -> ReloadReport {
-        let draining = *self.drain.borrow();
-        reload(&self.registry, &self.metrics, (!draining).then_some(&self.health)).await
+        self.reloader.reload().await
     }
 
     /// Reloads every `interval` (if non-zero) until the drain starts.
@@ -247,51 +225,18 @@ impl Server {
         if interval.is_zero() {
             return;
         }
-        let (registry, metrics, health) = (Arc::clone(&self.registry), Arc::clone(&self.metrics), self.health.clone());
+        let reloader = self.reloader.clone();
         let mut drained = self.drain.subscribe();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval);
             ticks.tick().await;
             loop {
                 tokio::select! {
-                    _ = ticks.tick() => { reload(&registry, &metrics, Some(&health)).await; }
+                    _ = ticks.tick() => { reloader.reload().await; }
                     // The watch guard must not live across the reload's awaits.
                     () = async { let _ = drained.wait_for(|d| *d).await; } => return,
                 }
             }
         });
     }
-}
-
-/// Reloads, logs and counts; `health` (None while draining) follows whether
-/// any model is left.
-async fn reload(registry: &Registry, metrics: &Metrics, health: Option<&HealthReporter>) -> ReloadReport {
-    let before = registry.all().len();
-    let report = registry.reload();
-    let after = registry.all().len();
-    for name in &report.loaded {
-        tracing::info!(model = %name, "model loaded");
-    }
-    for name in &report.removed {
-        tracing::info!(model = %name, "model unloaded: its config file is gone");
-    }
-    for e in &report.rejected {
-        tracing::error!(path = %e.path.display(), error = %e.message, "model config rejected; the previous version keeps serving");
-    }
-    let count =
-        |result: &str, n: usize| metrics.reloads.get_or_create(&ResultLabel { result: result.into() }).inc_by(n as u64);
-    count("ok", report.loaded.len());
-    count("rejected", report.rejected.len());
-    metrics.models.set(after as i64);
-    if (before == 0) != (after == 0) {
-        if after == 0 {
-            tracing::warn!("no model is loaded: health is NOT_SERVING until a model config loads");
-        } else {
-            tracing::info!(models = %registry.names().join(", "), "a model is loaded again: health is SERVING");
-        }
-        if let Some(health) = health {
-            set_health(health, after > 0).await;
-        }
-    }
-    report
 }
