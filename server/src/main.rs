@@ -39,17 +39,18 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--check-config`: every valid config on stdout, every error on stderr;
-/// exits 0 when all are valid, 64 otherwise.
+/// `--check-config`: every valid model on stdout (`NAME: ok (...)`, which
+/// scripts split at the first colon), every error on stderr; exits 0 when
+/// all are valid, 64 otherwise.
 fn check_config(args: &Args) -> ExitCode {
     let (registry, errors) = match &args.models {
         Some(path) => Registry::open(path),
         None => (Registry::embedded_default(), vec![]),
     };
     for model in registry.all() {
-        let path = model.path.as_ref().map_or_else(|| "(embedded)".to_string(), |p| p.display().to_string());
-        let outputs = model.plan.visible().count();
-        println!("{path}: ok: model {} (version {}, {outputs} outputs)", model.plan.name, model.version);
+        let from = model.path.as_ref().map_or_else(|| "embedded".to_string(), |p| p.display().to_string());
+        let (name, version, outputs) = (&model.plan.name, &model.version, model.plan.visible().count());
+        println!("{name}: ok (version {version}, {outputs} outputs, {from})");
     }
     if errors.is_empty() { ExitCode::SUCCESS } else { config_errors(&errors) }
 }
