@@ -94,9 +94,10 @@ impl FeatureExtractor for ExtractorService {
 
 impl ExtractorService {
     fn lookup(&self, name: &str) -> Result<Arc<Model>, ServeError> {
-        self.registry
-            .get(name)
-            .ok_or_else(|| ServeError::UnknownModel { name: quoted(name), known: self.registry.names().join(", ") })
+        self.registry.get(name).ok_or_else(|| ServeError::UnknownModel {
+            name: quoted(name).to_string(),
+            known: self.registry.names().join(", "),
+        })
     }
 
     /// Runs the extraction on `model`, which the call holds: a reload mid-call

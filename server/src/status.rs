@@ -103,13 +103,23 @@ const ECHO_PREFIX: usize = 64;
 
 /// A caller's string, quoted, for a status message or a log: whole when
 /// short, else its first characters and its full length, so a huge name
-/// cannot blow up a message past the client's metadata limit.
-pub fn quoted(s: &str) -> String {
-    if s.len() <= ECHO_LIMIT {
-        return format!("{s:?}");
+/// cannot blow up a message past the client's metadata limit. Formats
+/// lazily (a log line that is off costs nothing).
+pub fn quoted(s: &str) -> Quoted<'_> {
+    Quoted(s)
+}
+
+pub struct Quoted<'a>(&'a str);
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0;
+        if s.len() <= ECHO_LIMIT {
+            return write!(f, "{s:?}");
+        }
+        let cut = (0..=ECHO_PREFIX).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+        write!(f, "{:?} ({} bytes)", format!("{}…", &s[..cut]), s.len())
     }
-    let cut = (0..=ECHO_PREFIX).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
-    format!("{:?} ({} bytes)", format!("{}…", &s[..cut]), s.len())
 }
 
 impl From<ServeError> for Status {
@@ -124,11 +134,11 @@ mod tests {
 
     #[test]
     fn long_caller_strings_are_clipped_with_their_length() {
-        assert_eq!(quoted("ranker"), r#""ranker""#);
+        assert_eq!(quoted("ranker").to_string(), r#""ranker""#);
         let long = "x".repeat(100_000);
-        assert_eq!(quoted(&long), format!(r#""{}…" (100000 bytes)"#, "x".repeat(64)));
+        assert_eq!(quoted(&long).to_string(), format!(r#""{}…" (100000 bytes)"#, "x".repeat(64)));
         // Never cut inside a character.
         let wide = "é".repeat(100);
-        assert_eq!(quoted(&wide), format!(r#""{}…" (200 bytes)"#, "é".repeat(32)));
+        assert_eq!(quoted(&wide).to_string(), format!(r#""{}…" (200 bytes)"#, "é".repeat(32)));
     }
 }
