@@ -78,6 +78,26 @@ fn shared_once_returns_one_row_marked_shared() {
     assert_eq!((city.shape.as_slice(), city.shared, city.splits()), (&[1i64, -1][..], true, vec![0, 0]));
 }
 
+/// Issue 11: a SHARED list of 100,000 features was accepted in native mode,
+/// every feature after the first silently ignored.
+#[test]
+fn a_shared_list_holds_at_most_one_feature_in_native_mode() {
+    let two = || list("user_id", SHARED, vec![fids(&[7]), fids(&[8])]);
+    let native = plan("native", "  - {name: user_id, kind: sparse}\n");
+    let other = list("other", INDIVIDUAL, vec![fids(&[1]), fids(&[2]), fids(&[3])]);
+    let err = fex::extract_batch(&native, &batch(3, vec![other, two()])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"named_feature_list[1] "user_id" is SHARED and holds 2 features, allowed at most 1 (its one feature is used for every row)"#
+    );
+    // An empty SHARED list is a missing feature.
+    let out = run(&native, &batch(2, vec![list("user_id", SHARED, vec![])]));
+    assert_eq!(tensor(&out, "user_id").splits(), [0, 0, 0]);
+    // Monolith reads feature(0) and ignores the rest, as parse_example_batch does.
+    let monolith = plan("monolith", "  - {name: user_id, kind: sparse}\n");
+    assert_eq!(tensor(&run(&monolith, &batch(2, vec![two()])), "user_id").u64s(), [7, 7]);
+}
+
 #[test]
 fn individual_list_gives_one_row_per_feature() {
     let p = plan("native", "  - {name: item_id, kind: sparse}\n");

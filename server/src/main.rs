@@ -1,12 +1,16 @@
 //! fex-server binary: flags → tracing → models → serve → drain on SIGTERM or
-//! SIGINT → exit. Exit code 64 means a bad configuration.
+//! SIGINT → exit. Exit code 64 means a bad configuration (a model config or a
+//! TLS file).
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
 use fex_server::args::{Args, LogFormat};
+use fex_server::registry::{LoadError, Registry};
 use fex_server::serve;
+use fex_server::tls::TlsError;
 use tokio::signal::unix::{SignalKind, signal};
 
 const EXIT_CONFIG: u8 = 64;
@@ -14,24 +18,20 @@ const EXIT_CONFIG: u8 = 64;
 fn main() -> ExitCode {
     let args = Args::parse();
     init_tracing(&args);
+    if args.check_config {
+        return check_config(&args);
+    }
     let registry = match serve::load_registry(&args) {
         Ok(r) => r,
-        Err(errors) => {
-            for e in &errors {
-                eprintln!("{e}");
-            }
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(errors) => return config_errors(&errors),
     };
-    if args.check_config {
-        for model in registry.all() {
-            println!("{}: ok (version {}, {} outputs)", model.plan.name, model.version, model.plan.outputs.len());
-        }
-        return ExitCode::SUCCESS;
-    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match runtime.block_on(run(args, Arc::new(registry))) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<TlsError>() => {
+            eprintln!("{e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
         Err(e) => {
             tracing::error!(error = %format!("{e:#}"), "fex-server failed");
             ExitCode::FAILURE
@@ -39,17 +39,41 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args, registry: Arc<fex_server::registry::Registry>) -> anyhow::Result<()> {
-    let server = serve::start(&args, registry).await?;
+/// `--check-config`: every valid model on stdout (`NAME: ok (...)`, which
+/// scripts split at the first colon), every error on stderr; exits 0 when
+/// all are valid, 64 otherwise.
+fn check_config(args: &Args) -> ExitCode {
+    let (registry, errors) = match &args.models {
+        Some(path) => Registry::open(path),
+        None => (Registry::embedded_default(), vec![]),
+    };
+    for model in registry.all() {
+        let from = model.path.as_ref().map_or_else(|| "embedded".to_string(), |p| p.display().to_string());
+        let (name, version, outputs) = (&model.plan.name, &model.version, model.plan.visible().count());
+        println!("{name}: ok (version {version}, {outputs} outputs, {from})");
+    }
+    if errors.is_empty() { ExitCode::SUCCESS } else { config_errors(&errors) }
+}
+
+fn config_errors(errors: &[LoadError]) -> ExitCode {
+    for e in errors {
+        eprintln!("{e}");
+    }
+    ExitCode::from(EXIT_CONFIG)
+}
+
+async fn run(args: Args, registry: Arc<Registry>) -> anyhow::Result<()> {
+    let mut server = serve::start(&args, registry).await?;
     server.spawn_reloader(args.reload_interval);
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
     loop {
         tokio::select! {
-            _ = hup.recv() => { server.reload(); }
+            _ = hup.recv() => { server.reload().await; }
             _ = term.recv() => break,
             _ = int.recv() => break,
+            stopped = server.stopped() => return stopped,
         }
     }
     tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight calls");
@@ -59,11 +83,13 @@ async fn run(args: Args, registry: Arc<fex_server::registry::Registry>) -> anyho
     Ok(())
 }
 
+/// Logs go to stderr; text logs are coloured only when stderr is a terminal,
+/// so a file or a log collector gets plain text.
 fn init_tracing(args: &Args) {
     let filter = tracing_subscriber::EnvFilter::try_new(&args.log).unwrap_or_else(|_| "info".into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match args.log_format {
         LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
+        LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
     }
 }

@@ -2,11 +2,12 @@
 //! `Arc<Model>`. A reload validates a changed file before it replaces the old
 //! model in one atomic map insert; an invalid file is rejected and the old model
 //! keeps serving. Requests hold their own `Arc`, so they finish on the plan
-//! they started with.
+//! they started with. A rejection is reported once: until the file's text or
+//! its error changes, later reloads keep it quiet.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dashmap::DashMap;
 use fex::Plan;
@@ -54,7 +55,8 @@ impl std::fmt::Display for LoadError {
     }
 }
 
-/// What a reload did.
+/// What a reload did. `rejected` holds the files judged afresh: a file
+/// rejected for the same reason as last time, with the same text, is left out.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReloadReport {
     pub loaded: Vec<String>,
@@ -62,10 +64,22 @@ pub struct ReloadReport {
     pub rejected: Vec<LoadError>,
 }
 
+/// Where the model configs come from.
+#[derive(Debug, Clone)]
+enum Source {
+    Embedded,
+    /// Every *.yaml / *.yml file of a directory.
+    Dir(PathBuf),
+    /// One config file, whatever its name.
+    File(PathBuf),
+}
+
 #[derive(Debug)]
 pub struct Registry {
     models: DashMap<String, Arc<Model>>,
-    dir: Option<PathBuf>,
+    source: Source,
+    /// Files rejected by the last reload: path → digest of text and error.
+    rejected: Mutex<HashMap<PathBuf, u64>>,
 }
 
 impl Registry {
@@ -73,21 +87,38 @@ impl Registry {
     pub fn embedded_default() -> Self {
         let models = DashMap::new();
         models.insert("default".to_string(), Arc::new(Model::embedded_default()));
-        Self { models, dir: None }
+        Self { models, source: Source::Embedded, rejected: Mutex::default() }
     }
 
-    /// Loads every config in `dir`; at startup any invalid file is fatal.
-    pub fn from_dir(dir: &Path) -> Result<Self, Vec<LoadError>> {
-        let registry = Self { models: DashMap::new(), dir: Some(dir.to_path_buf()) };
-        let report = registry.reload();
-        if !report.rejected.is_empty() {
-            return Err(report.rejected);
-        }
-        if registry.models.is_empty() {
+    /// Loads a directory of configs or one config file; at startup any
+    /// invalid file is fatal.
+    pub fn from_path(path: &Path) -> Result<Self, Vec<LoadError>> {
+        let (registry, errors) = Self::open(path);
+        if errors.is_empty() { Ok(registry) } else { Err(errors) }
+    }
+
+    /// Loads what it can from a directory or one file: the registry of the
+    /// valid files, and the errors of the others (also "no model configs"
+    /// when there is nothing to serve).
+    pub fn open(path: &Path) -> (Self, Vec<LoadError>) {
+        let source = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => Source::Dir(path.to_path_buf()),
+            Ok(_) => Source::File(path.to_path_buf()),
+            Err(e) => {
+                let error = LoadError { path: path.to_path_buf(), message: format!("cannot read: {e}") };
+                return (
+                    Self { models: DashMap::new(), source: Source::Embedded, rejected: Mutex::default() },
+                    vec![error],
+                );
+            }
+        };
+        let registry = Self { models: DashMap::new(), source, rejected: Mutex::default() };
+        let mut errors = registry.reload().rejected;
+        if registry.models.is_empty() && errors.is_empty() {
             let message = "no model configs (*.yaml, *.yml) found".to_string();
-            return Err(vec![LoadError { path: dir.to_path_buf(), message }]);
+            errors.push(LoadError { path: path.to_path_buf(), message });
         }
-        Ok(registry)
+        (registry, errors)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Model>> {
@@ -105,18 +136,24 @@ impl Registry {
         self.all().iter().map(|m| m.plan.name.clone()).collect()
     }
 
-    /// Re-reads the directory: changed valid files replace their models,
+    /// Re-reads the configs: changed valid files replace their models,
     /// invalid ones are rejected (the old model stays), deleted files unload.
     pub fn reload(&self) -> ReloadReport {
         let mut report = ReloadReport::default();
-        let Some(dir) = &self.dir else { return report };
-        let (files, mut rejected) = read_dir(dir);
-        report.rejected.append(&mut rejected);
+        let (files, mut rejected) = match &self.source {
+            Source::Embedded => return report,
+            Source::Dir(dir) => read_dir(dir),
+            Source::File(file) => read_file(file),
+        };
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         for (path, text) in files {
-            match Plan::from_yaml_in(&text, path.parent().unwrap_or(dir)) {
-                Ok(plan) => self.offer(Model::new(plan, Some(path), &text), &mut seen, &mut report),
-                Err(e) => report.rejected.push(LoadError { path, message: e.to_string() }),
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let judged = match Plan::from_yaml_in(&text, &dir) {
+                Ok(plan) => self.offer(Model::new(plan, Some(path.clone()), &text), &mut seen, &mut report),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(message) = judged {
+                rejected.push((LoadError { path, message }, fnv1a(text.as_bytes())));
             }
         }
         // A model unloads when no valid file defines it any more, unless its
@@ -127,7 +164,7 @@ impl Registry {
             .filter(|m| {
                 let Some(path) = &m.path else { return false };
                 let redefined = seen.get(m.key()).is_some_and(|p| p == path);
-                let rejected = report.rejected.iter().any(|r| &r.path == path);
+                let rejected = rejected.iter().any(|(r, _)| &r.path == path);
                 !redefined && !rejected
             })
             .map(|m| m.key().clone())
@@ -136,17 +173,39 @@ impl Registry {
             self.models.remove(&name);
             report.removed.push(name);
         }
+        report.rejected = self.judged_afresh(rejected);
         report
     }
 
-    /// Installs a valid model unless another file already defined its name.
-    fn offer(&self, model: Model, seen: &mut HashMap<String, PathBuf>, report: &mut ReloadReport) {
+    /// The rejections not already reported with the same text and error;
+    /// remembers this reload's rejections (a file that loads is forgotten).
+    fn judged_afresh(&self, rejected: Vec<(LoadError, u64)>) -> Vec<LoadError> {
+        let mut last = self.rejected.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut now = HashMap::with_capacity(rejected.len());
+        let mut fresh = Vec::new();
+        for (error, text_digest) in rejected {
+            let judgement = text_digest ^ fnv1a(error.message.as_bytes()).rotate_left(1);
+            if last.get(&error.path) != Some(&judgement) {
+                fresh.push(error.clone());
+            }
+            now.insert(error.path, judgement);
+        }
+        *last = now;
+        fresh
+    }
+
+    /// Installs a valid model unless another file already defined its name
+    /// (then the error).
+    fn offer(
+        &self,
+        model: Model,
+        seen: &mut HashMap<String, PathBuf>,
+        report: &mut ReloadReport,
+    ) -> Result<(), String> {
         let name = model.plan.name.clone();
         let path = model.path.clone().unwrap_or_default();
         if let Some(first) = seen.get(&name) {
-            let message = format!("model name {name:?} is already defined by {}", first.display());
-            report.rejected.push(LoadError { path, message });
-            return;
+            return Err(format!("model name {name:?} is already defined by {}", first.display()));
         }
         seen.insert(name.clone(), path);
         let unchanged = self.models.get(&name).is_some_and(|old| old.digest == model.digest && old.path == model.path);
@@ -154,17 +213,22 @@ impl Registry {
             self.models.insert(name.clone(), Arc::new(model));
             report.loaded.push(name);
         }
+        Ok(())
     }
 }
 
+/// Config texts read, and files that could not be read (each with the
+/// digest of what was read: none).
+type Read = (Vec<(PathBuf, String)>, Vec<(LoadError, u64)>);
+
 /// Reads every *.yaml / *.yml file of `dir` (sorted, so reloads are stable).
-fn read_dir(dir: &Path) -> (Vec<(PathBuf, String)>, Vec<LoadError>) {
+fn read_dir(dir: &Path) -> Read {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) => {
-            errors.push(LoadError { path: dir.to_path_buf(), message: e.to_string() });
+            errors.push((LoadError { path: dir.to_path_buf(), message: format!("cannot read: {e}") }, 0));
             return (files, errors);
         }
     };
@@ -176,10 +240,20 @@ fn read_dir(dir: &Path) -> (Vec<(PathBuf, String)>, Vec<LoadError>) {
     for path in paths {
         match std::fs::read_to_string(&path) {
             Ok(text) => files.push((path, text)),
-            Err(e) => errors.push(LoadError { path, message: e.to_string() }),
+            Err(e) => errors.push((LoadError { path, message: format!("cannot read: {e}") }, 0)),
         }
     }
     (files, errors)
+}
+
+/// Reads the one config file; once deleted it holds no model (as a file
+/// deleted from a directory).
+fn read_file(path: &Path) -> Read {
+    match std::fs::read_to_string(path) {
+        Ok(text) => (vec![(path.to_path_buf(), text)], vec![]),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (vec![], vec![]),
+        Err(e) => (vec![], vec![(LoadError { path: path.to_path_buf(), message: format!("cannot read: {e}") }, 0)]),
+    }
 }
 
 /// FNV-1a: a stable digest of a config's text (same on every platform).

@@ -7,19 +7,20 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use fex::proto::fex_v1::FILE_DESCRIPTOR_SET;
-use fex::proto::fex_v1::feature_extractor_server::FeatureExtractorServer;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tonic::transport::ServerTlsConfig;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
-use crate::layers::{AdmissionLayer, DeadlineLayer, MetricsLayer, SizeLimitLayer};
-use crate::metrics::{Metrics, ResultLabel};
+use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer};
+use crate::metrics::Metrics;
 use crate::registry::{LoadError, Registry, ReloadReport};
+use crate::reload::Reloader;
 use crate::service::ExtractorService;
+use crate::stub::feature_extractor_server::FeatureExtractorServer;
 
 /// A running server. Drop does not stop it: call `shutdown` and `wait`.
 pub struct Server {
@@ -28,48 +29,51 @@ pub struct Server {
     pub health_addr: Option<SocketAddr>,
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
+    reloader: Reloader,
     drain: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
-/// Loads the models `args` names: a directory, or the embedded default.
+/// Loads the models `args` names: a directory or one file, or the embedded
+/// default. Any file that fails is an error.
 pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
     match &args.models {
-        Some(dir) => Registry::from_dir(dir),
+        Some(path) => Registry::from_path(path),
         None => Ok(Registry::embedded_default()),
     }
 }
 
 /// Binds every listener and starts serving; returns once the server is ready.
+/// The TLS files are checked first: a bad one is a `TlsError` (which the
+/// binary reports as a bad configuration) and nothing is bound.
 pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
+    let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
-    metrics.models.set(registry.all().len() as i64);
     let listener = tokio::net::TcpListener::bind(args.listen_addr)
         .await
         .with_context(|| format!("binding the gRPC listener on {}", args.listen_addr))?;
     let addr = listener.local_addr()?;
     let (drain, drained) = watch::channel(false);
     let metrics_addr = start_metrics(args, &metrics, drained.clone()).await?;
-    let health = tonic_health::server::HealthReporter::new();
+    let health = HealthReporter::new();
+    let reloader = Reloader::new(Arc::clone(&registry), Arc::clone(&metrics), health.clone(), drained.clone()).await;
     let health_service = || HealthServer::new(HealthService::from_health_reporter(health.clone()));
     let (health_addr, health_done) = start_health(args, health_service()).await?;
-    let main = tokio::spawn(run(
-        args.clone(),
-        listener,
-        Arc::clone(&registry),
-        Arc::clone(&metrics),
-        health.clone(),
-        health_service(),
-        drained,
-    ));
+    let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), tls, drained));
     let task = tokio::spawn(async move {
         let result = main.await;
         // Probes keep answering (NOT_SERVING) until the main listener is done.
         let _ = health_done.send(());
         result.context("server task")?
     });
-    tracing::info!(%addr, metrics = ?metrics_addr, health = ?health_addr, models = ?registry.names(), "fex-server listening");
-    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, drain, task })
+    let (metrics_at, health_at, models) = (shown(metrics_addr), shown(health_addr), registry.names().join(", "));
+    tracing::info!(%addr, metrics = %metrics_at, health = %health_at, %models, "fex-server listening");
+    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, reloader, drain, task })
+}
+
+/// An optional listener address as logged: the address, or "off".
+fn shown(addr: Option<SocketAddr>) -> String {
+    addr.map_or_else(|| "off".to_string(), |a| a.to_string())
 }
 
 type Health = HealthServer<HealthService>;
@@ -122,12 +126,12 @@ async fn start_metrics(
 async fn run(
     args: Args,
     listener: tokio::net::TcpListener,
-    registry: Arc<Registry>,
-    metrics: Arc<Metrics>,
-    health: HealthReporter,
-    health_service: Health,
+    reloader: Reloader,
+    tls: Option<ServerTlsConfig>,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let health_service = HealthServer::new(HealthService::from_health_reporter(reloader.health.clone()));
+    let (registry, metrics) = (Arc::clone(&reloader.registry), Arc::clone(&reloader.metrics));
     let extractor =
         ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
     let extractor = FeatureExtractorServer::new(extractor)
@@ -150,29 +154,27 @@ async fn run(
     // - admission: the global concurrency limit; a call that finds no permit
     //   is answered RESOURCE_EXHAUSTED at once (no queue), before its body is
     //   read.
-    // - max request size: the gRPC message's length prefix is read from the
-    //   body and a message over --max-request-bytes is refused before it is
-    //   buffered, RESOURCE_EXHAUSTED naming found and limit. (tonic's decoder
-    //   limit, set above to the same value, is the backstop.)
+    // - framing: the gRPC message prefix is read from the body; a message
+    //   over --max-request-bytes is refused before it is buffered,
+    //   RESOURCE_EXHAUSTED naming found and limit (tonic's decoder limit, set
+    //   above to the same value, is the backstop), and a body that is not
+    //   exactly one well-framed message is INVALID_ARGUMENT. Innermost, so
+    //   only admitted calls read their bodies.
     let stack = tower::ServiceBuilder::new()
         .layer(MetricsLayer::new(Arc::clone(&metrics)))
         .layer(DeadlineLayer::new(args.request_timeout, Arc::clone(&metrics)))
         .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
-        .layer(SizeLimitLayer::new(args.max_request_bytes))
+        .layer(FramingLayer::new(args.max_request_bytes))
         .into_inner();
     let mut builder = tonic::transport::Server::builder();
-    if let Some(tls) = tls_config(&args)? {
+    if let Some(tls) = tls {
         builder = builder.tls_config(tls)?;
     }
-    health.set_serving::<FeatureExtractorServer<ExtractorService>>().await;
-    health.set_service_status("", tonic_health::ServingStatus::Serving).await;
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let stop_health = health.clone();
     let mut stop_rx = drained.clone();
     let shutdown = async move {
         let _ = stop_rx.wait_for(|d| *d).await;
-        stop_health.set_not_serving::<FeatureExtractorServer<ExtractorService>>().await;
-        stop_health.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+        reloader.drain().await;
     };
     let serve = builder
         .layer(stack)
@@ -193,16 +195,6 @@ async fn run(
     Ok(())
 }
 
-fn tls_config(args: &Args) -> anyhow::Result<Option<ServerTlsConfig>> {
-    let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) else { return Ok(None) };
-    let read = |p: &std::path::PathBuf| std::fs::read(p).with_context(|| format!("reading {}", p.display()));
-    let mut tls = ServerTlsConfig::new().identity(Identity::from_pem(read(cert)?, read(key)?));
-    if let Some(ca) = &args.tls_client_ca {
-        tls = tls.client_ca_root(Certificate::from_pem(read(ca)?));
-    }
-    Ok(Some(tls))
-}
-
 impl Server {
     /// Starts the drain: health turns NOT_SERVING, the listener closes, and
     /// in-flight calls get up to the drain timeout to finish.
@@ -215,9 +207,17 @@ impl Server {
         self.task.await.context("server task")?
     }
 
-    /// Re-reads the models directory, logging and counting the outcome.
-    pub fn reload(&self) -> ReloadReport {
-        reload(&self.registry, &self.metrics)
+    /// Resolves only if the server stops without being asked to (a failed
+    /// listener), with its error; then `wait` must not be called.
+    pub async fn stopped(&mut self) -> anyhow::Result<()> {
+        (&mut self.task).await.context("server task")??;
+        anyhow::bail!("the gRPC server stopped on its own")
+    }
+
+    /// Re-reads the models, logging and counting the outcome; health
+    /// follows whether any model is loaded (until the drain starts).
+    pub async fn reload(&self) -> ReloadReport {
+        self.reloader.reload().await
     }
 
     /// Reloads every `interval` (if non-zero) until the drain starts.
@@ -225,36 +225,18 @@ impl Server {
         if interval.is_zero() {
             return;
         }
-        let (registry, metrics) = (Arc::clone(&self.registry), Arc::clone(&self.metrics));
+        let reloader = self.reloader.clone();
         let mut drained = self.drain.subscribe();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval);
             ticks.tick().await;
             loop {
                 tokio::select! {
-                    _ = ticks.tick() => { reload(&registry, &metrics); }
-                    _ = drained.wait_for(|d| *d) => return,
+                    _ = ticks.tick() => { reloader.reload().await; }
+                    // The watch guard must not live across the reload's awaits.
+                    () = async { let _ = drained.wait_for(|d| *d).await; } => return,
                 }
             }
         });
     }
-}
-
-fn reload(registry: &Registry, metrics: &Metrics) -> ReloadReport {
-    let report = registry.reload();
-    for name in &report.loaded {
-        tracing::info!(model = %name, "model loaded");
-    }
-    for name in &report.removed {
-        tracing::info!(model = %name, "model unloaded: its config file is gone");
-    }
-    for e in &report.rejected {
-        tracing::error!(path = %e.path.display(), error = %e.message, "model config rejected; the previous version keeps serving");
-    }
-    let count =
-        |result: &str, n: usize| metrics.reloads.get_or_create(&ResultLabel { result: result.into() }).inc_by(n as u64);
-    count("ok", report.loaded.len());
-    count("rejected", report.rejected.len());
-    metrics.models.set(registry.all().len() as i64);
-    report
 }

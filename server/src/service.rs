@@ -7,7 +7,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use fex::proto::fex_v1::extract_request::Payload;
-use fex::proto::fex_v1::feature_extractor_server::FeatureExtractor;
 use fex::proto::fex_v1::{
     DescribeModelRequest, DescribeModelResponse, ExtractRequest, ExtractResponse, ListModelsRequest,
     ListModelsResponse, ModelInfo,
@@ -18,7 +17,8 @@ use tonic::{Request, Response, Status};
 use crate::layers::CallModel;
 use crate::metrics::Metrics;
 use crate::registry::{Model, Registry};
-use crate::status::ServeError;
+use crate::status::{ECHO_LIMIT, ServeError, quoted};
+use crate::stub::feature_extractor_server::FeatureExtractor;
 
 thread_local! {
     /// Extraction scratch, one per worker thread, kept between requests.
@@ -36,7 +36,7 @@ impl FeatureExtractor for ExtractorService {
     async fn extract(&self, request: Request<ExtractRequest>) -> Result<Response<ExtractResponse>, Status> {
         let call = request.extensions().get::<CallModel>().cloned();
         let request = request.into_inner();
-        let span = tracing::info_span!("extract", model = %request.model, bytes = payload_len(&request));
+        let span = tracing::info_span!("extract", model = %quoted(&request.model), bytes = payload_len(&request));
         let _entered = span.enter();
         let result = self.lookup(&request.model).and_then(|model| {
             // Label the call's metrics with a model the registry knows; the
@@ -50,9 +50,9 @@ impl FeatureExtractor for ExtractorService {
             Ok(response) => Ok(Response::new(response)),
             Err(e) => {
                 if e.code() == tonic::Code::Internal {
-                    tracing::error!(model = %request.model, error = %e, "extraction panicked");
+                    tracing::error!(model = %quoted(&request.model), error = %e, "extraction panicked");
                 } else {
-                    tracing::debug!(model = %request.model, error = %e, "request rejected");
+                    tracing::debug!(model = %quoted(&request.model), error = %e, "request rejected");
                 }
                 Err(e.into())
             }
@@ -67,7 +67,7 @@ impl FeatureExtractor for ExtractorService {
             .map(|m| ModelInfo {
                 name: m.plan.name.clone(),
                 version: m.version.clone(),
-                outputs: m.plan.outputs.len() as i32,
+                outputs: m.plan.visible().count() as i32,
             })
             .collect();
         Ok(Response::new(ListModelsResponse { models }))
@@ -94,19 +94,16 @@ impl FeatureExtractor for ExtractorService {
 
 impl ExtractorService {
     fn lookup(&self, name: &str) -> Result<Arc<Model>, ServeError> {
-        self.registry
-            .get(name)
-            .ok_or_else(|| ServeError::UnknownModel { name: name.to_string(), known: self.registry.names().join(", ") })
+        self.registry.get(name).ok_or_else(|| ServeError::UnknownModel {
+            name: quoted(name).to_string(),
+            known: self.registry.names().join(", "),
+        })
     }
 
     /// Runs the extraction on `model`, which the call holds: a reload mid-call
     /// does not change its plan.
     fn handle(&self, model: &Model, request: &ExtractRequest) -> Result<ExtractResponse, ServeError> {
-        let selected = if request.outputs.is_empty() {
-            None
-        } else {
-            Some(model.plan.select(&request.outputs).map_err(ServeError::UnknownOutput)?)
-        };
+        let selected = if request.outputs.is_empty() { None } else { Some(select(model, &request.outputs)?) };
         let payload = request.payload.as_ref().ok_or(ServeError::NoPayload)?;
         let mut out = Extracted::default();
         let label = Metrics::model(&model.plan.name);
@@ -131,6 +128,20 @@ impl ExtractorService {
             tensors,
         })
     }
+}
+
+/// The indices of the outputs a caller asked for. The library's message
+/// echoes every name; a name that is no output and too long to echo whole is
+/// refused here, clipped.
+fn select(model: &Model, names: &[String]) -> Result<Vec<usize>, ServeError> {
+    let plan = &model.plan;
+    let unknown = |n: &String| plan.visible().all(|o| &o.name != n);
+    if let Some(name) = names.iter().find(|n| n.len() > ECHO_LIMIT && unknown(n)) {
+        let known: Vec<&str> = plan.visible().map(|o| o.name.as_str()).collect();
+        let message = format!("model {:?} has no output {}; it has {}", plan.name, quoted(name), known.join(", "));
+        return Err(ServeError::UnknownOutput(message));
+    }
+    plan.select(names).map_err(ServeError::UnknownOutput)
 }
 
 /// Runs the library; a panic (a bug) becomes INTERNAL instead of a reset stream.

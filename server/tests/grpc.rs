@@ -202,7 +202,7 @@ async fn reload_good_then_bad_keeps_the_last_good_plan() {
     );
 
     std::fs::write(&file, MODEL_V2).unwrap();
-    let report = server.reload();
+    let report = server.reload().await;
     assert_eq!(report.loaded, ["ranker"]);
     assert_eq!(
         version(c.extract(extract_request("ranker", sample_batch(2))).await.unwrap().into_inner()),
@@ -210,7 +210,7 @@ async fn reload_good_then_bad_keeps_the_last_good_plan() {
     );
 
     std::fs::write(&file, MODEL_BAD).unwrap();
-    let report = server.reload();
+    let report = server.reload().await;
     assert_eq!(report.rejected.len(), 1);
     assert!(report.rejected[0].message.contains(r#"unknown feature kind "sprase""#), "{:?}", report.rejected);
     assert_eq!(
@@ -221,7 +221,7 @@ async fn reload_good_then_bad_keeps_the_last_good_plan() {
     assert!(has_line(&metrics, r#"fex_reloads_total{result="rejected"} 1"#), "{metrics}");
 
     std::fs::remove_file(&file).unwrap();
-    assert_eq!(server.reload().removed, ["ranker"]);
+    assert_eq!(server.reload().await.removed, ["ranker"]);
     assert_eq!(c.extract(extract_request("ranker", sample_batch(1))).await.unwrap_err().code(), Code::NotFound);
 }
 
@@ -237,7 +237,7 @@ async fn a_reload_leaves_plans_already_handed_out_intact() {
     // is seen, one after is not. Check the registry hands out independent Arcs.
     let before = server.registry.get("ranker").unwrap();
     std::fs::write(&file, MODEL_V2).unwrap();
-    server.reload();
+    server.reload().await;
     let after = server.registry.get("ranker").unwrap();
     assert_eq!((before.version.as_str(), after.version.as_str()), ("1", "2"));
     assert_eq!(before.plan.outputs.len(), 1, "the old plan is intact for whoever holds it");
@@ -342,14 +342,14 @@ async fn a_changed_vocabulary_file_reloads_its_model() {
     let first = c.extract(extract_request("v", bytes.clone())).await.unwrap().into_inner();
     assert_eq!(first.tensors[0].i64s(), [1], "8 is out of vocabulary");
     std::fs::write(dir.path().join("vocab/items.txt"), "7\n8\n").unwrap();
-    assert_eq!(server.reload().loaded, ["v"]);
+    assert_eq!(server.reload().await.loaded, ["v"]);
     let second = c.extract(extract_request("v", bytes)).await.unwrap().into_inner();
     assert_eq!(second.tensors[0].i64s(), [3], "8 is now the second entry");
     assert_ne!(first.model_version, second.model_version);
     assert!(second.model_version.starts_with("1+files."), "{}", second.model_version);
     // A vocabulary that disappears is a rejected reload; the last plan serves.
     std::fs::remove_file(dir.path().join("vocab/items.txt")).unwrap();
-    let report = server.reload();
+    let report = server.reload().await;
     assert!(report.rejected[0].message.contains("cannot read"), "{report:?}");
     assert_eq!(server.registry.get("v").unwrap().version, second.model_version);
 }

@@ -49,8 +49,9 @@ fn spawn(extra: &[&str]) -> Process {
         let log: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
         if log["fields"]["message"] == "fex-server listening" {
             let addr = log["fields"]["addr"].as_str().unwrap().parse().unwrap();
-            let metrics = log["fields"]["metrics"].as_str().unwrap();
-            let metrics = metrics.trim_start_matches("Some(").trim_end_matches(')').parse().unwrap();
+            // Plain addresses, not `Some(...)`; "off" for a disabled listener.
+            let metrics = log["fields"]["metrics"].as_str().unwrap().parse().unwrap();
+            assert_eq!(log["fields"]["health"], "off", "{line}");
             break (addr, metrics);
         }
     };
@@ -140,7 +141,55 @@ fn check_config_lists_every_error_and_exits_64() {
     let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
     let out = Command::new(BIN).args(["--models", models, "--check-config"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8(out.stdout).unwrap().contains("default: ok"));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains(&format!("default: ok (version 1, 22 outputs, {models}/default.yaml)\n")), "{stdout}");
+}
+
+/// Issue 11, items 6 and 7: `--models` may name one file; when a file fails,
+/// the ones that passed are listed too; the output count is the outputs a
+/// caller gets (models/ranking_ops.yaml has 33 features, 22 of them outputs).
+#[test]
+fn check_config_takes_one_file_and_lists_what_passed() {
+    let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
+    let file = format!("{models}/ranking_ops.yaml");
+    let out = Command::new(BIN).args(["--models", &file, "--check-config"]).output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (head, tail) = ("ranking_ops: ok (version 1+files.", format!(", 22 outputs, {file})\n"));
+    assert!(stdout.starts_with(head) && stdout.ends_with(&tail) && stdout.lines().count() == 1, "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), "name: a\nfeatures:\n  - {name: item_id, kind: sparse}\n").unwrap();
+    std::fs::write(dir.path().join("b.yaml"), "name: b\nfeatures:\n  - {name: item_id, kind: sprase}\n").unwrap();
+    let out = Command::new(BIN).args(["--check-config", "--models"]).arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let (stdout, stderr) = (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap());
+    assert!(stdout.starts_with("a: ok (") && stdout.contains("a.yaml)"), "{stdout}");
+    assert!(stderr.contains("b.yaml: ") && stderr.contains(r#"unknown feature kind "sprase""#), "{stderr}");
+    assert!(!stderr.contains("a.yaml"), "{stderr}");
+
+    let out = Command::new(BIN).args(["--check-config", "--models", "/nonexistent/models.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("/nonexistent/models.yaml: cannot read: No such file or directory"), "{stderr}");
+}
+
+/// Issue 11, item 12: text logs redirected to a file or a pipe carry no ANSI
+/// colour codes.
+#[test]
+fn text_logs_are_plain_when_not_on_a_terminal() {
+    let mut child = Command::new(BIN)
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "off", "--log-format", "text"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fex-server starts");
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = lines.map(|l| l.unwrap()).find(|l| l.contains("fex-server listening"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("a listening line");
+    assert!(!line.contains('\x1b'), "{line:?}");
+    assert!(line.contains("metrics=off health=off models=default"), "{line:?}");
 }
 
 #[test]

@@ -113,3 +113,106 @@ async fn plaintext_health_listener_answers_probes_beside_tls() {
     server.shutdown();
     server.wait().await.unwrap();
 }
+
+/// Issue 11, item 1: a bad TLS file is refused before anything binds, naming
+/// the file and what is wrong with it (it used to surface only at SIGTERM).
+#[tokio::test]
+async fn bad_tls_files_are_refused_before_binding() {
+    let pki = pki();
+    let path = |name: &str| pki.dir.path().join(name);
+    std::fs::write(path("other.key"), KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    std::fs::write(path("garbage.pem"), "not a certificate\n").unwrap();
+    std::fs::write(path("cut.pem"), "-----BEGIN CERTIFICATE-----\nMIIB\n").unwrap();
+    type Edit = fn(&mut Args, &std::path::Path);
+    let cases: [(&str, Edit, &str, &str); 8] = [
+        (
+            "missing key",
+            |a, d| a.tls_key = Some(d.join("nope.key")),
+            "nope.key",
+            "private key (--tls-key): cannot read: No such file",
+        ),
+        (
+            "missing cert",
+            |a, d| a.tls_cert = Some(d.join("nope.pem")),
+            "nope.pem",
+            "certificate chain (--tls-cert): cannot read: No such file",
+        ),
+        (
+            "missing client CA",
+            |a, d| a.tls_client_ca = Some(d.join("nope-ca.pem")),
+            "nope-ca.pem",
+            "client CA bundle (--tls-client-ca): cannot read: No such file",
+        ),
+        (
+            "cert as key",
+            |a, d| a.tls_key = Some(d.join("server.pem")),
+            "server.pem",
+            "private key (--tls-key): holds no unencrypted PEM private key (BEGIN PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY); found Certificate",
+        ),
+        (
+            "mismatched key",
+            |a, d| a.tls_key = Some(d.join("other.key")),
+            "other.key",
+            "private key (--tls-key): does not match the certificate in",
+        ),
+        (
+            "garbage cert",
+            |a, d| a.tls_cert = Some(d.join("garbage.pem")),
+            "garbage.pem",
+            "certificate chain (--tls-cert): holds no PEM certificate (BEGIN CERTIFICATE); found no PEM section in 18 bytes",
+        ),
+        (
+            "garbage client CA",
+            |a, d| a.tls_client_ca = Some(d.join("garbage.pem")),
+            "garbage.pem",
+            "client CA bundle (--tls-client-ca): holds no PEM certificate",
+        ),
+        (
+            "cut PEM",
+            |a, d| a.tls_cert = Some(d.join("cut.pem")),
+            "cut.pem",
+            "certificate chain (--tls-cert): not valid PEM: missing section end marker",
+        ),
+    ];
+    for (case, edit, file, reason) in cases {
+        let mut args = tls_args(&pki, true);
+        edit(&mut args, pki.dir.path());
+        let registry = std::sync::Arc::new(fex_server::serve::load_registry(&args).unwrap());
+        let error = match fex_server::serve::start(&args, registry).await {
+            Ok(server) => panic!("{case}: the server started on {}", server.addr),
+            Err(e) => e,
+        };
+        let tls = error.downcast_ref::<fex_server::tls::TlsError>().unwrap_or_else(|| panic!("{case}: {error:#}"));
+        let message = tls.to_string();
+        assert!(tls.path.ends_with(file), "{case}: {message}");
+        assert!(message.contains(reason), "{case}: {message:?} lacks {reason:?}");
+    }
+}
+
+/// The binary says so on stderr and exits 64 (a bad configuration) at once.
+#[tokio::test]
+async fn fex_server_exits_64_on_a_bad_tls_file() {
+    let pki = pki();
+    let cert = pki.dir.path().join("server.pem");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fex-server"))
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "off", "--tls-cert"])
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&cert)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    let exited = || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    };
+    wait_until(exited, || "fex-server kept running with a certificate as its key".into()).await;
+    let _ = child.kill();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(64), "{stderr}");
+    let want = format!("{}: private key (--tls-key): holds no unencrypted PEM private key", cert.display());
+    assert!(stderr.contains(&want), "{stderr}");
+    assert!(!stderr.contains("listening"), "{stderr}");
+}

@@ -14,6 +14,11 @@ pub enum ExtractError {
     TooManyRows { found: usize, limit: usize },
     #[error("named_feature_list[{index}] {name:?} has {found} features, batch_size is {batch}")]
     ListLength { index: usize, name: String, found: usize, batch: usize },
+    /// Native mode: a SHARED list holds at most one Feature.
+    #[error(
+        "named_feature_list[{index}] {name:?} is SHARED and holds {found} features, allowed at most 1 (its one feature is used for every row)"
+    )]
+    SharedListLength { index: usize, name: String, found: usize },
     /// A feature holds a type the output cannot take.
     #[error("{path} ({name:?}): found {found}, expected {expected}")]
     TypeMismatch { path: String, name: String, found: &'static str, expected: &'static str },

@@ -214,10 +214,17 @@ impl Index {
             && [plan.line_id_source, plan.label_source, plan.weight_source].contains(&Some(source))
     }
 
+    /// A SHARED list holds the one Feature of every row. Native mode allows
+    /// no Feature (the feature is missing) but refuses more than one, which
+    /// would be ignored without a word; Monolith needs `feature(0)` and
+    /// ignores the rest.
     fn list_length_ok(&self, plan: &Plan, source: usize, rows: usize) -> bool {
         let col = self.columns[source];
         if col.shared {
-            col.len >= 1 || plan.compat == Compat::Native
+            match plan.compat {
+                Compat::Native => col.len <= 1,
+                Compat::Monolith => col.len >= 1,
+            }
         } else if self.row_by_row(plan, source) {
             col.len <= rows
         } else {
@@ -231,6 +238,9 @@ impl Index {
         }
         let col = self.columns[source];
         let name = String::from_utf8_lossy(name).into_owned();
+        if col.shared && plan.compat == Compat::Native {
+            return Err(ExtractError::SharedListLength { index: col.list_index, name, found: col.len });
+        }
         Err(ExtractError::ListLength { index: col.list_index, name, found: col.len, batch: rows })
     }
 

@@ -3,13 +3,13 @@
 
 mod admission;
 mod deadline;
+mod framing;
 mod metrics;
-mod size;
 
 pub use admission::{Admission, AdmissionLayer};
 pub use deadline::{Deadline, DeadlineLayer, parse_grpc_timeout};
+pub use framing::{Framing, FramingLayer};
 pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics};
-pub use size::{SizeLimit, SizeLimitLayer};
 
 /// Calls the layers govern: the extraction service, not health or reflection.
 fn governed(uri: &http::Uri) -> bool {

@@ -117,12 +117,9 @@ impl HeldCall {
             builder = builder.header("grpc-timeout", t);
         }
         let (response, mut send) = client.send_request(builder.body(()).unwrap(), false).unwrap();
-        let message = request.encode_to_vec();
-        let mut frame = vec![0u8];
-        frame.extend((message.len() as u32).to_be_bytes());
-        frame.extend(&message);
+        let frame = grpc_frame(&request.encode_to_vec());
         // Send the frame header and half the message; hold the rest.
-        let cut = 5 + message.len() / 2;
+        let cut = 5 + (frame.len() - 5) / 2;
         send.send_data(Bytes::copy_from_slice(&frame[..cut]), false).unwrap();
         Self { send, response, rest: Bytes::copy_from_slice(&frame[cut..]) }
     }
@@ -140,19 +137,62 @@ impl HeldCall {
     }
 
     async fn status(response: h2::client::ResponseFuture) -> (String, String) {
-        let response = response.await.expect("response headers");
-        let header = |h: &http::HeaderMap, k: &str| h.get(k).map(|v| v.to_str().unwrap().to_string());
-        if let Some(status) = header(response.headers(), "grpc-status") {
-            return (status, header(response.headers(), "grpc-message").unwrap_or_default());
-        }
-        let mut body = response.into_body();
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.unwrap();
-            let _ = body.flow_control().release_capacity(chunk.len());
-        }
-        let trailers = body.trailers().await.unwrap().expect("trailers");
-        (header(&trailers, "grpc-status").unwrap(), header(&trailers, "grpc-message").unwrap_or_default())
+        read_status(response).await
     }
+}
+
+/// A gRPC message frame: flag 0, big-endian length, the message.
+pub fn grpc_frame(message: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0u8];
+    frame.extend((message.len() as u32).to_be_bytes());
+    frame.extend(message);
+    frame
+}
+
+/// One Extract call over raw HTTP/2, so the body can be anything a broken
+/// client might send: `headers` join the usual ones, `body` is sent in one
+/// piece and the stream closed. Returns grpc-status and grpc-message.
+pub async fn raw_extract(addr: SocketAddr, headers: &[(&str, &str)], body: Vec<u8>) -> (String, String) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    let mut client = client.ready().await.unwrap();
+    let mut builder = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}/fex.v1.FeatureExtractor/Extract"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let empty = body.is_empty();
+    let (response, mut send) = client.send_request(builder.body(()).unwrap(), empty).unwrap();
+    if !empty {
+        send.send_data(Bytes::from(body), true).unwrap();
+    }
+    read_status(response).await
+}
+
+/// grpc-status and grpc-message (percent-decoded) of a response, from its
+/// headers (trailers-only) or its trailers.
+async fn read_status(response: h2::client::ResponseFuture) -> (String, String) {
+    let response = response.await.expect("response headers");
+    let status = |h: &http::HeaderMap| {
+        let status = tonic::Status::from_header_map(h)?;
+        Some(((status.code() as i32).to_string(), status.message().to_string()))
+    };
+    if let Some(status) = status(response.headers()) {
+        return status;
+    }
+    let mut body = response.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    let trailers = body.trailers().await.unwrap().expect("trailers");
+    status(&trailers).expect("grpc-status")
 }
 
 /// Polls `ready` every 2 ms until it holds. Bounded: after 30 s the test
@@ -183,5 +223,5 @@ pub fn has_line(page: &str, want: &str) -> bool {
 pub const HOLD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 pub fn registry_of(dir: &std::path::Path) -> Registry {
-    Registry::from_dir(dir).unwrap()
+    Registry::from_path(dir).unwrap()
 }

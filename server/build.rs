@@ -1,0 +1,20 @@
+//! Generates the server's own `fex.v1.FeatureExtractor` service stub: the
+//! same trait and router the library generates, but decoding requests with
+//! `crate::codec::RequestCodec`, so a malformed request message is the
+//! caller's INVALID_ARGUMENT instead of tonic's INTERNAL. Message types are the
+//! library's (`extern_path`): nothing but the service module is generated.
+
+use std::{env, path::PathBuf};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let protos = PathBuf::from(env::var("CARGO_MANIFEST_DIR")?).join("../proto");
+    println!("cargo:rerun-if-changed={}", protos.join("fex/v1").display());
+    let fds = protox::compile(["fex/v1/service.proto"], [&protos])?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(true)
+        .extern_path(".fex.v1", "::fex::proto::fex_v1")
+        .codec_path("crate::codec::RequestCodec")
+        .compile_fds(fds)?;
+    Ok(())
+}
