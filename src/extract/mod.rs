@@ -404,7 +404,9 @@ impl<'x, 'a> Ctx<'x, 'a> {
         };
         let walked = walked.ok_or(Stop::Retry)?;
         let shared = walked.list_type == crate::view::ListType::Shared;
-        if (shared && walked.count == 0) || (!shared && walked.count != all) {
+        // The usual shapes only: a SHARED list of one Feature, an INDIVIDUAL
+        // one of a Feature per row. The checked path judges the rest.
+        if (shared && walked.count != 1) || (!shared && walked.count != all) {
             return Err(Stop::Retry);
         }
         let rows = match (shared, out.shared_once) {
