@@ -108,6 +108,11 @@ impl Input {
 }
 
 impl Batch {
+    /// Reads an ExampleBatch written as YAML (`batch_size: 2`, `lists: [...]`).
+    pub fn from_yaml(text: &str) -> Result<Self, CorpusError> {
+        serde_norway::from_str(text).map_err(|e| CorpusError::Yaml(e.to_string()))
+    }
+
     pub fn encode(&self) -> Result<Vec<u8>, CorpusError> {
         Ok(self.to_proto()?.encode_to_vec())
     }
