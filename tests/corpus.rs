@@ -123,3 +123,11 @@ fn a_feature_with_two_types_is_a_bad_case() {
     let err = Case::parse(&text).unwrap().run(Path::new(".")).unwrap_err();
     assert_eq!(err.to_string(), r#"list "u": a feature holds one type; found fid_v2_list and float_list"#);
 }
+
+/// `input` names exactly one kind of sample.
+#[test]
+fn input_holds_one_of_batch_and_examples() {
+    let both = CASE.replace("input:\n", "input:\n  examples: []\n");
+    let err = Case::parse(&both).unwrap_err().to_string();
+    assert!(err.contains("input holds exactly one of `batch` and `examples`"), "{err}");
+}

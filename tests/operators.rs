@@ -41,11 +41,10 @@ fn internal_features_are_not_in_the_signature() {
     assert_eq!(names, ["h"]);
 }
 
-/// The numbers tests/corpus/op_hash_into_buckets_is_xxh64_mod_n.yaml,
-/// op_cross_hashes_every_combination.yaml and
-/// op_cross_of_shared_ids_a_string_and_ids.yaml pin, derived from the
-/// formulas: hash = XXH64(id as 8 LE bytes) mod buckets; a cross hashes the
-/// tuple's LE bytes, a string taking part as its own hash, then re-slots.
+/// The formulas behind the numbers tests/corpus/op_hash_*.yaml and
+/// op_cross_*.yaml pin: hash = XXH64(id as 8 LE bytes) mod buckets; a cross
+/// hashes the tuple's LE bytes, a string taking part as its own hash, then
+/// re-slots when asked.
 #[test]
 fn hash_and_cross_formulas() {
     let p = plan(&format!(
