@@ -4,6 +4,7 @@
 
 pub mod columns;
 pub mod config;
+pub mod corpus;
 pub mod extract;
 pub mod fid;
 pub mod ops;

@@ -1,9 +1,10 @@
 //! Inputs the fuzz targets (fuzz/, run by scripts/fuzz.sh) once failed on,
 //! kept as ordinary tests: one test per finding, saying what broke and where.
 
-use fex::proto::monolith_pb as pb;
+mod common;
+
+use common::batch;
 use fex::{ExtractError, Extracted, Extractor, Plan};
-use prost::Message;
 
 /// The `seq_wide` output of the native fuzz plan (fuzz/src/plans.rs): each
 /// inner list, even an empty 2-byte one, becomes 4096 f64 values (32 KiB).
@@ -26,10 +27,8 @@ fn extract_keeping_buffers(plan: &Plan, input: &[u8]) -> (Result<(), ExtractErro
 
 /// One `seq_float` row holding `lists` empty inner lists.
 fn empty_inner_lists(lists: usize) -> Vec<u8> {
-    let float_lists = pb::FloatLists { list: vec![pb::FloatList::default(); lists] };
-    let feature = pb::Feature { r#type: Some(pb::feature::Type::FloatLists(float_lists)) };
-    let list = pb::NamedFeatureList { name: "seq_float".into(), feature: vec![feature], r#type: 0, id: 0 };
-    pb::ExampleBatch { named_feature_list: vec![list], batch_size: 1, ..Default::default() }.encode_to_vec()
+    let inner = vec!["[]"; lists].join(", ");
+    batch(&format!("batch_size: 1\nlists: [{{name: seq_float, features: [{{float_lists: [{inner}]}}]}}]"))
 }
 
 fn assert_too_large_within_limit(plan: &Plan, input: &[u8]) {
@@ -97,18 +96,9 @@ fn peak_rss_kib() -> u64 {
 /// Review finding: cross results were charged twice against the output limit.
 #[test]
 fn cross_output_is_charged_once() {
-    use fex::proto::monolith_pb as pb;
-    use prost::Message;
-    let fids = |v: Vec<u64>| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: v })) };
-    let list = |name: &str| pb::NamedFeatureList {
-        name: name.into(),
-        feature: vec![fids((0..16).collect())],
-        r#type: 0,
-        id: 0,
-    };
-    let bytes =
-        pb::ExampleBatch { named_feature_list: vec![list("a"), list("b")], batch_size: 1, ..Default::default() }
-            .encode_to_vec();
+    let ids: Vec<String> = (0..16).map(|i| i.to_string()).collect();
+    let list = |name: &str| format!("  - {{name: {name}, features: [{{fid_v2_list: [{}]}}]}}\n", ids.join(", "));
+    let bytes = batch(&format!("batch_size: 1\nlists:\n{}{}", list("a"), list("b")));
     // a and b: 16 ids + 2 splits each (144 B); the cross: 256 ids + 2 splits (2064 B): 2352 in all.
     let yaml = |limit: usize| {
         format!(

@@ -1,0 +1,9 @@
+//! The sample builder the Rust tests share: samples are written in the golden
+//! corpus's readable form (tests/corpus/, `fex::corpus`) and encoded by it,
+//! so no test hand-builds prost messages.
+
+/// A serialized ExampleBatch from its readable YAML form.
+pub fn batch(yaml: &str) -> Vec<u8> {
+    let batch = fex::corpus::Batch::from_yaml(yaml).unwrap_or_else(|e| panic!("bad sample: {e}\n{yaml}"));
+    batch.encode().unwrap_or_else(|e| panic!("bad sample: {e}\n{yaml}"))
+}
