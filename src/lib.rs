@@ -6,6 +6,7 @@ pub mod columns;
 pub mod config;
 pub mod extract;
 pub mod fid;
+pub mod files;
 pub mod ops;
 pub mod proto;
 pub mod tensor;

@@ -16,7 +16,7 @@ use fex::Plan;
 pub struct Model {
     pub plan: Plan,
     /// The config's `version` (with a digest of its vocabulary files, if any),
-    /// or a digest of everything when it sets none.
+    /// or a digest of everything when it sets none: `Plan::identity`.
     pub version: String,
     /// The file it was loaded from (`None` for the embedded default).
     pub path: Option<PathBuf>,
@@ -24,20 +24,15 @@ pub struct Model {
 }
 
 impl Model {
-    fn new(plan: Plan, path: Option<PathBuf>, text: &str) -> Self {
-        // Vocabulary files are part of the model: a changed file is a new version.
-        let digest = fnv1a(text.as_bytes()) ^ plan.files_digest;
-        let version = match (plan.version.is_empty(), plan.files.is_empty()) {
-            (true, _) => format!("{digest:016x}"),
-            (false, true) => plan.version.clone(),
-            // The declared version, marked with the files it was built from.
-            (false, false) => format!("{}+files.{:08x}", plan.version, plan.files_digest as u32),
-        };
+    fn new(plan: Plan, path: Option<PathBuf>) -> Self {
+        // The library computes the identity (config text and vocabulary
+        // files), so training data can carry the same one.
+        let (version, digest) = (plan.identity().version.clone(), plan.identity().digest);
         Self { plan, version, path, digest }
     }
 
     pub fn embedded_default() -> Self {
-        Self::new(Plan::default_model(), None, fex::config::DEFAULT_MODEL_YAML)
+        Self::new(Plan::default_model(), None)
     }
 }
 
@@ -115,7 +110,7 @@ impl Registry {
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         for (path, text) in files {
             match Plan::from_yaml_in(&text, path.parent().unwrap_or(dir)) {
-                Ok(plan) => self.offer(Model::new(plan, Some(path), &text), &mut seen, &mut report),
+                Ok(plan) => self.offer(Model::new(plan, Some(path)), &mut seen, &mut report),
                 Err(e) => report.rejected.push(LoadError { path, message: e.to_string() }),
             }
         }
@@ -180,9 +175,4 @@ fn read_dir(dir: &Path) -> (Vec<(PathBuf, String)>, Vec<LoadError>) {
         }
     }
     (files, errors)
-}
-
-/// FNV-1a: a stable digest of a config's text (same on every platform).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }

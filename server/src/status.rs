@@ -20,7 +20,7 @@ pub enum ServeError {
     #[error("request carries no payload; set example_batch or examples")]
     NoPayload,
     #[error("{0}")]
-    UnknownOutput(String),
+    UnknownOutput(fex::config::SelectError),
     #[error("{0}")]
     Extract(#[from] ExtractError),
     #[error("response would be {found} bytes, the limit is {limit}")]

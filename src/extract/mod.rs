@@ -291,12 +291,14 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let fixed = fixed_size(out, rows.compute);
         write::charge(budget, fixed, limit)?;
         match &out.op {
-            Op::Sparse { .. } => sparse::write(self, out, c, rows.compute)?,
-            Op::Dense { dtype, dim, default, meta } => {
-                dense::write(self, out, c, rows.compute, (*dtype, *dim, *default, *meta))?
+            Op::Sparse { source, .. } => sparse::write(self, *source, c, rows.compute)?,
+            Op::Dense { source, dtype, dim, default, meta } => {
+                dense::write(self, c, rows.compute, (*source, *dtype, *dim, *default, *meta))?
             }
-            Op::String => strings::write(self, out, c, rows.compute)?,
-            Op::Sequence { .. } => sequence::write(self, out, c, rows.compute)?,
+            Op::String { source } => strings::write(self, *source, c, rows.compute)?,
+            Op::Sequence { source, dtype, max_len, width, .. } => {
+                sequence::write(self, (*source, *dtype, *max_len, *width), c, rows.compute)?
+            }
             Op::LineId { field, dim } => line_id::write(self, c, rows.compute, *field, *dim)?,
             Op::Label { dim, default } => label::write_label(self, c, rows.compute, *dim, *default)?,
             Op::Weight => label::write_weight(self, c, rows.compute)?,
@@ -321,7 +323,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let all = self.ex.rows;
         // A missing list of a `shared: once` output still answers with one
         // (empty) row, so the model sees the same shape on every request.
-        let shared = self.source_index(out.source).is_some_and(|s| {
+        let shared = self.source_index(out.source()).is_some_and(|s| {
             let col = self.ex.columns[s];
             col.shared || (!col.present && out.shared_once && self.is_batch())
         });

@@ -4,12 +4,10 @@
 
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, extend_le};
-use crate::config::{Output, Source};
 use crate::fid::v1_to_v2;
 use crate::view::{FeatureKind, le_u64};
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    let Source::Feature(source) = out.source else { unreachable!("sparse outputs read features") };
+pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let r = c.ragged_mut();
     r.splits.push(0)?;
     for row in 0..rows {
