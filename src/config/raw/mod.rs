@@ -5,13 +5,15 @@
 //! and every value of the wrong type is reported, and a feature whose kind is
 //! wrong is still declared, so features that read it are not "unknown".
 
+mod dispatch;
 pub(super) mod entries;
 mod keys;
 
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 
-pub(super) use entries::{Entry, FieldRef, RawTask};
+pub(super) use dispatch::{RawKind, RawOp};
+pub(super) use entries::{FieldRef, RawTask};
 pub(super) use keys::{Scope, read};
 
 use super::ConfigError;
@@ -71,43 +73,6 @@ pub(super) enum Body {
     Op(RawOp),
     /// Declared, but with no usable kind or op (already reported).
     Broken,
-}
-
-#[derive(Debug)]
-pub(super) enum RawKind {
-    Sparse(entries::Sparse),
-    Dense(entries::Dense),
-    String(entries::Strings),
-    Sequence(entries::Sequence),
-    LineId(entries::LineId),
-    Label(entries::Label),
-    /// No keys of its own besides the common ones.
-    Weight,
-    ActionLabel(entries::ActionLabel),
-}
-
-#[derive(Debug)]
-pub(super) enum RawOp {
-    V1ToV2(entries::V1ToV2),
-    Slot(entries::Slot),
-    Reslot(entries::Reslot),
-    Hash(entries::Hash),
-    FilterSlots(entries::FilterSlots),
-    Cross(entries::Cross),
-    Vocab(entries::Vocab),
-    Ln(entries::Ln),
-    Clip(entries::Clip),
-    Normalize(entries::Normalize),
-    Bucketize(entries::Bucketize),
-    Cast(entries::Cast),
-    Scale(entries::Scale),
-    Pow(entries::Pow),
-    Group(entries::Group),
-    /// No keys of its own besides the common ones.
-    Kjt,
-    /// No keys of its own besides the common ones.
-    Concat,
-    MultiHot(entries::MultiHot),
 }
 
 /// Reads a config; `Err` only when the text is not a YAML mapping at all.
@@ -183,7 +148,7 @@ fn entry(i: usize, value: &Value, errors: &mut Vec<ConfigError>) -> Option<RawEn
     };
     let path = format!("features.{name}");
     let tag = |key| map.get(key).map(|v| v.as_str().map(str::to_string).ok_or(()));
-    let mut parsed = Parsed { map, path: &path, errors, visible: true, inputs: (Vec::new(), "input") };
+    let mut parsed = dispatch::Parsed { map, path: &path, errors, visible: true, inputs: (Vec::new(), "input") };
     let body = match (tag("kind"), tag("op")) {
         (Some(Ok(kind)), None) => parsed.kind(&kind).map_or(Body::Broken, Body::Kind),
         (None, Some(Ok(op))) => parsed.op(&op).map_or(Body::Broken, Body::Op),
@@ -197,82 +162,4 @@ fn entry(i: usize, value: &Value, errors: &mut Vec<ConfigError>) -> Option<RawEn
     let (visible, inputs) = (parsed.visible, parsed.inputs);
     let tag = [tag("kind"), tag("op")].into_iter().flatten().flatten().next().unwrap_or_default();
     Some(RawEntry { name, path, tag, visible, inputs, body })
-}
-
-/// One feature mapping being read into its struct.
-struct Parsed<'a> {
-    map: &'a Mapping,
-    path: &'a str,
-    errors: &'a mut Vec<ConfigError>,
-    visible: bool,
-    inputs: (Vec<String>, &'static str),
-}
-
-impl Parsed<'_> {
-    fn broken(&mut self, key: &str, message: &str) -> Body {
-        self.errors.push(error(format!("{}.{key}", self.path), message));
-        Body::Broken
-    }
-
-    fn read<T: Entry>(&mut self, owner: &str) -> T {
-        let t: T = read(self.map, Scope { path: self.path, owner: Some(owner) }, self.errors);
-        self.visible = t.output().unwrap_or(true);
-        self.inputs = t.inputs();
-        t
-    }
-
-    fn kind(&mut self, kind: &str) -> Option<RawKind> {
-        let owner = format!("kind {kind}");
-        Some(match kind {
-            "sparse" => RawKind::Sparse(self.read(&owner)),
-            "dense" => RawKind::Dense(self.read(&owner)),
-            "string" => RawKind::String(self.read(&owner)),
-            "sequence" => RawKind::Sequence(self.read(&owner)),
-            "line_id" => RawKind::LineId(self.read(&owner)),
-            "label" => RawKind::Label(self.read(&owner)),
-            "instance_weight" => {
-                self.read::<entries::Weight>(&owner);
-                RawKind::Weight
-            }
-            "action_label" => RawKind::ActionLabel(self.read(&owner)),
-            other => {
-                self.broken("kind", &format!("unknown feature kind {other:?}, expected one of {KINDS}"));
-                return None;
-            }
-        })
-    }
-
-    fn op(&mut self, op: &str) -> Option<RawOp> {
-        let owner = format!("op {op}");
-        Some(match op {
-            "v1_to_v2" => RawOp::V1ToV2(self.read(&owner)),
-            "slot" => RawOp::Slot(self.read(&owner)),
-            "reslot" => RawOp::Reslot(self.read(&owner)),
-            "hash" => RawOp::Hash(self.read(&owner)),
-            "filter_slots" => RawOp::FilterSlots(self.read(&owner)),
-            "cross" => RawOp::Cross(self.read(&owner)),
-            "vocab" => RawOp::Vocab(self.read(&owner)),
-            "ln" => RawOp::Ln(self.read(&owner)),
-            "clip" => RawOp::Clip(self.read(&owner)),
-            "normalize" => RawOp::Normalize(self.read(&owner)),
-            "bucketize" => RawOp::Bucketize(self.read(&owner)),
-            "cast" => RawOp::Cast(self.read(&owner)),
-            "scale" => RawOp::Scale(self.read(&owner)),
-            "pow" => RawOp::Pow(self.read(&owner)),
-            "group" => RawOp::Group(self.read(&owner)),
-            "kjt" => {
-                self.read::<entries::Kjt>(&owner);
-                RawOp::Kjt
-            }
-            "concat" => {
-                self.read::<entries::Concat>(&owner);
-                RawOp::Concat
-            }
-            "multi_hot" => RawOp::MultiHot(self.read(&owner)),
-            other => {
-                self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));
-                return None;
-            }
-        })
-    }
 }
