@@ -7,6 +7,7 @@ pub mod config;
 pub mod corpus;
 pub mod extract;
 pub mod fid;
+pub mod files;
 pub mod ops;
 pub mod proto;
 pub mod tensor;

@@ -21,72 +21,124 @@ fn check(file: &str, expected: &[&str]) {
     }
 }
 
+/// Every bad fixture and every error it must report, in order: a fixture that
+/// reports one error more or less fails too.
 #[test]
-fn unknown_key_names_the_key_and_the_allowed_ones() {
-    check("bad_unknown_key.yaml", &["features.ctr: unknown field `dtyp`, expected one of"]);
+fn bad_fixtures_report_every_error() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "bad_unknown_key.yaml",
+            &[
+                r#"features.ctr: unknown key "dtyp" for kind dense; allowed: name, kind, source, dtype, shape, default, shared, output"#,
+            ],
+        ),
+        (
+            "bad_unknown_op_key.yaml",
+            &[
+                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, splits, output"#,
+                "features.item_tags.buckets: missing; required for this op",
+            ],
+        ),
+        (
+            "bad_other_kinds_keys.yaml",
+            &[
+                r#"features.item_id: unknown key "shape" for kind sparse; allowed: name, kind, source, dtype, splits, shared, output"#,
+                r#"features.item_id: unknown key "max_len" for kind sparse; allowed:"#,
+            ],
+        ),
+        (
+            "bad_unknown_kind.yaml",
+            &[r#"features.item_tags.kind: unknown feature kind "sprase", expected one of sparse, dense"#],
+        ),
+        (
+            "bad_kind_still_declared.yaml",
+            &[
+                r#"features.item_tags.kind: unknown feature kind "sprase""#,
+                r#"features.tags_hashed.input: "item_tags" has errors, so this cannot be built"#,
+                r#"features.crossed.inputs: unknown feature "missing_one""#,
+            ],
+        ),
+        (
+            "bad_types_everywhere.yaml",
+            &[
+                "limits.max_batch_size: invalid value: integer `-1`, expected u64",
+                r#"features.a.shape: invalid type: string "two", expected i64"#,
+                r#"features.h.buckets: invalid type: string "many", expected u64"#,
+                r#"features.c.output: invalid type: string "maybe", expected a boolean"#,
+                r#"compat: unknown mode "strict", expected native or monolith"#,
+                "limits.max_output_bytes: found 0, must be positive",
+                r#"features.b.splits: found "i16", expected i32 or i64"#,
+                "features.s.max_len: found 0, allowed 1..=65536",
+                r#"features.h.input: "b" has errors, so this cannot be built"#,
+            ],
+        ),
+        ("bad_shape.yaml", &["features.emb.shape: found [4, 0], expected positive dimensions"]),
+        ("bad_duplicate.yaml", &[r#"features.item_id: duplicate name "item_id", also defined at features[0]"#]),
+        (
+            "bad_many.yaml",
+            &[
+                r#"features.a.dtype: found "f16", expected one of f32, f64, i64"#,
+                "features.b.max_len: missing; required for this kind",
+                r#"features.c.field: unknown LineId field "not_a_field"; use one of uid, req_time"#,
+                "features.d.default: explicit defaults need compat: native",
+            ],
+        ),
+        (
+            "bad_top_level.yaml",
+            &[
+                r#"model: unknown key "feature"; allowed: name, version, compat, limits, features"#,
+                "features: missing; a model needs at least one feature",
+            ],
+        ),
+        ("bad_reserved.yaml", &[r#"features.__LABEL__.name: "__LABEL__" is reserved; declare it with kind: label"#]),
+        (
+            "bad_line_id_number.yaml",
+            &[
+                "features.rank_x.type: missing; a field given by number needs its type",
+                r#"features.kind_x.type: unknown type "int128", expected one of int32"#,
+            ],
+        ),
+    ];
+    for (file, expected) in cases {
+        check(file, expected);
+    }
 }
 
+/// Configs given inline: every error line, in order.
 #[test]
-fn unknown_kind_lists_the_kinds() {
-    check(
-        "bad_unknown_kind.yaml",
-        &[r#"features.item_tags.kind: unknown feature kind "sprase", expected one of sparse, dense"#],
-    );
-}
-
-#[test]
-fn bad_shape() {
-    check("bad_shape.yaml", &["features.emb.shape: found [4, 0], expected positive dimensions"]);
-}
-
-#[test]
-fn duplicate_name() {
-    check("bad_duplicate.yaml", &[r#"features.item_id: duplicate name "item_id", also defined at features[0]"#]);
-}
-
-#[test]
-fn every_error_is_reported_at_once() {
-    check(
-        "bad_many.yaml",
-        &[
-            r#"features.a.dtype: found "f16", expected one of f32, f64, i64"#,
-            "features.b.max_len: missing; required for this kind",
-            r#"features.c.field: unknown LineId field "not_a_field"; use one of uid, req_time"#,
-            "features.d.default: explicit defaults need compat: native",
-        ],
-    );
-}
-
-#[test]
-fn unknown_top_level_key() {
-    check("bad_top_level.yaml", &["model: unknown field `feature`, expected one of"]);
-}
-
-#[test]
-fn reserved_names_point_to_their_kind() {
-    check("bad_reserved.yaml", &[r#"features.__LABEL__.name: "__LABEL__" is reserved; declare it with kind: label"#]);
-}
-
-#[test]
-fn line_id_fields_by_number_need_a_known_type() {
-    check(
-        "bad_line_id_number.yaml",
-        &[
-            "features.rank_x.type: missing; a field given by number needs its type",
-            r#"features.kind_x.type: unknown type "int128", expected one of int32"#,
-        ],
-    );
-}
-
-#[test]
-fn keys_of_other_kinds_are_rejected() {
-    check(
-        "bad_not_allowed.yaml",
-        &[
-            "features.item_id.shape: not allowed for kind sparse",
-            "features.item_id.max_len: not allowed for kind sparse",
-        ],
-    );
+fn inline_configs_report_every_error() {
+    let cases: &[(&str, &[&str])] = &[
+        ("[1, 2]", &["model: found no mapping; a config is a mapping with name and features"]),
+        ("name: m\nfeatures: [3]", &["features[0]: found no mapping; a feature is {name, kind or op, ...}"]),
+        ("name: m\nfeatures: [{kind: sparse}]", &["features[0].name: missing; every feature needs a name"]),
+        ("name: m\nfeatures: [{name: a}]", &["features.a.kind: missing; give a kind (sparse, dense"]),
+        (
+            "name: m\nfeatures: [{name: a, kind: sparse, op: hash}]",
+            &["features.a.kind: a feature has either a kind (read from the sample) or an op, not both"],
+        ),
+        ("name: m\nfeatures: [{name: a, kind: [x]}]", &["features.a.kind: found no string; expected one of sparse"]),
+        (
+            "name: m\nfeatures: [{name: y, kind: action_label, tasks: [{pos: [1], neg: x, rate: 2}]}]",
+            &[
+                r#"features.y.tasks[0]: unknown key "rate"; allowed: pos, neg, sample_rate"#,
+                r#"features.y.tasks[0].neg: invalid type: string "x", expected a sequence"#,
+            ],
+        ),
+        (
+            "name: m\nfeatures: [{name: a, kind: sequence, max_len: 2, per_position: true}, {name: h, op: scale, input: a_1}]",
+            &["features.h.factor: missing; required for op scale"],
+        ),
+    ];
+    for (text, expected) in cases {
+        let errors: Vec<String> = match Plan::from_yaml(text) {
+            Ok(_) => panic!("{text} should fail validation"),
+            Err(e) => e.0.iter().map(ToString::to_string).collect(),
+        };
+        assert_eq!(errors.len(), expected.len(), "{text}: {errors:#?}");
+        for (got, want) in errors.iter().zip(*expected) {
+            assert!(got.contains(want), "{text}:\n  got  {got}\n  want {want}");
+        }
+    }
 }
 
 #[test]

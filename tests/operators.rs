@@ -165,7 +165,7 @@ fn operator_config_errors_are_precise() {
     );
     check(
         &format!("{ITEMS}  - {{name: h, op: hash, input: ids, buckets: 3, factor: 2}}\n"),
-        "features.h.factor: not allowed for op hash",
+        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, splits, output"#,
     );
     check(
         "  - {name: m, op: multi_hot, inputs: [], num_embeddings: [3]}\n",

@@ -38,7 +38,7 @@ fn is_shared(plan: &Plan, source: usize) -> bool {
     let name = &plan.source_names[source];
     name.starts_with("user_")
         || name.starts_with("ctx_")
-        || plan.outputs.iter().any(|o| o.shared_once && o.source == Source::Feature(source))
+        || plan.outputs.iter().any(|o| o.shared_once && o.source() == Source::Feature(source))
 }
 
 pub struct Generator {
@@ -67,11 +67,11 @@ impl Generator {
         let mut lists = Vec::new();
         let mut done = vec![false; self.plan.source_names.len()];
         for output in self.plan.outputs.clone() {
-            let Some(source) = self.source_index(output.source) else { continue };
+            let Some(source) = self.source_index(output.source()) else { continue };
             if std::mem::replace(&mut done[source], true) {
                 continue;
             }
-            let shared = matches!(output.source, Source::Feature(_)) && is_shared(&self.plan, source);
+            let shared = matches!(output.source(), Source::Feature(_)) && is_shared(&self.plan, source);
             let count = if shared { 1 } else { rows };
             let features = (0..count).map(|_| self.feature(&output.op, source)).collect();
             let name = self.plan.source_names[source].clone();
@@ -99,7 +99,7 @@ impl Generator {
         let kind = match op {
             Op::Sparse { .. } => return self.fids(source as u64 + 1),
             Op::Dense { dtype, dim, .. } => self.dense(*dtype, *dim),
-            Op::String => Type::BytesList(pb::BytesList {
+            Op::String { .. } => Type::BytesList(pb::BytesList {
                 value: vec![format!("item-{}", self.rng.random::<u32>()).into_bytes()],
             }),
             Op::Sequence { dtype, max_len, width, .. } => self.sequence(*dtype, *max_len, *width),

@@ -17,7 +17,7 @@ use fex::Plan;
 pub struct Model {
     pub plan: Plan,
     /// The config's `version` (with a digest of its vocabulary files, if any),
-    /// or a digest of everything when it sets none.
+    /// or a digest of everything when it sets none: `Plan::identity`.
     pub version: String,
     /// The file it was loaded from (`None` for the embedded default).
     pub path: Option<PathBuf>,
@@ -25,20 +25,15 @@ pub struct Model {
 }
 
 impl Model {
-    fn new(plan: Plan, path: Option<PathBuf>, text: &str) -> Self {
-        // Vocabulary files are part of the model: a changed file is a new version.
-        let digest = fnv1a(text.as_bytes()) ^ plan.files_digest;
-        let version = match (plan.version.is_empty(), plan.files.is_empty()) {
-            (true, _) => format!("{digest:016x}"),
-            (false, true) => plan.version.clone(),
-            // The declared version, marked with the files it was built from.
-            (false, false) => format!("{}+files.{:08x}", plan.version, plan.files_digest as u32),
-        };
+    fn new(plan: Plan, path: Option<PathBuf>) -> Self {
+        // The library computes the identity (config text and vocabulary
+        // files), so training data can carry the same one.
+        let (version, digest) = (plan.identity().version.clone(), plan.identity().digest);
         Self { plan, version, path, digest }
     }
 
     pub fn embedded_default() -> Self {
-        Self::new(Plan::default_model(), None, fex::config::DEFAULT_MODEL_YAML)
+        Self::new(Plan::default_model(), None)
     }
 }
 
@@ -149,11 +144,11 @@ impl Registry {
         for (path, text) in files {
             let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let judged = match Plan::from_yaml_in(&text, &dir) {
-                Ok(plan) => self.offer(Model::new(plan, Some(path.clone()), &text), &mut seen, &mut report),
+                Ok(plan) => self.offer(Model::new(plan, Some(path.clone())), &mut seen, &mut report),
                 Err(e) => Err(e.to_string()),
             };
             if let Err(message) = judged {
-                rejected.push((LoadError { path, message }, fnv1a(text.as_bytes())));
+                rejected.push((LoadError { path, message }, fex::ops::digest(text.as_bytes())));
             }
         }
         // A model unloads when no valid file defines it any more, unless its
@@ -184,7 +179,7 @@ impl Registry {
         let mut now = HashMap::with_capacity(rejected.len());
         let mut fresh = Vec::new();
         for (error, text_digest) in rejected {
-            let judgement = text_digest ^ fnv1a(error.message.as_bytes()).rotate_left(1);
+            let judgement = text_digest ^ fex::ops::digest(error.message.as_bytes()).rotate_left(1);
             if last.get(&error.path) != Some(&judgement) {
                 fresh.push(error.clone());
             }
@@ -254,9 +249,4 @@ fn read_file(path: &Path) -> Read {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (vec![], vec![]),
         Err(e) => (vec![], vec![(LoadError { path: path.to_path_buf(), message: format!("cannot read: {e}") }, 0)]),
     }
-}
-
-/// FNV-1a: a stable digest of a config's text (same on every platform).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
 }

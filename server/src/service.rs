@@ -141,7 +141,7 @@ fn select(model: &Model, names: &[String]) -> Result<Vec<usize>, ServeError> {
         let message = format!("model {:?} has no output {}; it has {}", plan.name, quoted(name), known.join(", "));
         return Err(ServeError::UnknownOutput(message));
     }
-    plan.select(names).map_err(ServeError::UnknownOutput)
+    plan.select(names).map_err(|e| ServeError::UnknownOutput(e.to_string()))
 }
 
 /// Runs the library; a panic (a bug) becomes INTERNAL instead of a reset stream.

@@ -1,15 +1,16 @@
-//! Model configs: YAML parsed in two stages, a raw serde form that rejects
-//! unknown keys (`raw`) and validation into an immutable [`Plan`] that reports
-//! every problem with its path (`validate`).
+//! Model configs, in stages that import one way: `raw` (YAML read entry by
+//! entry into per-kind structs, unknown keys and wrong types reported) →
+//! `check` (each kind's and op's rules, every problem with its path) →
+//! `compile` (the [`Plan`] and its identity) → `plan` (pure data).
 
+mod check;
+mod compile;
 mod errors;
-mod ops;
 mod plan;
 mod raw;
-mod validate;
 
 pub use errors::{ConfigError, ConfigErrors};
-pub use plan::{Compat, Limits, LineIdField, Op, Output, Plan, Source, Task};
+pub use plan::{Compat, Identity, Limits, LineIdField, Op, Output, Plan, SelectError, Source, Task};
 
 /// The embedded default model: a ranking model with shared user and context
 /// features, per-candidate item features, dense features and labels.

@@ -1,5 +1,7 @@
 //! The compiled, immutable form of a model config: what to read from a sample
 //! and which tensor each output becomes. Online and offline run the same Plan.
+//! Pure data: it imports nothing from the stages that build it (`raw`,
+//! `check`, `compile`), which is where `Plan::from_yaml` lives.
 
 use rustc_hash::FxHashMap;
 
@@ -53,7 +55,8 @@ impl LineIdField {
     }
 }
 
-/// Where an output's values come from.
+/// Where an output's values come from; derived from its [`Op`]
+/// ([`Output::source`]), so the two cannot disagree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// A named feature list (ExampleBatch) or named feature (Example), by index
@@ -69,18 +72,20 @@ pub enum Source {
     Derived,
 }
 
-/// What an output computes from its source, per row.
+/// What an output computes, per row, and from what. The ops that read a
+/// named feature carry its index into [`Plan::source_names`]; the others read
+/// a reserved list or other outputs, so no op can meet a source it cannot read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// fid_v1_list (converted to v2) and fid_v2_list → ragged ids.
-    Sparse { values: DataType, splits: DataType },
+    Sparse { source: usize, values: DataType, splits: DataType },
     /// float/double/int64 values → `[rows, dim]`, prefix copy then `default`.
     /// `meta` is the LineId field a `__meta__` name falls back to.
-    Dense { dtype: DataType, dim: usize, default: f64, meta: Option<LineIdField> },
+    Dense { source: usize, dtype: DataType, dim: usize, default: f64, meta: Option<LineIdField> },
     /// bytes_list[0] or bytes_value → one string per row.
-    String,
+    String { source: usize },
     /// A `*_lists` feature → ragged positions, each a `width` prefix (padded).
-    Sequence { dtype: DataType, max_len: usize, width: usize, splits: DataType },
+    Sequence { source: usize, dtype: DataType, max_len: usize, width: usize, splits: DataType },
     /// A LineId field → `[rows, dim]` (integers i64, floats f32) or strings.
     LineId { field: LineIdField, dim: usize },
     /// Labels → f32 `[rows, dim]`.
@@ -107,7 +112,6 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Output {
     pub name: String,
-    pub source: Source,
     pub op: Op,
     /// Return once with rows = 1 when the source list is SHARED.
     pub shared_once: bool,
@@ -135,34 +139,38 @@ pub struct Plan {
     pub(crate) line_id_source: Option<usize>,
     pub(crate) label_source: Option<usize>,
     pub(crate) weight_source: Option<usize>,
-    /// Files the config refers to (vocabularies), with a digest of their
-    /// contents: part of the model's identity.
+    /// Files the config refers to (vocabularies), in config order.
     pub files: Vec<std::path::PathBuf>,
-    pub files_digest: u64,
+    pub(crate) identity: Identity,
+}
+
+/// What a model is, for the server's reports and for training data to carry:
+/// computed once when the plan is compiled, from the config text and the
+/// digests of the files it refers to (XXH64, [`crate::ops::digest`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The declared `version`; `<version>+files.<8 hex>` when the model reads
+    /// files (a changed vocabulary is a new version); 16 hex digits of
+    /// `digest` when the config declares none.
+    pub version: String,
+    /// Changes whenever the config text or a file it reads changes.
+    pub digest: u64,
+}
+
+/// Why [`Plan::select`] refused a list of output names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectError {
+    #[error("output {name:?} is asked for twice")]
+    Repeated { name: String },
+    #[error("model {model:?} has no output {name:?}; it has {}", known.join(", "))]
+    Unknown { model: String, name: String, known: Vec<String> },
 }
 
 impl Plan {
-    /// Parses and validates a YAML model config. Relative file references
-    /// (vocabularies) resolve against the current directory.
-    pub fn from_yaml(text: &str) -> Result<Self, super::ConfigErrors> {
-        super::validate::plan_from_yaml(text, std::path::Path::new("."))
-    }
-
-    /// Parses a config whose file references resolve against `base_dir`.
-    pub fn from_yaml_in(text: &str, base_dir: &std::path::Path) -> Result<Self, super::ConfigErrors> {
-        super::validate::plan_from_yaml(text, base_dir)
-    }
-
-    /// Reads and parses a config file; references resolve against its directory.
-    pub fn from_file(path: &std::path::Path) -> Result<Self, super::ConfigErrors> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| super::ConfigErrors::one(path.display().to_string(), e.to_string()))?;
-        Self::from_yaml_in(&text, path.parent().unwrap_or(std::path::Path::new(".")))
-    }
-
-    /// The embedded default model.
-    pub fn default_model() -> Self {
-        Self::from_yaml(super::DEFAULT_MODEL_YAML).expect("the embedded default model is valid")
+    /// The model's identity (version string and digest).
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// The source index of a sample feature name, if the plan reads it.
@@ -173,17 +181,18 @@ impl Plan {
 
     /// Output indices for a list of output names, in the order given; an
     /// unknown name is an error that lists the outputs the model has.
-    pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, String> {
+    pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, SelectError> {
         if let Some(i) = (1..names.len()).find(|&i| names[..i].iter().any(|n| n.as_ref() == names[i].as_ref())) {
-            return Err(format!("output {:?} is asked for twice", names[i].as_ref()));
+            return Err(SelectError::Repeated { name: names[i].as_ref().to_string() });
         }
         names
             .iter()
             .map(|name| {
                 let name = name.as_ref();
-                self.outputs.iter().position(|o| o.visible && o.name == name).ok_or_else(|| {
-                    let known: Vec<&str> = self.visible().map(|o| o.name.as_str()).collect();
-                    format!("model {:?} has no output {name:?}; it has {}", self.name, known.join(", "))
+                self.outputs.iter().position(|o| o.visible && o.name == name).ok_or_else(|| SelectError::Unknown {
+                    model: self.name.clone(),
+                    name: name.to_string(),
+                    known: self.visible().map(|o| o.name.clone()).collect(),
                 })
             })
             .collect()
@@ -206,13 +215,27 @@ impl Plan {
 }
 
 impl Output {
+    /// Where this output's values come from.
+    pub fn source(&self) -> Source {
+        match &self.op {
+            Op::Sparse { source, .. }
+            | Op::Dense { source, .. }
+            | Op::String { source }
+            | Op::Sequence { source, .. } => Source::Feature(*source),
+            Op::LineId { .. } | Op::ActionLabel { .. } => Source::LineId,
+            Op::Label { .. } => Source::Label,
+            Op::Weight => Source::Weight,
+            Op::Derived(_) => Source::Derived,
+        }
+    }
+
     /// This output's layout, element dtype, and row_splits dtype.
     pub fn layout(&self) -> (Layout, DataType, DataType) {
         use crate::view::ValueClass;
         match &self.op {
-            Op::Sparse { values, splits } => (Layout::Ragged, *values, *splits),
+            Op::Sparse { values, splits, .. } => (Layout::Ragged, *values, *splits),
             Op::Dense { dtype, .. } => (Layout::Dense, *dtype, DataType::Unspecified),
-            Op::String => (Layout::Strings, DataType::Bytes, DataType::I64),
+            Op::String { .. } => (Layout::Strings, DataType::Bytes, DataType::I64),
             Op::Sequence { dtype, splits, .. } => (Layout::Ragged, *dtype, *splits),
             Op::LineId { field, .. } => match field.ty.class() {
                 ValueClass::Integer => (Layout::Dense, DataType::I64, DataType::Unspecified),

@@ -6,23 +6,16 @@
 use super::gather::{ListEnd, walk_features};
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, extend_le};
-use crate::config::{LineIdField, Output, Source};
+use crate::config::LineIdField;
 use crate::proto::fex_v1::DataType;
 use crate::view::{FeatureKind, FeatureView, le_f32, le_f64, packed_run};
 use crate::wire::DecodeError;
 
-/// dtype, dim, default, and the `__meta__` LineId fallback.
-pub(super) type DenseSpec = (DataType, usize, f64, Option<LineIdField>);
+/// source index, dtype, dim, default, and the `__meta__` LineId fallback.
+pub(super) type DenseSpec = (usize, DataType, usize, f64, Option<LineIdField>);
 
-pub(super) fn write(
-    cx: &Ctx<'_, '_>,
-    out: &Output,
-    c: &mut Column,
-    rows: usize,
-    spec: DenseSpec,
-) -> Result<(), ExtractError> {
-    let Source::Feature(source) = out.source else { unreachable!("dense outputs read features") };
-    let (_, dim, default, meta) = spec;
+pub(super) fn write(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize, spec: DenseSpec) -> Result<(), ExtractError> {
+    let (source, _, dim, default, meta) = spec;
     let pad = if cx.is_monolith() { 0.0 } else { default };
     let values = &mut c.dense_mut().values;
     values.reserve(rows * dim);
@@ -65,7 +58,7 @@ pub(super) fn write_direct(
     body: &[u8],
     c: &mut Column,
 ) -> Option<ListEnd> {
-    let (_, dim, default, _) = spec;
+    let (_, _, dim, default, _) = spec;
     let pad = if cx.is_monolith() { 0.0 } else { default };
     let rows = cx.rows_in_batch().max(1);
     let values = &mut c.dense_mut().values;

@@ -377,7 +377,7 @@ fn direct_sources(plan: &Plan, direct: &mut Vec<bool>) {
         direct[s] = false;
     }
     for out in &plan.outputs {
-        if let crate::config::Source::Feature(s) = out.source
+        if let crate::config::Source::Feature(s) = out.source()
             && !matches!(out.op, crate::config::Op::Sparse { .. } | crate::config::Op::Dense { .. })
         {
             direct[s] = false;

@@ -340,7 +340,7 @@ pub(crate) struct Rows {
 impl<'x, 'a> Ctx<'x, 'a> {
     /// Writes one sample-reading output; returns whether it is returned once.
     fn write(&self, out: &Output, c: &mut Column, budget: &mut usize) -> Result<bool, Stop> {
-        if let Source::Feature(s) = out.source
+        if let Source::Feature(s) = out.source()
             && let Some((start, end)) = self.ix.columns[s].body
         {
             return self.write_walked(out, (start as usize, end as usize), c, budget);
@@ -352,12 +352,14 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let fixed = fixed_size(out, rows.compute);
         write::charge(budget, fixed, limit)?;
         match &out.op {
-            Op::Sparse { .. } => sparse::write(self, out, c, rows.compute)?,
-            Op::Dense { dtype, dim, default, meta } => {
-                dense::write(self, out, c, rows.compute, (*dtype, *dim, *default, *meta))?
+            Op::Sparse { source, .. } => sparse::write(self, *source, c, rows.compute)?,
+            Op::Dense { source, dtype, dim, default, meta } => {
+                dense::write(self, c, rows.compute, (*source, *dtype, *dim, *default, *meta))?
             }
-            Op::String => strings::write(self, out, c, rows.compute)?,
-            Op::Sequence { .. } => sequence::write(self, out, c, rows.compute)?,
+            Op::String { source } => strings::write(self, *source, c, rows.compute)?,
+            Op::Sequence { source, dtype, max_len, width, .. } => {
+                sequence::write(self, (*source, *dtype, *max_len, *width), c, rows.compute)?
+            }
             Op::LineId { field, dim } => line_id::write(self, c, rows.compute, *field, *dim)?,
             Op::Label { dim, default } => label::write_label(self, c, rows.compute, *dim, *default)?,
             Op::Weight => label::write_weight(self, c, rows.compute)?,
@@ -397,8 +399,8 @@ impl<'x, 'a> Ctx<'x, 'a> {
         write::charge(budget, bound, limit)?;
         let walked = match &out.op {
             Op::Sparse { .. } => sparse::write_direct(self, name, body, c),
-            Op::Dense { dtype, dim, default, meta } => {
-                dense::write_direct(self, (*dtype, *dim, *default, *meta), name, body, c)
+            Op::Dense { source, dtype, dim, default, meta } => {
+                dense::write_direct(self, (*source, *dtype, *dim, *default, *meta), name, body, c)
             }
             _ => None,
         };
@@ -437,7 +439,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let all = self.ix.rows;
         // A missing list of a `shared: once` output still answers with one
         // (empty) row, so the model sees the same shape on every request.
-        let shared = self.source_index(out.source).is_some_and(|s| {
+        let shared = self.source_index(out.source()).is_some_and(|s| {
             let col = self.ix.columns[s];
             col.shared || (!col.present && out.shared_once && self.is_batch())
         });

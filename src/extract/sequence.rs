@@ -3,15 +3,16 @@
 
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, elem_size};
-use crate::config::{Op, Output, Source};
 use crate::fid::v1_to_v2;
 use crate::proto::fex_v1::DataType;
 use crate::view::{FeatureKind, le_f32, le_f64, le_u64};
 use crate::wire::{DecodeError, for_each_fixed32, for_each_fixed64, for_each_varint};
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    let Source::Feature(source) = out.source else { unreachable!("sequence outputs read features") };
-    let Op::Sequence { dtype, max_len, width, .. } = out.op else { unreachable!() };
+/// The source index, dtype, `max_len` and `width` of a sequence output.
+pub(super) type SequenceSpec = (usize, DataType, usize, usize);
+
+pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
+    let (source, dtype, max_len, width) = spec;
     let r = c.ragged_mut();
     r.width = Some(width);
     r.splits.push(0)?;

@@ -5,12 +5,10 @@
 use super::gather::{ListEnd, walk_features};
 use super::{Cell, Ctx, ExtractError};
 use crate::columns::{Column, SplitInt, Splits, Values, extend_le};
-use crate::config::{Output, Source};
 use crate::fid::v1_to_v2;
 use crate::view::{FeatureKind, le_u64, packed_run};
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    let Source::Feature(source) = out.source else { unreachable!("sparse outputs read features") };
+pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let r = c.ragged_mut();
     r.splits.push(0)?;
     let mut cells = cx.row_cells(source, rows).enumerate();

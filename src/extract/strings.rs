@@ -2,11 +2,9 @@
 
 use super::{Ctx, ExtractError};
 use crate::columns::Column;
-use crate::config::{Output, Source};
 use crate::view::FeatureKind;
 
-pub(super) fn write(cx: &Ctx<'_, '_>, out: &Output, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    let Source::Feature(source) = out.source else { unreachable!("string outputs read features") };
+pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let s = c.strings_mut();
     s.end_row();
     for row in 0..rows {

@@ -27,10 +27,11 @@ pub fn hash_tuple(ids: &[u64]) -> u64 {
     h.digest()
 }
 
-/// FNV-1a of a file's contents: the identity digest of configs and vocabularies
-/// (not used for bucketing).
+/// The identity digest of configs and vocabularies: XXH64 too, so fex has one
+/// hash function (this one is not used for bucketing).
+#[inline]
 pub fn digest(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+    hash_bytes(bytes)
 }
 
 #[cfg(test)]

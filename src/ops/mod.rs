@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use multihot::weight as multihot_weight;
-pub use vocab::Vocab;
+pub use vocab::{Vocab, VocabError};
 
 /// Most inputs an operator takes; the config refuses more.
 pub(crate) const MAX_INPUTS: usize = 64;

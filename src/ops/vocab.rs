@@ -13,6 +13,17 @@ use crate::extract::ExtractError;
 pub const MISSING: i64 = 0;
 pub const OUT_OF_VOCABULARY: i64 = 1;
 
+/// Why a vocabulary could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VocabError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// Entries must be unique: a repeat would give one entry two ids.
+    #[error("{}:{line}: {entry:?} repeats the entry of id {first}", path.display())]
+    Repeated { path: PathBuf, line: usize, entry: String, first: i64 },
+}
+
 /// One entry per line: a decimal id (for id inputs) or a string (for string
 /// inputs). Blank lines are skipped; a repeated entry is an error.
 #[derive(Debug)]
@@ -30,13 +41,19 @@ impl PartialEq for Vocab {
 }
 
 impl Vocab {
-    /// Reads a vocabulary file; the error names the line.
-    pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    /// Reads a vocabulary file from the filesystem; the error names the line.
+    pub fn load(path: &Path) -> Result<Self, VocabError> {
+        Self::load_from(&crate::files::Filesystem, path)
+    }
+
+    /// Reads a vocabulary through `files` (in-memory bytes, say).
+    pub fn load_from(files: &dyn crate::files::FileSource, path: &Path) -> Result<Self, VocabError> {
+        let text = files.read(path).map_err(|source| VocabError::Read { path: path.to_path_buf(), source })?;
         Self::parse(path, &text)
     }
 
-    pub fn parse(path: &Path, text: &[u8]) -> Result<Self, String> {
+    /// Parses a vocabulary's bytes; `path` names it in errors and identity.
+    pub fn parse(path: &Path, text: &[u8]) -> Result<Self, VocabError> {
         let mut v = Self {
             path: path.to_path_buf(),
             digest: super::hash::digest(text),
@@ -50,12 +67,8 @@ impl Vocab {
                 continue;
             }
             if let Some(first) = v.strings.insert(line.into(), next) {
-                return Err(format!(
-                    "{}:{}: {:?} repeats the entry of id {first}",
-                    path.display(),
-                    n + 1,
-                    String::from_utf8_lossy(line)
-                ));
+                let entry = String::from_utf8_lossy(line).into_owned();
+                return Err(VocabError::Repeated { path: path.to_path_buf(), line: n + 1, entry, first });
             }
             if let Some(id) = std::str::from_utf8(line).ok().and_then(|s| s.trim().parse::<i64>().ok()) {
                 v.ids.insert(id as u64, next);

@@ -1,0 +1,171 @@
+//! Each operator's parameters checked and compiled into a [`Transform`] with
+//! the layout, dtype and shape of what it produces.
+
+use std::sync::Arc;
+
+use super::ops::Need;
+use super::{Checker, Files};
+use crate::config::plan::{Op, Output};
+use crate::config::raw::{RawEntry, RawOp, entries};
+use crate::ops::{MAX_INPUTS, Transform, TransformKind as K, Vocab};
+use crate::proto::fex_v1::{DataType, Layout};
+
+impl Checker {
+    pub(super) fn transform(
+        &mut self,
+        e: &RawEntry,
+        op: &RawOp,
+        ins: &[&Output],
+        files: Files<'_>,
+    ) -> Option<Transform> {
+        let path = e.path.as_str();
+        let one = |cx: &mut Self, need| cx.inputs_fit(e, ins, need, 1..=1);
+        let many = |cx: &mut Self, need, min| cx.inputs_fit(e, ins, need, min..=MAX_INPUTS);
+        let ragged = |cx: &mut Self, kind, splits: &Option<String>| ragged(kind, cx.splits(path, splits.as_deref()));
+        Some(match op {
+            RawOp::V1ToV2(o) => one(self, Need::Ids).then(|| ragged(self, K::V1ToV2, &o.splits))?,
+            RawOp::Slot(o) => {
+                let v1 = self.slot_method(path, o.method.as_deref());
+                one(self, Need::Ids).then(|| ragged(self, K::Slot { v1 }, &o.splits))?
+            }
+            RawOp::Reslot(o) => {
+                let slot = self.required_u64(path, "slot", o.slot, 0..=0x7fff);
+                one(self, Need::Ids).then(|| ragged(self, K::Reslot { slot }, &o.splits))?
+            }
+            RawOp::Hash(o) => {
+                let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
+                one(self, Need::IdsOrStrings).then(|| ragged(self, K::Hash { buckets }, &o.splits))?
+            }
+            RawOp::FilterSlots(o) => {
+                let slots = self.slots(path, o.slots.as_deref().unwrap_or_default());
+                one(self, Need::Ids).then(|| ragged(self, K::FilterSlots { slots }, &o.splits))?
+            }
+            RawOp::Cross(o) => {
+                let kind = self.cross(path, o);
+                many(self, Need::IdsOrStrings, 2).then(|| ragged(self, kind, &o.splits))?
+            }
+            RawOp::Vocab(o) => {
+                let vocab = self.vocab(path, o.file.as_deref(), files)?;
+                one(self, Need::IdsOrStrings).then(|| ragged(self, K::Vocab(Arc::new(vocab)), &o.splits))?
+            }
+            RawOp::Group(o) => many(self, Need::Ids, 1).then(|| ragged(self, K::Group, &o.splits))?,
+            RawOp::Kjt => {
+                let keys: Vec<String> = ins.iter().map(|o| o.name.clone()).collect();
+                let n = keys.len();
+                many(self, Need::Ids, 1).then(|| keyed(K::KeyedJagged { keys }, n))?
+            }
+            RawOp::MultiHot(o) => {
+                let inputs_ok = many(self, Need::Ids, 1);
+                self.multi_hot(path, o, ins, inputs_ok)?
+            }
+            RawOp::Concat => {
+                let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
+                many(self, Need::Dense, 1).then(|| dense(K::Concat, DataType::F32, vec![width]))?
+            }
+            numeric => {
+                let (kind, dtype) = self.numeric(e, numeric)?;
+                one(self, Need::Dense).then(|| dense(kind, dtype, dims(ins[0])))?
+            }
+        })
+    }
+
+    fn slot_method(&mut self, path: &str, method: Option<&str>) -> bool {
+        match method {
+            None | Some("v2") => false,
+            Some("v1") => true,
+            Some(m) => {
+                self.error(format!("{path}.method"), format!("found {m:?}, expected v1 or v2"));
+                false
+            }
+        }
+    }
+
+    fn slots(&mut self, path: &str, slots: &[u64]) -> Vec<u64> {
+        if slots.is_empty() || slots.iter().any(|&s| s > 0x7fff) {
+            let message = format!("found {slots:?}, expected a non-empty list of slots 0..=32767");
+            self.error(format!("{path}.slots"), message);
+        }
+        let mut slots = slots.to_vec();
+        slots.sort_unstable();
+        slots
+    }
+
+    fn cross(&mut self, path: &str, o: &entries::Cross) -> K {
+        let buckets = o.buckets.map(|b| self.required_u64(path, "buckets", Some(b), 1..=u64::MAX));
+        let slot = o.slot.map(|s| self.required_u64(path, "slot", Some(s), 0..=0x7fff));
+        let max_per_row = self.required_u64(path, "max_per_row", o.max_per_row.or(Some(1024)), 1..=1 << 20) as usize;
+        K::Cross { buckets, slot, max_per_row }
+    }
+
+    /// Loads a vocabulary through the file source; its digest joins the
+    /// model's identity.
+    fn vocab(&mut self, path: &str, file: Option<&str>, files: Files<'_>) -> Option<Vocab> {
+        let file = file.unwrap_or_default();
+        if file.is_empty() {
+            self.error(format!("{path}.file"), "missing; name the vocabulary file (one entry per line)");
+            return None;
+        }
+        match Vocab::load_from(files.source, &files.base_dir.join(file)) {
+            Ok(v) => {
+                self.files.push((v.path.clone(), v.digest));
+                Some(v)
+            }
+            Err(e) => {
+                self.error(format!("{path}.file"), e.to_string());
+                None
+            }
+        }
+    }
+
+    fn multi_hot(&mut self, path: &str, o: &entries::MultiHot, ins: &[&Output], inputs_ok: bool) -> Option<Transform> {
+        let num_embeddings = o.num_embeddings.clone().unwrap_or_default();
+        if num_embeddings.len() != ins.len() || num_embeddings.contains(&0) {
+            let msg =
+                format!("found {num_embeddings:?}, expected one positive table size per input ({} inputs)", ins.len());
+            self.error(format!("{path}.num_embeddings"), msg);
+        }
+        let min_table_size = self.required_u64(path, "min_table_size", o.min_table_size, 1..=u64::MAX);
+        let size = self.required_u64(path, "multi_hot_size", o.multi_hot_size, 1..=1024) as usize;
+        let keys: Vec<String> = ins.iter().map(|o| o.name.clone()).collect();
+        let n = keys.len();
+        inputs_ok.then(|| keyed(K::MultiHot { keys, num_embeddings, min_table_size, size }, n))
+    }
+}
+
+fn ragged(kind: K, splits: DataType) -> Transform {
+    Transform {
+        kind,
+        layout: Layout::Ragged,
+        dtype: DataType::I64,
+        splits,
+        spec_shape: vec![-1, -1],
+        dense_shape: vec![],
+    }
+}
+
+pub(super) fn dense(kind: K, dtype: DataType, shape: Vec<i64>) -> Transform {
+    let mut spec_shape = vec![-1];
+    spec_shape.extend(&shape);
+    Transform { kind, layout: Layout::Dense, dtype, splits: DataType::Unspecified, spec_shape, dense_shape: shape }
+}
+
+fn keyed(kind: K, keys: usize) -> Transform {
+    let spec_shape = vec![keys as i64, -1];
+    Transform {
+        kind,
+        layout: Layout::KeyedJagged,
+        dtype: DataType::I64,
+        splits: DataType::I64,
+        spec_shape,
+        dense_shape: vec![],
+    }
+}
+
+/// The dense dimensions (after rows) of a dense output.
+fn dims(o: &Output) -> Vec<i64> {
+    match &o.op {
+        Op::Derived(t) => t.dense_shape.clone(),
+        Op::Weight => vec![],
+        _ => o.shape.clone(),
+    }
+}
