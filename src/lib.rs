@@ -16,5 +16,8 @@ pub mod wire;
 
 pub use columns::{Column, NamedColumn, Splits, Values};
 pub use config::{Compat, ConfigErrors, Plan};
-pub use extract::{ExtractError, Extracted, Extractor, Stats, extract_batch, extract_examples};
+pub use extract::{
+    ExtractError, Extracted, Extractor, Input, Policy, Rows, RowsMismatch, SharedRows, Stats, extract_batch,
+    extract_examples,
+};
 pub use proto::fex_v1::{DataType, Layout, Tensor};

@@ -79,7 +79,8 @@ fn selected_outputs_only_and_list_counts() {
     );
     let picked = p.select(&["item_ctr_7d", "item_id"]).unwrap();
     let mut out = Extracted::default();
-    fex::Extractor::new().extract_batch_selected(&p, &bytes, Some(&picked), &mut out).unwrap();
+    let policy = fex::Policy { outputs: Some(&picked), ..Default::default() };
+    fex::Extractor::new().extract(&p, fex::Input::Batch(&bytes), policy, &mut out).unwrap();
     let names: Vec<&str> = out.columns.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["item_ctr_7d", "item_id"]);
     assert_eq!((out.stats.lists_seen, out.stats.lists_decoded), (2, 1));

@@ -39,7 +39,7 @@ pub fn decode_examples(data: &[u8]) {
         if let Ok(out) = &fresh {
             invariants::check(plan, out, examples.len());
         }
-        reused(i, data.len(), &fresh, |ex, out| ex.extract_examples(plan, &examples, out));
+        reused(i, data.len(), &fresh, |ex, out| ex.extract(plan, fex::Input::Examples(&examples), fex::Policy::default(), out));
     }
 }
 

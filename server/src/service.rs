@@ -154,11 +154,12 @@ fn run_extraction(
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
         EXTRACTOR.with(|cell| {
             let mut ex = cell.borrow_mut();
+            let policy = fex::Policy { outputs: selected, ..Default::default() };
             match payload {
-                Payload::ExampleBatch(bytes) => ex.extract_batch_selected(&model.plan, bytes, selected, out),
+                Payload::ExampleBatch(bytes) => ex.extract(&model.plan, fex::Input::Batch(bytes), policy, out),
                 Payload::Examples(list) => {
                     let rows: Vec<&[u8]> = list.example.iter().map(|b| b.as_ref()).collect();
-                    ex.extract_examples_selected(&model.plan, &rows, selected, out)
+                    ex.extract(&model.plan, fex::Input::Examples(&rows), policy, out)
                 }
             }
         })

@@ -15,11 +15,13 @@ pub(crate) struct Cell {
     pub start: u32,
     pub end: u32,
     pub index: u32,
+    /// named_feature_list index (batch input), for error paths.
+    pub list: u32,
 }
 
 impl Cell {
     /// A missing feature.
-    pub const NONE: Cell = Cell { buf: u32::MAX, start: 0, end: 0, index: 0 };
+    pub const NONE: Cell = Cell { buf: u32::MAX, start: 0, end: 0, index: 0, list: 0 };
 
     pub fn is_none(&self) -> bool {
         self.buf == u32::MAX
@@ -51,6 +53,8 @@ pub(crate) enum InputKind {
 /// Per-row data an Example carries outside its named features.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct ExampleRow {
+    /// The buffer holding this row's Example.
+    pub buf: u32,
     /// Field 100 (a LineId message), or `Cell::NONE`.
     pub line_id: Cell,
     /// Field 102.
@@ -61,6 +65,8 @@ pub(crate) struct ExampleRow {
 /// the writers. Kept between calls as scratch.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
+    /// The bounds of the current call (the plan's, or the caller's policy).
+    pub limits: crate::config::Limits,
     /// Sources whose readers all walk a list themselves (`direct_sources`).
     pub direct: Vec<bool>,
     /// Gathers every list into cells (tests compare the two paths).
@@ -147,7 +153,7 @@ impl Index {
                 (field, wire) => r.skip(field, wire).ok()?,
             }
         }
-        let rows = usize::try_from(batch_size).ok().filter(|&n| n <= plan.limits.max_batch_size)?;
+        let rows = usize::try_from(batch_size).ok().filter(|&n| n <= self.limits.max_batch_size)?;
         self.rows = rows;
         // A walked list's length is checked by the walk.
         let ok = self
@@ -161,8 +167,8 @@ impl Index {
     pub(crate) fn gather_batch_checked(&mut self, plan: &Plan, buf: &[u8]) -> Result<usize, ExtractError> {
         let batch = ExampleBatchView::parse(buf)?;
         let rows = i64::from(batch.batch_size());
-        if rows < 0 || rows as usize > plan.limits.max_batch_size {
-            return Err(ExtractError::BatchSize { found: rows, limit: plan.limits.max_batch_size });
+        if rows < 0 || rows as usize > self.limits.max_batch_size {
+            return Err(ExtractError::BatchSize { found: rows, limit: self.limits.max_batch_size });
         }
         let rows = rows as usize;
         self.reset(plan, InputKind::Batch, rows);
@@ -188,7 +194,11 @@ impl Index {
         self.stats.lists_decoded += 1;
         let first = self.cells.len();
         let cells = &mut self.cells;
-        let list_type = entry.decode(|i, body, at| push_cell(cells, 0, i, body, at))?;
+        let list = entry.index;
+        let list_type = entry.decode(|i, body, at| {
+            cells.push(Cell { list: list as u32, ..cell(0, i, body, at) });
+            Ok(())
+        })?;
         let len = self.cells.len() - first;
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
         self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index, body: None };
@@ -200,7 +210,7 @@ impl Index {
     fn gather_named_list(&mut self, plan: &Plan, source: usize, name: &[u8], entry: ListEntry<'_>) -> Option<()> {
         self.stats.lists_decoded += 1;
         let first = self.cells.len();
-        let list_type = walk_list(&mut self.cells, name, entry.body, entry.base)?;
+        let list_type = walk_list(&mut self.cells, name, entry)?;
         let len = self.cells.len() - first;
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
         self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index, body: None };
@@ -209,6 +219,19 @@ impl Index {
 
     /// Monolith reads `__LABEL__`, `__LINE_ID__` and `instance_weight` row by
     /// row whatever their list type; native mode broadcasts SHARED ones.
+    /// The cell of `source` at `row`, if that row has the feature.
+    #[inline]
+    pub(crate) fn cell(&self, source: usize, row: usize) -> Option<Cell> {
+        let col = self.columns[source];
+        let i = match (col.present, col.shared) {
+            (false, _) => return None,
+            (true, true) if col.len > 0 => col.first,
+            (true, false) if row < col.len => col.first + row,
+            _ => return None,
+        };
+        Some(self.cells[i]).filter(|c| !c.is_none())
+    }
+
     pub(crate) fn row_by_row(&self, plan: &Plan, source: usize) -> bool {
         plan.compat == Compat::Monolith
             && [plan.line_id_source, plan.label_source, plan.weight_source].contains(&Some(source))
@@ -246,8 +269,8 @@ impl Index {
 
     pub(crate) fn gather_examples(&mut self, plan: &Plan, bufs: &[&[u8]]) -> Result<usize, ExtractError> {
         let rows = bufs.len();
-        if rows > plan.limits.max_batch_size {
-            return Err(ExtractError::TooManyRows { found: rows, limit: plan.limits.max_batch_size });
+        if rows > self.limits.max_batch_size {
+            return Err(ExtractError::TooManyRows { found: rows, limit: self.limits.max_batch_size });
         }
         self.reset(plan, InputKind::Examples, rows);
         let sources = plan.source_names.len();
@@ -266,7 +289,7 @@ impl Index {
         let rows = self.rows;
         let view = ExampleView::parse(buf, 0)?;
         let line_id = view.line_id().map_or(Cell::NONE, |(b, at)| cell(row, 0, b, at));
-        self.example_rows.push(ExampleRow { line_id, weight: view.instance_weight() });
+        self.example_rows.push(ExampleRow { buf: row as u32, line_id, weight: view.instance_weight() });
         for entry in view.features() {
             let entry = entry?;
             self.stats.lists_seen += 1;
@@ -301,11 +324,12 @@ pub(crate) fn first_name(body: &[u8]) -> Option<&[u8]> {
 
 /// One walk over a NamedFeatureList: a cell per Feature, the list type, and
 /// a check that no later name differs from `name`.
-fn walk_list(cells: &mut Vec<Cell>, name: &[u8], body: &[u8], base: usize) -> Option<ListType> {
+fn walk_list(cells: &mut Vec<Cell>, name: &[u8], entry: ListEntry<'_>) -> Option<ListType> {
     let mut n = 0u32;
-    let end = walk_features(name, body, |feature, start| {
-        let at = base + start;
-        cells.push(Cell { buf: 0, start: at as u32, end: (at + feature.len()) as u32, index: n });
+    let list = entry.index as u32;
+    let end = walk_features(name, entry.body, |feature, start| {
+        let at = entry.base + start;
+        cells.push(Cell { buf: 0, start: at as u32, end: (at + feature.len()) as u32, index: n, list });
         n += 1;
         Some(())
     })?;
@@ -395,14 +419,9 @@ fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
     }
 }
 
-fn push_cell(cells: &mut Vec<Cell>, buf: usize, index: usize, body: &[u8], at: usize) -> Result<(), DecodeError> {
-    cells.push(cell(buf, index, body, at));
-    Ok(())
-}
-
 /// Offsets fit in u32: `check_size` rejected larger buffers up front.
 fn cell(buf: usize, index: usize, body: &[u8], at: usize) -> Cell {
-    Cell { buf: buf as u32, start: at as u32, end: (at + body.len()) as u32, index: index as u32 }
+    Cell { buf: buf as u32, start: at as u32, end: (at + body.len()) as u32, index: index as u32, list: 0 }
 }
 
 fn check_size(buf: &[u8]) -> Result<(), ExtractError> {

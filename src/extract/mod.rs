@@ -5,8 +5,10 @@
 //! its buffers, so steady-state extraction allocates nothing new.
 
 mod dense;
+mod entry;
 mod error;
 mod gather;
+mod instance;
 mod label;
 mod line_id;
 mod sequence;
@@ -16,6 +18,7 @@ mod strings;
 mod walk_tests;
 mod write;
 
+pub use entry::{Input, Policy, Rows, RowsMismatch, SharedRows};
 pub use error::ExtractError;
 pub(crate) use write::charge;
 
@@ -77,6 +80,8 @@ impl Extracted {
 #[derive(Debug, Default)]
 pub struct Extractor {
     index: Index,
+    /// Scratch for laying out a caller's `Rows`.
+    rows_index: Index,
     /// Every output's column, computed in plan order, then swapped into the
     /// caller's `Extracted`.
     work: Vec<NamedColumn>,
@@ -88,48 +93,23 @@ impl Extractor {
         Self::default()
     }
 
-    /// Extracts a serialized `ExampleBatch` into `out`, reusing its buffers.
+    /// Extracts a serialized `ExampleBatch` into `out` with the plan's own
+    /// policy: `extract` with `Input::Batch`.
     pub fn extract_batch(&mut self, plan: &Plan, buf: &[u8], out: &mut Extracted) -> Result<(), ExtractError> {
-        self.extract_batch_selected(plan, buf, None, out)
+        self.extract(plan, Input::Batch(buf), Policy::default(), out)
     }
 
-    /// Extracts serialized `Example`s (one per row) into `out`.
-    pub fn extract_examples(&mut self, plan: &Plan, bufs: &[&[u8]], out: &mut Extracted) -> Result<(), ExtractError> {
-        self.extract_examples_selected(plan, bufs, None, out)
-    }
-
-    /// Like `extract_batch`, computing only the outputs at `selected` (indices
-    /// from [`Plan::select`]); `None` computes all of them.
-    pub fn extract_batch_selected(
-        &mut self,
-        plan: &Plan,
-        buf: &[u8],
-        selected: Option<&[usize]>,
-        out: &mut Extracted,
-    ) -> Result<(), ExtractError> {
-        self.index.gather_batch(plan, buf)?;
-        self.run(plan, &[buf], selected, out)
-    }
-
-    /// Like `extract_examples`, computing only the outputs at `selected`.
-    pub fn extract_examples_selected(
-        &mut self,
-        plan: &Plan,
-        bufs: &[&[u8]],
-        selected: Option<&[usize]>,
-        out: &mut Extracted,
-    ) -> Result<(), ExtractError> {
-        self.index.gather_examples(plan, bufs)?;
-        self.run(plan, bufs, selected, out)
-    }
-
+    /// Computes the outputs for the rows of `rows` (the caller's) or of the
+    /// extractor's own index.
     fn run(
         &mut self,
         plan: &Plan,
+        rows: Option<&Index>,
         bufs: &[&[u8]],
-        selected: Option<&[usize]>,
+        policy: &Policy<'_>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
+        let selected = policy.outputs;
         let mut needed = std::mem::take(&mut self.needed);
         mark_needed(plan, selected, &mut needed);
         let mut work = std::mem::take(&mut self.work);
@@ -138,13 +118,15 @@ impl Extractor {
             let name = plan.outputs[work.len()].name.clone();
             work.push(NamedColumn { name, shared: false, column: Column::default() });
         }
-        let mut result = self.compute(plan, bufs, &needed, &mut work);
-        if self.index.has_direct() && result.is_err() {
+        let ix = rows.unwrap_or(&self.index);
+        let cx = Ctx { ix, plan, bufs, shared: policy.shared };
+        let mut result = compute(&cx, &needed, &mut work);
+        if rows.is_none() && self.index.has_direct() && result.is_err() {
             // A walked list met something the checked path must judge (or
             // the call failed anyway): gather every list into cells, then
             // compute again, so errors are exactly those of the checked path.
             result = match self.index.gather_batch_checked(plan, bufs[0]) {
-                Ok(_) => self.compute(plan, bufs, &needed, &mut work),
+                Ok(_) => compute(&Ctx { ix: &self.index, plan, bufs, shared: policy.shared }, &needed, &mut work),
                 Err(e) => Err(Stop::Error(e)),
             };
         }
@@ -155,65 +137,66 @@ impl Extractor {
             work.clear();
         }
         if result.is_ok() {
-            self.deliver(plan, selected, &mut work, out);
+            let ix = rows.unwrap_or(&self.index);
+            deliver(ix, plan, selected, &mut work, out);
         }
         self.work = work;
         self.needed = needed;
         result
     }
+}
 
-    /// Computes every needed output, in plan (dependency) order.
-    fn compute(&self, plan: &Plan, bufs: &[&[u8]], needed: &[bool], work: &mut [NamedColumn]) -> Result<(), Stop> {
-        let cx = Ctx { ix: &self.index, plan, bufs };
-        let mut budget = 0usize;
-        let limit = plan.limits.max_output_bytes;
-        for (i, output) in plan.outputs.iter().enumerate() {
-            if !needed[i] {
-                continue;
-            }
-            let (done, rest) = work.split_at_mut(i);
-            let slot = &mut rest[0];
-            if slot.name != output.name {
-                slot.name.clone_from(&output.name);
-            }
-            write::begin(&mut slot.column, output);
-            if let Op::Derived(transform) = &output.op {
-                let inputs = crate::ops::Inputs { done, indices: &output.inputs };
-                // Dense results have a size known up front: charge it before
-                // writing. Operators charge what they add as they go; the rest
-                // (splits, lengths) is charged after, so nothing counts twice.
-                let fixed = crate::ops::fixed_size(transform, inputs);
-                write::charge(&mut budget, fixed, limit)?;
-                let before = budget;
-                let budget_ref = crate::ops::Budget { used: &mut budget, limit };
-                slot.shared = crate::ops::apply(transform, inputs, &output.name, &mut slot.column, budget_ref)?;
-                let charged = fixed + (budget - before);
-                write::charge(&mut budget, slot.column.byte_len().saturating_sub(charged), limit)?;
-            } else {
-                slot.shared = cx.write(output, &mut slot.column, &mut budget)?;
-            }
+/// Computes every needed output, in plan (dependency) order.
+fn compute(cx: &Ctx<'_, '_>, needed: &[bool], work: &mut [NamedColumn]) -> Result<(), Stop> {
+    let plan = cx.plan;
+    let mut budget = 0usize;
+    let limit = cx.ix.limits.max_output_bytes;
+    for (i, output) in plan.outputs.iter().enumerate() {
+        if !needed[i] {
+            continue;
         }
-        Ok(())
+        let (done, rest) = work.split_at_mut(i);
+        let slot = &mut rest[0];
+        if slot.name != output.name {
+            slot.name.clone_from(&output.name);
+        }
+        write::begin(&mut slot.column, output);
+        if let Op::Derived(transform) = &output.op {
+            let inputs = crate::ops::Inputs { done, indices: &output.inputs };
+            // Dense results have a size known up front: charge it before
+            // writing. Operators charge what they add as they go; the rest
+            // (splits, lengths) is charged after, so nothing counts twice.
+            let fixed = crate::ops::fixed_size(transform, inputs);
+            write::charge(&mut budget, fixed, limit)?;
+            let before = budget;
+            let budget_ref = crate::ops::Budget { used: &mut budget, limit };
+            slot.shared = crate::ops::apply(transform, inputs, &output.name, &mut slot.column, budget_ref)?;
+            let charged = fixed + (budget - before);
+            write::charge(&mut budget, slot.column.byte_len().saturating_sub(charged), limit)?;
+        } else {
+            slot.shared = cx.write(output, &mut slot.column, &mut budget)?;
+        }
     }
+    Ok(())
+}
 
-    /// Moves the results the caller asked for into `out`. Buffers are swapped,
-    /// not copied: `out`'s previous buffers become next call's scratch.
-    fn deliver(&self, plan: &Plan, selected: Option<&[usize]>, work: &mut [NamedColumn], out: &mut Extracted) {
-        out.batch_size = self.index.rows;
-        out.stats = self.index.stats;
-        let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
-        out.columns.truncate(count);
-        while out.columns.len() < count {
-            out.columns.push(NamedColumn { name: String::new(), shared: false, column: Column::default() });
-        }
-        let mut slots = out.columns.iter_mut();
-        match selected {
-            Some(s) => s.iter().zip(slots).for_each(|(&i, slot)| std::mem::swap(slot, &mut work[i])),
-            None => {
-                for (i, output) in plan.outputs.iter().enumerate() {
-                    if output.visible {
-                        std::mem::swap(slots.next().expect("one slot per visible output"), &mut work[i]);
-                    }
+/// Moves the results the caller asked for into `out`. Buffers are swapped,
+/// not copied: `out`'s previous buffers become next call's scratch.
+fn deliver(ix: &Index, plan: &Plan, selected: Option<&[usize]>, work: &mut [NamedColumn], out: &mut Extracted) {
+    out.batch_size = ix.rows;
+    out.stats = ix.stats;
+    let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
+    out.columns.truncate(count);
+    while out.columns.len() < count {
+        out.columns.push(NamedColumn { name: String::new(), shared: false, column: Column::default() });
+    }
+    let mut slots = out.columns.iter_mut();
+    match selected {
+        Some(s) => s.iter().zip(slots).for_each(|(&i, slot)| std::mem::swap(slot, &mut work[i])),
+        None => {
+            for (i, output) in plan.outputs.iter().enumerate() {
+                if output.visible {
+                    std::mem::swap(slots.next().expect("one slot per visible output"), &mut work[i]);
                 }
             }
         }
@@ -247,7 +230,7 @@ pub fn extract_batch(plan: &Plan, buf: &[u8]) -> Result<Extracted, ExtractError>
 /// Extracts serialized `Example`s with fresh scratch (allocates).
 pub fn extract_examples(plan: &Plan, bufs: &[&[u8]]) -> Result<Extracted, ExtractError> {
     let mut out = Extracted::default();
-    Extractor::new().extract_examples(plan, bufs, &mut out)?;
+    Extractor::new().extract(plan, Input::Examples(bufs), Policy::default(), &mut out)?;
     Ok(out)
 }
 
@@ -267,6 +250,8 @@ fn fixed_size(out: &Output, rows: usize) -> usize {
 /// What one writer sees: the gathered cells, the plan and the input buffers.
 pub(crate) struct Ctx<'x, 'a> {
     ix: &'x Index,
+    /// The call's policy for SHARED features.
+    shared: SharedRows,
     plan: &'x Plan,
     bufs: &'x [&'a [u8]],
 }
@@ -328,7 +313,7 @@ impl Iterator for RowCells<'_> {
 
 /// How many rows a writer computes, and what becomes of them.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Rows {
+pub(crate) struct RowPlan {
     /// Rows to compute: 1 for a SHARED source, else the batch size.
     pub compute: usize,
     /// Rows the tensor ends with (after broadcasting).
@@ -346,7 +331,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             return self.write_walked(out, (start as usize, end as usize), c, budget);
         }
         let rows = self.rows(out);
-        let limit = self.plan.limits.max_output_bytes;
+        let limit = self.ix.limits.max_output_bytes;
         // Fixed-size outputs are charged before anything is written, so a
         // large batch times a wide shape fails before it allocates.
         let fixed = fixed_size(out, rows.compute);
@@ -392,7 +377,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
     ) -> Result<bool, Stop> {
         let body = &self.bufs[0][start..end];
         let name = gather::first_name(body).ok_or(Stop::Retry)?;
-        let (all, limit) = (self.ix.rows, self.plan.limits.max_output_bytes);
+        let (all, limit) = (self.ix.rows, self.ix.limits.max_output_bytes);
         // The walk writes at most `all` rows (one when `all` is 0): charge
         // their size before it allocates, and settle up once rows are known.
         let bound = fixed_size(out, all.max(1));
@@ -411,10 +396,10 @@ impl<'x, 'a> Ctx<'x, 'a> {
         if (shared && walked.count != 1) || (!shared && walked.count != all) {
             return Err(Stop::Retry);
         }
-        let rows = match (shared, out.shared_once) {
-            (true, true) => Rows { compute: 1, total: 1, once: true },
-            (true, false) => Rows { compute: all.min(1), total: all, once: false },
-            _ => Rows { compute: all, total: all, once: false },
+        let rows = match (shared, self.once(out)) {
+            (true, true) => RowPlan { compute: 1, total: 1, once: true },
+            (true, false) => RowPlan { compute: all.min(1), total: all, once: false },
+            _ => RowPlan { compute: all, total: all, once: false },
         };
         if let Column::Dense(d) = c {
             d.rows = walked.count;
@@ -429,24 +414,39 @@ impl<'x, 'a> Ctx<'x, 'a> {
         Ok(rows.once)
     }
 
+    /// Whether a SHARED feature of `out` comes back once, under this call's
+    /// policy.
+    fn once(&self, out: &Output) -> bool {
+        match self.shared {
+            SharedRows::AsDeclared => out.shared_once,
+            SharedRows::Broadcast => false,
+            SharedRows::Once => true,
+        }
+    }
+
+    /// The bounds of this call.
+    pub(crate) fn limits(&self) -> crate::config::Limits {
+        self.ix.limits
+    }
+
     /// Rows of the batch being extracted.
     pub(crate) fn rows_in_batch(&self) -> usize {
         self.ix.rows
     }
 
     /// A SHARED source is computed once, then broadcast or returned once.
-    fn rows(&self, out: &Output) -> Rows {
+    fn rows(&self, out: &Output) -> RowPlan {
         let all = self.ix.rows;
         // A missing list of a `shared: once` output still answers with one
         // (empty) row, so the model sees the same shape on every request.
         let shared = self.source_index(out.source()).is_some_and(|s| {
             let col = self.ix.columns[s];
-            col.shared || (!col.present && out.shared_once && self.is_batch())
+            col.shared || (!col.present && self.once(out) && self.is_batch())
         });
-        match (shared, out.shared_once) {
-            (true, true) => Rows { compute: 1, total: 1, once: true },
-            (true, false) => Rows { compute: all.min(1), total: all, once: false },
-            _ => Rows { compute: all, total: all, once: false },
+        match (shared, self.once(out)) {
+            (true, true) => RowPlan { compute: 1, total: 1, once: true },
+            (true, false) => RowPlan { compute: all.min(1), total: all, once: false },
+            _ => RowPlan { compute: all, total: all, once: false },
         }
     }
 
@@ -475,14 +475,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
 
     /// The cell of `source` at `row`, if that row has the feature.
     pub(crate) fn cell(&self, source: usize, row: usize) -> Option<Cell> {
-        let col = self.ix.columns[source];
-        let i = match (col.present, col.shared) {
-            (false, _) => return None,
-            (true, true) if col.len > 0 => col.first,
-            (true, false) if row < col.len => col.first + row,
-            _ => return None,
-        };
-        Some(self.ix.cells[i]).filter(|c| !c.is_none())
+        self.ix.cell(source, row)
     }
 
     pub(crate) fn bytes(&self, cell: Cell) -> &'a [u8] {
@@ -516,11 +509,11 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     /// Adds the path of a cell to an error from inside its Feature.
-    pub(crate) fn locate(&self, e: DecodeError, source: usize, row: usize, cell: Cell) -> ExtractError {
+    pub(crate) fn locate(&self, e: DecodeError, _source: usize, row: usize, cell: Cell) -> ExtractError {
         let e = match self.ix.kind {
-            InputKind::Batch => e
-                .within("feature", Some(cell.index as usize))
-                .within("named_feature_list", Some(self.ix.columns[source].list_index)),
+            InputKind::Batch => {
+                e.within("feature", Some(cell.index as usize)).within("named_feature_list", Some(cell.list as usize))
+            }
             InputKind::Examples => e
                 .within("feature", None)
                 .within("named_feature", Some(cell.index as usize))
@@ -530,10 +523,10 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     /// The path of a cell, for type errors.
-    pub(crate) fn path(&self, source: usize, row: usize, cell: Cell) -> String {
+    pub(crate) fn path(&self, _source: usize, row: usize, cell: Cell) -> String {
         match self.ix.kind {
             InputKind::Batch => {
-                format!("named_feature_list[{}].feature[{}]", self.ix.columns[source].list_index, cell.index)
+                format!("named_feature_list[{}].feature[{}]", cell.list, cell.index)
             }
             InputKind::Examples => format!("example[{row}].named_feature[{}].feature", cell.index),
         }

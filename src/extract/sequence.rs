@@ -16,7 +16,7 @@ pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: 
     let r = c.ragged_mut();
     r.width = Some(width);
     r.splits.push(0)?;
-    let limit = cx.plan.limits.max_output_bytes;
+    let limit = cx.limits().max_output_bytes;
     let mut positions = 0;
     for row in 0..rows {
         if let Some((f, cell)) = cx.feature(source, row)? {
