@@ -208,3 +208,44 @@ pub async fn explain_first_call(status: &tonic::Status, options: &ConnectOptions
         _ => explain_status(status, options),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause_of(e: std::io::Error) -> Option<Cause> {
+        Cause::of(&e)
+    }
+
+    #[test]
+    fn io_errors_and_their_tls_text() {
+        use std::io::{Error, ErrorKind};
+        assert_eq!(cause_of(Error::from(ErrorKind::ConnectionRefused)), Some(Cause::Refused));
+        assert!(matches!(cause_of(Error::from(ErrorKind::BrokenPipe)), Some(Cause::Closed(_))));
+        // As h2 passes a TLS alert on: the kind and rustls's text only.
+        let alert = Error::new(ErrorKind::InvalidData, "received fatal alert: CertificateRequired");
+        assert_eq!(cause_of(alert), Some(Cause::AlertReceived("received fatal alert: CertificateRequired".into())));
+        let other = Error::new(ErrorKind::InvalidData, "received fatal alert: DecodeError");
+        assert_eq!(cause_of(other), Some(Cause::Tls("received fatal alert: DecodeError".into())));
+        // rustls's own error inside an io::Error is matched by type.
+        let tls = Error::new(
+            ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        assert!(matches!(cause_of(tls), Some(Cause::Untrusted(_))));
+    }
+
+    #[test]
+    fn explanations_name_the_fix_for_the_options_in_use() {
+        let plain = ConnectOptions::plain("127.0.0.1:50051");
+        let tls = ConnectOptions { tls_ca: Some("ca.pem".into()), ..plain.clone() };
+        let closed = Cause::Closed("connection closed".into());
+        assert!(closed.explain(&plain).contains("requires TLS (give --tls-ca"));
+        assert!(closed.explain(&tls).contains("requires a client certificate (mutual TLS"));
+        assert_eq!(
+            Cause::Refused.explain(&plain),
+            "connection refused: nothing is listening at 127.0.0.1:50051 (is fex-server running?)"
+        );
+        assert!(Cause::Refused.server_gone() && !Cause::ServerNotTls.server_gone());
+    }
+}
