@@ -174,7 +174,6 @@ impl Shared {
         }
     }
 
-    /// Sends one request and records it (if measured) against `scheduled`.
     /// Waits out the backoff pause while the server is unreachable.
     async fn backoff(&self) {
         if let Some(t) = self.backoff.not_before() {
@@ -182,6 +181,7 @@ impl Shared {
         }
     }
 
+    /// Sends one request and records it (if measured) against `scheduled`.
     async fn send(&self, worker: usize, scheduled: Instant, measured: bool) {
         if self.backoff.gone().is_some() {
             return;
@@ -206,9 +206,7 @@ impl Shared {
         let second = scheduled.saturating_duration_since(self.measure_from).as_secs();
         self.recorder.lock().expect("recorder lock").record(second, latency, self.request_sizes[i], result);
     }
-}
 
-impl Shared {
     /// A failed call's status, with transport failures said in words: the
     /// server going away (a refused or closed connection; tonic says
     /// CANCELLED "operation was canceled" or INTERNAL "h2 protocol error")
