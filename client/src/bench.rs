@@ -2,6 +2,9 @@
 //! request when the last one answers. Open loop: requests are scheduled at
 //! `rate` per second whatever the server does, and latency is measured from the
 //! scheduled send time, so a slow server shows as latency, not as a lower rate.
+//! Calls that fail because the server is unreachable or closed the connection
+//! are reported as UNAVAILABLE "the server went away", back off (see
+//! `backoff`), and stop the run once the server is gone.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,8 +16,12 @@ use fex::proto::fex_v1::feature_extractor_client::FeatureExtractorClient;
 use prost::Message;
 use tokio::time::Instant;
 use tonic::transport::Channel;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
 
+use crate::backoff::Backoff;
 use crate::client::{ConnectOptions, request};
+use crate::errors::{self, Cause};
 use crate::report::{Recorder, Report};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -52,6 +59,11 @@ pub struct BenchConfig {
     pub max_in_flight: usize,
     /// Hard limit on the whole run (warm-up included), whatever else happens.
     pub max_run_time: Duration,
+    /// The run stops when calls have found the server unreachable (or
+    /// closing connections) for this long, with no answer in between.
+    pub gone_after: Duration,
+    /// Longest wait between sends while the server is unreachable.
+    pub backoff_max: Duration,
     pub progress: bool,
 }
 
@@ -70,16 +82,18 @@ struct Shared {
     done: AtomicBool,
     in_flight: AtomicUsize,
     recorder: Mutex<Recorder>,
+    backoff: Backoff,
 }
 
 pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
     anyhow::ensure!(!config.payloads.is_empty(), "no payloads to send");
     anyhow::ensure!(config.connections >= 1, "--connections must be at least 1");
-    let endpoint = config.connect.endpoint()?;
     let mut clients = Vec::with_capacity(config.connections);
     for _ in 0..config.connections {
-        let channel =
-            endpoint.connect().await.map_err(|e| anyhow::anyhow!("connecting to {}: {e}", config.connect.address))?;
+        let channel = crate::client::connect(&config.connect).await?;
+        if clients.is_empty() {
+            preflight(&channel, &config).await?;
+        }
         clients.push(FeatureExtractorClient::new(channel).max_decoding_message_size(usize::MAX));
     }
     let requests: Vec<_> =
@@ -98,6 +112,7 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
         done: AtomicBool::new(false),
         in_flight: AtomicUsize::new(0),
         recorder: Mutex::new(Recorder::new()),
+        backoff: Backoff::new(config.backoff_max, config.gone_after),
         config,
     });
     let progress = crate::report::progress(&shared.config);
@@ -111,13 +126,29 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
     progress.finish_and_clear();
     let recorder = shared.recorder.lock().expect("recorder lock").clone();
     let elapsed = Instant::now().saturating_duration_since(shared.measure_from);
-    Ok(recorder.report(&shared.config, elapsed))
+    let mut report = recorder.report(&shared.config, elapsed);
+    report.server_gone = shared.backoff.gone().map(|why| format!("{why}; address {}", shared.config.connect.address));
+    Ok(report)
+}
+
+/// One health check before the run, so a server that cannot be talked to
+/// (TLS required, certificate refused...) is a clear error, not a run of
+/// identical failures. Any answer, even an error status, will do.
+async fn preflight(channel: &Channel, config: &BenchConfig) -> anyhow::Result<()> {
+    let mut health = HealthClient::new(channel.clone());
+    let check = health.check(HealthCheckRequest { service: String::new() });
+    match tokio::time::timeout(config.timeout, check).await {
+        Ok(Err(status)) if Cause::of(&status).is_some() => {
+            anyhow::bail!("{}", errors::explain_first_call(&status, &config.connect).await)
+        }
+        _ => Ok(()),
+    }
 }
 
 impl Shared {
     /// Whether the measured part of the run is over.
     fn finished(&self, now: Instant) -> bool {
-        if now >= self.hard_stop {
+        if now >= self.hard_stop || self.backoff.gone().is_some() {
             return true;
         }
         match self.config.stop {
@@ -143,24 +174,62 @@ impl Shared {
         }
     }
 
+    /// Waits out the backoff pause while the server is unreachable.
+    async fn backoff(&self) {
+        if let Some(t) = self.backoff.not_before() {
+            tokio::time::sleep_until(t.min(self.hard_stop)).await;
+        }
+    }
+
     /// Sends one request and records it (if measured) against `scheduled`.
     async fn send(&self, worker: usize, scheduled: Instant, measured: bool) {
+        if self.backoff.gone().is_some() {
+            return;
+        }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.requests.len();
         let mut client = self.clients[worker % self.clients.len()].clone();
         let mut req = tonic::Request::new(self.requests[i].clone());
         req.set_timeout(self.config.timeout);
         let outcome = tokio::time::timeout(self.config.timeout, client.extract(req)).await;
         let latency = scheduled.elapsed();
+        let result = match outcome {
+            Ok(Ok(response)) => {
+                self.backoff.answered();
+                Ok(response.into_inner().encoded_len() as u64)
+            }
+            Ok(Err(status)) => Err(self.classify(status)),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!("client timeout of {:?}", self.config.timeout))),
+        };
         if !measured {
             return;
         }
-        let result = match outcome {
-            Ok(Ok(response)) => Ok(response.into_inner().encoded_len() as u64),
-            Ok(Err(status)) => Err(status),
-            Err(_) => Err(tonic::Status::deadline_exceeded(format!("client timeout of {:?}", self.config.timeout))),
-        };
         let second = scheduled.saturating_duration_since(self.measure_from).as_secs();
         self.recorder.lock().expect("recorder lock").record(second, latency, self.request_sizes[i], result);
+    }
+
+    /// A failed call's status, with transport failures said in words: the
+    /// server going away (a refused or closed connection; tonic says
+    /// CANCELLED "operation was canceled" or INTERNAL "h2 protocol error")
+    /// becomes UNAVAILABLE and backs off; a status from the server proves it
+    /// is there.
+    fn classify(&self, status: tonic::Status) -> tonic::Status {
+        match Cause::of(&status) {
+            Some(cause) if cause.server_gone() => {
+                let what = match &cause {
+                    Cause::Refused => "connection refused".to_string(),
+                    Cause::Closed(e) => format!("it closed the connection (draining or stopped; {e})"),
+                    Cause::Connect(e) => format!("cannot connect: {e}"),
+                    other => other.explain(&self.config.connect),
+                };
+                self.backoff.failed(Instant::now(), &what);
+                tonic::Status::unavailable(format!("the server went away: {what}"))
+            }
+            Some(cause) => tonic::Status::new(status.code(), cause.explain(&self.config.connect)),
+            None => {
+                self.backoff.answered();
+                status
+            }
+        }
     }
 }
 
@@ -170,6 +239,9 @@ async fn closed_loop(shared: &Arc<Shared>, concurrency: usize) {
             let shared = Arc::clone(shared);
             tokio::spawn(async move {
                 loop {
+                    // A closed loop's latency starts when the call is sent,
+                    // after any backoff pause.
+                    shared.backoff().await;
                     let now = Instant::now();
                     if shared.finished(now) {
                         break;
@@ -196,7 +268,7 @@ async fn open_loop(shared: &Arc<Shared>, rate: f64) {
         // Send times are fixed in advance; a late loop catches up in a burst
         // and each request's latency still counts from its own slot.
         let scheduled = shared.start + interval.mul_f64(i as f64);
-        if scheduled >= send_until {
+        if scheduled >= send_until || shared.backoff.gone().is_some() {
             break;
         }
         tokio::time::sleep_until(scheduled).await;
@@ -210,6 +282,8 @@ async fn open_loop(shared: &Arc<Shared>, rate: f64) {
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
         let shared = Arc::clone(shared);
         tasks.spawn(async move {
+            // Latency still counts from the scheduled time.
+            shared.backoff().await;
             shared.send(i as usize, scheduled, measured).await;
             shared.in_flight.fetch_sub(1, Ordering::SeqCst);
         });

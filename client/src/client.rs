@@ -41,6 +41,11 @@ impl ConnectOptions {
         Self { address: address.into(), ..Self::default() }
     }
 
+    /// Whether the client speaks TLS to the server.
+    pub fn tls(&self) -> bool {
+        self.tls_ca.is_some() || self.tls_cert.is_some() || self.address.starts_with("https://")
+    }
+
     /// An endpoint for these options; each `connect` of it is one HTTP/2 connection.
     pub fn endpoint(&self) -> anyhow::Result<Endpoint> {
         let tls = self.tls_ca.is_some() || self.tls_cert.is_some();
@@ -111,9 +116,7 @@ impl Extraction {
 
 impl FexClient {
     pub async fn connect(options: &ConnectOptions) -> anyhow::Result<Self> {
-        let channel =
-            options.endpoint()?.connect().await.with_context(|| format!("connecting to {}", options.address))?;
-        Ok(Self::from_channel(channel))
+        Ok(Self::from_channel(connect(options).await?))
     }
 
     pub fn from_channel(channel: Channel) -> Self {
@@ -168,6 +171,18 @@ impl FexClient {
     /// The raw generated client, for calls this wrapper does not cover.
     pub fn raw(&mut self) -> &mut FeatureExtractorClient<Channel> {
         &mut self.extractor
+    }
+}
+
+/// One HTTP/2 connection; a failure says its cause in words (see `errors`),
+/// with tonic's error chain beneath.
+pub async fn connect(options: &ConnectOptions) -> anyhow::Result<Channel> {
+    match options.endpoint()?.connect().await {
+        Ok(channel) => Ok(channel),
+        Err(e) => {
+            let why = crate::errors::explain_connect(&e, options);
+            Err(anyhow::Error::new(e).context(why))
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use fex_client::bench::{self, BenchConfig, Mode, Stop};
+use fex_client::errors::explain_first_call;
 use fex_client::synth::{GenOptions, Generator};
 use fex_client::{ConnectOptions, FexClient, frames, views};
 
@@ -141,6 +142,13 @@ struct BenchArgs {
     /// Open loop: most requests in flight before scheduled ones are dropped.
     #[arg(long, default_value_t = 10_000)]
     max_in_flight: usize,
+    /// Stop (exit 1) when every call has found the server unreachable for this long.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    gone_after: Duration,
+    /// Longest pause between calls while the server is unreachable (the pause
+    /// doubles from 10ms with each failure in a row).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    backoff_max: Duration,
     /// Replay these framed files (from `fex-client gen`) round-robin instead of synthesizing.
     #[arg(long = "file")]
     files: Vec<PathBuf>,
@@ -274,12 +282,17 @@ async fn bench_command(a: BenchArgs) -> anyhow::Result<()> {
         payloads,
         max_in_flight: a.max_in_flight,
         max_run_time,
+        gone_after: a.gone_after,
+        backoff_max: a.backoff_max,
         progress: !a.no_progress,
     };
     let report = bench::run(config).await?;
     match a.output {
         Output::Text => print!("{}", report.to_text()),
         Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+    }
+    if let Some(why) = report.server_gone {
+        anyhow::bail!("the run stopped early: {why}");
     }
     Ok(())
 }
@@ -323,11 +336,15 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
             anyhow::anyhow!("{} holds {count} records; --record {} does not exist", a.file.display(), a.record)
         })?
     };
-    let mut client = FexClient::connect(&a.conn.options()).await?;
+    let options = a.conn.options();
+    let mut client = FexClient::connect(&options).await?;
     let mut request =
         fex_client::client::request(&a.model, fex::proto::fex_v1::extract_request::Payload::ExampleBatch(payload));
     request.outputs = a.outputs;
-    let extraction = client.extract(request).await.map_err(|s| anyhow::anyhow!("{:?}: {}", s.code(), s.message()))?;
+    let extraction = match client.extract(request).await {
+        Ok(extraction) => extraction,
+        Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
+    };
     let r = &extraction.response;
     println!(
         "model {} version {} · batch_size {} · {} tensors",
@@ -343,18 +360,25 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
 }
 
 async fn health_command(a: HealthArgs) -> anyhow::Result<()> {
-    let mut client = FexClient::connect(&a.conn.options()).await?;
-    let status = client.health(&a.service).await.map_err(|s| anyhow::anyhow!("{:?}: {}", s.code(), s.message()))?;
+    let options = a.conn.options();
+    let mut client = FexClient::connect(&options).await?;
+    let status = match client.health(&a.service).await {
+        Ok(status) => status,
+        Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
+    };
     println!("{status}");
     anyhow::ensure!(status == "SERVING", "not serving");
     Ok(())
 }
 
 async fn models_command(a: ModelsArgs) -> anyhow::Result<()> {
-    let mut client = FexClient::connect(&a.conn.options()).await?;
-    let status = |s: tonic::Status| anyhow::anyhow!("{:?}: {}", s.code(), s.message());
+    let options = a.conn.options();
+    let mut client = FexClient::connect(&options).await?;
     if let Some(model) = a.describe {
-        let d = client.describe(&model).await.map_err(status)?;
+        let d = match client.describe(&model).await {
+            Ok(d) => d,
+            Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
+        };
         println!("model {} version {} compat {}", d.model, d.version, d.compat);
         for o in d.outputs {
             let layout = fex::Layout::try_from(o.layout).map_or("?", |l| l.as_str_name());
@@ -370,7 +394,11 @@ async fn models_command(a: ModelsArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    for m in client.list_models().await.map_err(status)? {
+    let models = match client.list_models().await {
+        Ok(models) => models,
+        Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
+    };
+    for m in models {
         println!("{}\tversion {}\t{} outputs", m.name, m.version, m.outputs);
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! What a bench run measured: an hdrhistogram of latencies (overall and per
-//! second of the run), status-code counts, error samples and bytes; rendered as
-//! text for people or JSON for machines.
+//! second of the run), status-code counts, OK throughput and error rate,
+//! error samples and bytes; rendered as text for people or JSON for machines.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -65,10 +65,11 @@ impl Recorder {
 
     pub fn progress_line(&self, elapsed: Duration) -> String {
         let n = self.latency.len();
-        let rate = n as f64 / elapsed.as_secs_f64().max(1e-9);
-        let errors: u64 = self.status.iter().filter(|(c, _)| c.as_str() != "OK").map(|(_, n)| n).sum();
+        let ok = self.status.get("OK").copied().unwrap_or(0);
+        let rate = ok as f64 / elapsed.as_secs_f64().max(1e-9);
+        let errors = n - ok;
         format!(
-            "{n} done, {rate:.0}/s, p99 {:.2} ms, {errors} errors",
+            "{n} done, {rate:.0} OK/s, p99 {:.2} ms, {errors} errors",
             self.latency.value_at_quantile(0.99) as f64 / 1000.0
         )
     }
@@ -85,6 +86,8 @@ impl Recorder {
             (Mode::Open { rate }, _) => (requests + self.dropped) as f64 / rate,
             _ => duration,
         };
+        let ok = self.status.get("OK").copied().unwrap_or(0);
+        let errors = requests - ok;
         Report {
             model: config.model.clone(),
             mode: if concurrency.is_some() { "closed" } else { "open" },
@@ -100,13 +103,18 @@ impl Recorder {
             dropped: self.dropped,
             duration_s: duration,
             send_rate: (requests + self.dropped) as f64 / send_window.max(1e-9),
-            throughput: requests as f64 / duration.max(1e-9),
+            answer_rate: requests as f64 / duration.max(1e-9),
+            throughput: ok as f64 / duration.max(1e-9),
+            ok,
+            errors,
+            error_rate: if requests == 0 { 0.0 } else { errors as f64 / requests as f64 },
             latency_ms: Latency::of(&self.latency),
             latency_by_second_ms: self.by_second.iter().map(|(s, h)| (*s, Latency::of(h))).collect(),
             status: self.status.clone(),
             error_samples: self.errors.clone(),
             request_bytes: self.request_bytes,
             response_bytes: self.response_bytes,
+            server_gone: None,
         }
     }
 }
@@ -159,7 +167,8 @@ impl Latency {
     }
 }
 
-/// A finished run. `requests` = the sum of `status`; open loop adds `dropped`.
+/// A finished run. `requests` = the sum of `status` = `ok` + `errors`; open
+/// loop adds `dropped` (never sent).
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub model: String,
@@ -174,14 +183,24 @@ pub struct Report {
     pub duration_s: f64,
     /// Requests sent (or dropped) per second of the sending window.
     pub send_rate: f64,
-    /// Answers per second, from the end of warm-up to the last answer.
+    /// Answers of any status per second, from the end of warm-up to the last answer.
+    pub answer_rate: f64,
+    /// OK answers per second, over the same time.
     pub throughput: f64,
+    /// Calls answered OK.
+    pub ok: u64,
+    /// Calls that failed, whatever the status (`requests - ok`).
+    pub errors: u64,
+    /// `errors / requests` (0 when nothing was sent).
+    pub error_rate: f64,
     pub latency_ms: Latency,
     pub latency_by_second_ms: BTreeMap<u64, Latency>,
     pub status: BTreeMap<String, u64>,
     pub error_samples: Vec<String>,
     pub request_bytes: u64,
     pub response_bytes: u64,
+    /// Set when the run stopped early because the server went away.
+    pub server_gone: Option<String>,
 }
 
 impl Report {
@@ -197,7 +216,9 @@ impl Report {
              requests   {} (dropped by the client: {})\n\
              duration   {:.3} s after {:.1} s warm-up\n\
              send rate  {:.1} /s\n\
-             throughput {:.1} /s\n\n\
+             answers    {:.1} /s (any status)\n\
+             throughput {:.1} /s OK\n\
+             errors     {} ({:.2}%)\n\n\
              latency (ms)  min {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  mean {:.3}\n\n\
              status\n",
             self.model,
@@ -208,7 +229,10 @@ impl Report {
             self.duration_s,
             self.warmup_s,
             self.send_rate,
+            self.answer_rate,
             self.throughput,
+            self.errors,
+            self.error_rate * 100.0,
             l.min,
             l.p50,
             l.p90,
@@ -227,6 +251,9 @@ impl Report {
             }
         }
         out.push_str(&format!("\nbytes  sent {}  received {}\n", self.request_bytes, self.response_bytes));
+        if let Some(why) = &self.server_gone {
+            out.push_str(&format!("\nstopped early: {why}\n"));
+        }
         out
     }
 }

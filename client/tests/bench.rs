@@ -2,38 +2,16 @@
 //! both modes (bounded in time and count), error counting, replay of generated
 //! files through the CLI, and the typed client.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use bytes::Bytes;
+use common::{payloads, server, server_with};
 use fex_client::bench::{self, BenchConfig, Mode, Stop};
 use fex_client::report::Report;
-use fex_client::synth::{GenOptions, Generator};
 use fex_client::{ConnectOptions, FexClient, TensorView, Values};
 use fex_server::args::Args;
-
-async fn server() -> fex_server::serve::Server {
-    server_with(Args::for_tests()).await
-}
-
-async fn server_with(args: Args) -> fex_server::serve::Server {
-    let registry = fex_server::serve::load_registry(&args).unwrap();
-    let server = fex_server::serve::start(&args, Arc::new(registry)).await.unwrap();
-    let mut client = FexClient::connect(&ConnectOptions::plain(server.addr.to_string())).await.unwrap();
-    for _ in 0..500 {
-        if client.health("fex.v1.FeatureExtractor").await.is_ok_and(|s| s == "SERVING") {
-            return server;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("server never became SERVING");
-}
-
-fn payloads(batch_size: usize, n: usize) -> Vec<Bytes> {
-    let options = GenOptions { batch_size, ..GenOptions::default() };
-    let mut generator = Generator::new(fex::Plan::default_model(), options).unwrap();
-    (0..n).map(|_| Bytes::from(generator.next_bytes())).collect()
-}
 
 fn config(addr: std::net::SocketAddr, mode: Mode, stop: Stop, payloads: Vec<Bytes>) -> BenchConfig {
     BenchConfig {
@@ -47,6 +25,8 @@ fn config(addr: std::net::SocketAddr, mode: Mode, stop: Stop, payloads: Vec<Byte
         payloads,
         max_in_flight: 10_000,
         max_run_time: Duration::from_secs(60),
+        gone_after: Duration::from_secs(5),
+        backoff_max: Duration::from_secs(1),
         progress: false,
     }
 }

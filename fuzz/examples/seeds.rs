@@ -3,8 +3,11 @@
 //! SHARED and INDIVIDUAL lists, unknown fields, numbered LineId fields), so
 //! the fuzzer starts past the name lookups.
 //!
-//! Usage: `cargo run --example seeds -- DIR` writes DIR/decode_batch/ and
-//! DIR/decode_examples/.
+//! Also turns rows of a committed realistic batch (seed-corpus/decode_batch/,
+//! written by scripts/fuzz_corpus.sh) into Examples for decode_examples.
+//!
+//! Usage: `cargo run --example seeds -- DIR` (from fuzz/) writes
+//! DIR/decode_batch/ and DIR/decode_examples/.
 
 use std::path::Path;
 
@@ -219,6 +222,20 @@ fn instance() -> Vec<u8> {
     i.encode_to_vec()
 }
 
+/// Row `row` of `batch` as one Example: a SHARED list gives its one Feature to
+/// every row, an INDIVIDUAL list its Feature of that row.
+fn row_as_example(batch: &pb::ExampleBatch, row: usize) -> Vec<u8> {
+    let named_feature = batch
+        .named_feature_list
+        .iter()
+        .filter_map(|l| {
+            let f = if l.r#type == 1 { l.feature.first() } else { l.feature.get(row) };
+            f.map(|f| named(&l.name, f.clone()))
+        })
+        .collect();
+    pb::Example { named_feature, ..Default::default() }.encode_to_vec()
+}
+
 /// Writes one seed and says how each plan extracts it: a seed that every plan
 /// rejects early teaches the fuzzer little.
 fn write(dir: &Path, name: &str, bytes: &[u8]) {
@@ -256,5 +273,12 @@ fn main() {
     write(&examples_dir, "example_1", &join(&small[..1]));
     write(&examples_dir, "instance", &join(&[&instance]));
     write(&examples_dir, "example_and_instance", &join(&[small[0], &instance]));
+
+    let realistic = "seed-corpus/decode_batch/default_b8";
+    let bytes = std::fs::read(realistic).unwrap_or_else(|e| panic!("reading {realistic}: {e}"));
+    let batch = pb::ExampleBatch::decode(bytes.as_slice()).expect("the committed seed batch decodes");
+    for row in 0..3 {
+        write(&examples_dir, &format!("realistic_row_{row}"), &join(&[&row_as_example(&batch, row)]));
+    }
     println!("seeds written to {root}");
 }

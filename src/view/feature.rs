@@ -1,6 +1,8 @@
 //! `monolith.io.proto.Feature`: which of the 16 oneof variants a Feature holds,
 //! and its values read in place. The last variant on the wire wins; repeated
-//! occurrences of the same message variant merge, as protobuf specifies.
+//! occurrences of the same message variant merge, as protobuf specifies; a
+//! variant's field number with another wire type is skipped as an unknown
+//! field, as protobuf's C++ parser does.
 
 use crate::wire::{DecodeError, Reader, WireType, for_each_bytes, for_each_fixed32, for_each_fixed64, for_each_varint};
 
@@ -116,7 +118,13 @@ impl<'a> FeatureView<'a> {
                 continue;
             };
             if wire != kind.wire() {
-                return Err(r.wrong_wire(field, wire, wire_name(kind.wire())));
+                // A known field with another wire type is an unknown field to
+                // protobuf, skipped and kept out of the oneof (C++:
+                // generated_message_tctable_lite.cc, `TcParser::MpFixed` /
+                // `MpVarint` "mismatched wiretype" → `table->fallback`, the
+                // unknown-field path). prost refuses it instead.
+                r.skip(field, wire)?;
+                continue;
             }
             if view.kind != Some(kind) {
                 view.kind = Some(kind);
@@ -232,15 +240,6 @@ impl<'a> FeatureView<'a> {
         let mut out = Vec::new();
         self.float_runs(|run| out.extend(run.chunks_exact(4).map(le_f32)))?;
         Ok(out)
-    }
-}
-
-fn wire_name(wire: WireType) -> &'static str {
-    match wire {
-        WireType::Varint => "varint",
-        WireType::Fixed32 => "fixed32",
-        WireType::Fixed64 => "fixed64",
-        _ => "length-delimited",
     }
 }
 

@@ -8,7 +8,7 @@ use std::fmt;
 pub enum DecodeErrorKind {
     /// The input ended inside a varint.
     TruncatedVarint,
-    /// A varint ran past 10 bytes or overflowed 64 bits.
+    /// A varint whose tenth byte still has the continuation bit set.
     VarintTooLong,
     /// A fixed-width value or a length-delimited body runs past the end.
     Truncated { needed: u64, remaining: usize },
@@ -32,7 +32,9 @@ impl fmt::Display for DecodeErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::TruncatedVarint => f.write_str("truncated varint"),
-            Self::VarintTooLong => f.write_str("varint longer than 10 bytes"),
+            Self::VarintTooLong => {
+                f.write_str("varint longer than 10 bytes (the tenth byte has its continuation bit set)")
+            }
             Self::Truncated { needed, remaining } => {
                 write!(f, "needs {needed} bytes, only {remaining} remain")
             }

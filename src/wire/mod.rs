@@ -81,6 +81,12 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Any varint of at most 10 bytes. Like protobuf's C++ parser, which wrote
+    /// the samples fex reads, the tenth byte's bits above bit 63 are dropped,
+    /// not refused (protocolbuffers/protobuf, src/google/protobuf/
+    /// parse_context.cc, `VarintParseSlow64`: `res += (byte - 1) << (7 * i)`
+    /// for i up to 9, wrapping in a uint64_t; only a continuation bit on the
+    /// tenth byte fails). prost and Go refuse a tenth byte above 1 instead.
     #[cold]
     fn varint_slow(&mut self) -> Result<u64, DecodeError> {
         let mut value = 0u64;
@@ -88,10 +94,7 @@ impl<'a> Reader<'a> {
             let Some(&b) = self.buf.get(self.pos + i) else {
                 return Err(self.error(DecodeErrorKind::TruncatedVarint));
             };
-            // The tenth byte may only contribute bit 63.
-            if i == 9 && b > 1 {
-                return Err(self.error(DecodeErrorKind::VarintTooLong));
-            }
+            // `<<` drops what overflows: of the tenth byte only bit 63 stays.
             value |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
                 self.pos += i + 1;

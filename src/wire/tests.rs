@@ -18,8 +18,42 @@ fn varints() {
     check(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01], Ok(u64::MAX));
     check(&[], Err("@ byte 0: truncated varint"));
     check(&[0x80, 0x80], Err("@ byte 0: truncated varint"));
-    check(&[0xff; 10], Err("@ byte 0: varint longer than 10 bytes"));
-    check(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], Err("@ byte 0: varint longer than 10 bytes"));
+    let too_long = "@ byte 0: varint longer than 10 bytes (the tenth byte has its continuation bit set)";
+    check(&[0xff; 10], Err(too_long));
+    check(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00], Err(too_long));
+}
+
+/// Issue 11: a 10-byte varint whose last byte is above 1 is exactly 10 bytes
+/// long; protobuf's C++ parser (`VarintParseSlow64`) keeps bit 63 from it and
+/// drops the bits that overflow 64, so fex reads the same value.
+#[test]
+fn tenth_varint_byte_overflow_bits_are_dropped() {
+    let nine = [0xffu8; 9];
+    let ten = |last: u8| {
+        let mut v = nine.to_vec();
+        v.push(last);
+        v
+    };
+    // Bit 0 of the tenth byte is bit 63; its bits 1..=6 fall off the end.
+    for (last, expected) in [(0x02, u64::MAX >> 1), (0x03, u64::MAX), (0x7e, u64::MAX >> 1), (0x7f, u64::MAX)] {
+        assert_eq!(varint_of(&ten(last)), Ok(expected), "tenth byte {last:#04x}");
+        let input = ten(last);
+        let mut r = Reader::new(&input, 0);
+        r.varint().unwrap();
+        assert!(r.is_empty(), "all 10 bytes consumed");
+    }
+    // The low nine bytes keep their bits: 1, then zeros, then an overflowing tenth byte.
+    let one = [0x81, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7e];
+    assert_eq!(varint_of(&one), Ok(1));
+    // The same value through a key and a skip: a varint field is skipped whole.
+    let mut msg = vec![0x08];
+    msg.extend(ten(0x42));
+    msg.extend([0x10, 0x05]);
+    let mut r = Reader::new(&msg, 0);
+    let (f, w) = r.key().unwrap();
+    r.skip(f, w).unwrap();
+    assert_eq!(r.key().unwrap(), (2, WireType::Varint));
+    assert_eq!(r.varint().unwrap(), 5);
 }
 
 #[test]

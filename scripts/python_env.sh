@@ -1,0 +1,59 @@
+# Sourced by scripts/test.sh and scripts/helm_test.sh (not run on its own):
+# `fex_python_env REQUIREMENTS...` makes, once, a virtual environment of the
+# tests' own under target/, installs the requirement files into it, and sets
+# PY to its python.
+#
+# Why a virtualenv: the system Python of Debian 12 and Ubuntu 24.04 is
+# "externally managed" (PEP 668), so `pip install` into it fails. A venv
+# works with any python3 that has the venv module; on Debian/Ubuntu, when
+# `python3 -m venv` is missing (package python3-venv), it is installed with
+# apt-get if we are root.
+#
+#   FEX_TEST_PYTHON   interpreter the venv is made from (default: python3)
+#   FEX_TEST_VENV     where the venv lives (default: target/venv-test)
+
+fex_python_env() {
+    local base="${FEX_TEST_PYTHON:-python3}"
+    local venv="${FEX_TEST_VENV:-target/venv-test}"
+    # A venv whose python or pip no longer runs (its base interpreter was
+    # removed or upgraded) is made again.
+    if ! "$venv/bin/python" -m pip --version >/dev/null 2>&1; then
+        rm -rf "$venv"
+        if ! fex_make_venv "$base" "$venv"; then
+            fex_install_venv_module "$base"
+            rm -rf "$venv"
+            fex_make_venv "$base" "$venv" || {
+                echo "could not create a Python virtual environment with '$base -m venv $venv';" \
+                    "install python3 with its venv module (Debian/Ubuntu: apt-get install python3-venv)" >&2
+                return 1
+            }
+        fi
+    fi
+    PY="$venv/bin/python"
+    export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+    local req
+    for req in "$@"; do
+        "$PY" -m pip install --quiet -r "$req"
+    done
+}
+
+fex_make_venv() {
+    command -v "$1" >/dev/null 2>&1 && "$1" -m venv "$2" >/dev/null 2>&1 && "$2/bin/python" -m pip --version >/dev/null 2>&1
+}
+
+# python3 and its venv module from the distribution (Debian, Ubuntu), as root.
+fex_install_venv_module() {
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        return 0
+    fi
+    local packages=(python3 python3-venv)
+    local version
+    # Ubuntu and Debian name the versioned module package too (python3.12-venv).
+    if version=$("$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); then
+        packages+=("python$version-venv")
+    fi
+    echo "installing ${packages[*]} with apt-get (python's venv module is missing)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null \
+        || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+}
