@@ -63,11 +63,13 @@ fn config_errors(errors: &[LoadError]) -> ExitCode {
 }
 
 async fn run(args: Args, registry: Arc<Registry>) -> anyhow::Result<()> {
-    let mut server = serve::start(&args, registry).await?;
-    server.spawn_reloader(args.reload_interval);
+    // Handlers first: a signal that arrives once the port is open must find
+    // them (SIGHUP's default action ends the process).
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
     let mut hup = signal(SignalKind::hangup())?;
+    let mut server = serve::start(&args, registry).await?;
+    server.spawn_reloader(args.reload_interval);
     loop {
         tokio::select! {
             _ = hup.recv() => { server.reload().await; }
