@@ -3,7 +3,7 @@
 //! Monolith quirks (compat: monolith): an empty float/double list with dim 1
 //! gives FLT_MIN, scalar and `*_lists` variants give zeros, padding is 0.
 
-use super::gather::{ListEnd, walk_features};
+use super::gather::{ListEnd, walk_runs};
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, extend_le};
 use crate::config::LineIdField;
@@ -64,23 +64,30 @@ pub(super) fn write_direct(
     let values = &mut c.dense_mut().values;
     values.reserve(rows * dim);
     let mut count = 0;
-    walk_features(name, body, |feature, _| {
+    walk_runs(name, body, Some(0x1a), |feature, _, run| {
         if count == rows {
             return None;
         }
         count += 1;
-        let n = match copy_floats(values, feature, dim) {
-            Some(n) => n,
-            None => {
-                let f = FeatureView::parse(feature, 0).ok()?;
-                let n = row_values(cx, values, &f, dim).ok()?;
-                if n == 0 && dim == 1 && cx.is_monolith() && is_float_list(f.kind()) {
-                    values.push_f64(f64::from(f32::MIN_POSITIVE));
-                    1
-                } else {
-                    n
-                }
+        // The common case, an f32 column and one packed run of floats.
+        let run = run.or_else(|| packed_run(feature, FeatureKind::FloatList));
+        if let Values::F32(v) = values
+            && let Some(run) = run.filter(|r| !r.is_empty() && r.len() % 4 == 0)
+        {
+            let take = (run.len() / 4).min(dim);
+            extend_le(v, &run[..take * 4]);
+            if take < dim {
+                v.resize(v.len() + dim - take, pad as f32);
             }
+            return Some(());
+        }
+        let f = FeatureView::parse(feature, 0).ok()?;
+        let n = match row_values(cx, values, &f, dim).ok()? {
+            0 if dim == 1 && cx.is_monolith() && is_float_list(f.kind()) => {
+                values.push_f64(f64::from(f32::MIN_POSITIVE));
+                1
+            }
+            n => n,
         };
         values.fill(pad, dim - n);
         Some(())

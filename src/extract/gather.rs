@@ -354,17 +354,37 @@ pub(crate) fn walk_features(
     body: &[u8],
     mut feature: impl FnMut(&[u8], usize) -> Option<()>,
 ) -> Option<ListEnd> {
+    walk_runs(name, body, None, |f, start, _| feature(f, start))
+}
+
+/// `walk_features`, where a Feature written as one short packed run of
+/// `variant` (its key byte, e.g. 0x12 for fid_v2_list) is recognised by one
+/// comparison of six header bytes and handed over with its values (the
+/// third argument), so the caller need not parse it again.
+#[inline]
+pub(crate) fn walk_runs(
+    name: &[u8],
+    body: &[u8],
+    variant: Option<u8>,
+    mut feature: impl FnMut(&[u8], usize, Option<&[u8]>) -> Option<()>,
+) -> Option<ListEnd> {
     let mut list_type = ListType::Individual;
     let mut pos = 0;
     let mut count = 0;
     while pos < body.len() {
+        if let Some((values, end)) = variant.and_then(|v| short_run(body, pos, v)) {
+            feature(&body[pos + 2..end], pos + 2, Some(values))?;
+            count += 1;
+            pos = end;
+            continue;
+        }
         let key = body[pos];
         match key {
             0x12 | 0x0a => {
                 let (len, start) = short_len(body, pos + 1)?;
                 let end = start.checked_add(len).filter(|&e| e <= body.len())?;
                 if key == 0x12 {
-                    feature(&body[start..end], start)?;
+                    feature(&body[start..end], start, None)?;
                     count += 1;
                 } else if &body[start..end] != name {
                     return None;
@@ -388,6 +408,26 @@ pub(crate) fn walk_features(
         }
     }
     Some(ListEnd { count, list_type })
+}
+
+/// A Feature field at `pos` that is exactly `12 L <variant> L-2 0a L-4`
+/// followed by L-4 bytes of packed values (lengths under 128): its values
+/// and where the field ends.
+#[inline(always)]
+fn short_run(body: &[u8], pos: usize, variant: u8) -> Option<(&[u8], usize)> {
+    let h: [u8; 6] = body.get(pos..pos + 6)?.try_into().ok()?;
+    let l = h[1];
+    let canonical = h[0] == 0x12
+        && l < 0x80
+        && h[2] == variant
+        && h[3] == l.wrapping_sub(2)
+        && h[4] == 0x0a
+        && h[5] == l.wrapping_sub(4);
+    if !canonical {
+        return None;
+    }
+    let end = pos + 2 + usize::from(l);
+    Some((body.get(pos + 6..end)?, end))
 }
 
 /// Marks the sources every reader of which walks the list itself: sparse

@@ -2,7 +2,7 @@
 //! typed values (the wire is already little-endian u64); fid_v1_list is
 //! converted to v2.
 
-use super::gather::{ListEnd, walk_features};
+use super::gather::{ListEnd, walk_runs};
 use super::{Cell, Ctx, ExtractError};
 use crate::columns::{Column, SplitInt, Splits, Values, extend_le};
 use crate::fid::v1_to_v2;
@@ -98,13 +98,15 @@ fn walk_ids<T: Id, S: SplitInt>(
     values: &mut Vec<T>,
     splits: &mut Vec<S>,
 ) -> Option<ListEnd> {
+    values.reserve(body.len() / 8);
+    splits.reserve(rows + 1);
     let mut count = 0;
-    walk_features(name, body, |feature, _| {
+    walk_runs(name, body, Some(0x12), |feature, _, run| {
         if count == rows {
             return None;
         }
         count += 1;
-        match packed_run(feature, FeatureKind::FidV2List) {
+        match run.or_else(|| packed_run(feature, FeatureKind::FidV2List)) {
             Some(run) if run.len() % 8 == 0 => extend_le(values, run),
             _ => any_ids(cx, feature, values)?,
         }

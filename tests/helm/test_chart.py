@@ -760,7 +760,11 @@ def check_dockerfile(values, tmp):
             for rel in re.findall(r'include_(?:str|bytes)!\(\s*"([^"]+)"\s*\)', text):
                 wanted.append(os.path.normpath(os.path.join(dirpath, rel)))
             if name == "build.rs":
-                wanted += [os.path.join(dirpath, rel) for rel in re.findall(r'"([\w./-]+\.proto)"', text)]
+                # A proto is named relative to its build script or to the
+                # workspace's proto/ include directory.
+                for rel in re.findall(r'"([\w./-]+\.proto)"', text):
+                    beside = os.path.join(dirpath, rel)
+                    wanted.append(beside if os.path.exists(beside) else os.path.join(ctx, "proto", rel))
     missing = [os.path.relpath(w, ctx) for w in wanted if not os.path.exists(w)]
     T.check(f"the Docker build context holds the {len(wanted)} files the build includes (include_str!, protos)",
             wanted and not missing, missing)
