@@ -430,6 +430,36 @@ fn bench(c: &mut Criterion, shapes: &[Shape]) {
     }
 }
 
+/// fex-server's request: the embedded default model on a B = 256 request
+/// written by `fex-client gen --count 1` (benches/data/default_b256.pb,
+/// 94 KB), against a bare prost decode of the same bytes and a memcpy.
+const SERVER_REQUEST: &[u8] = include_bytes!("data/default_b256.pb");
+
+fn bench_server(c: &mut Criterion) {
+    let plan = Plan::default_model();
+    let mut group = c.benchmark_group("server");
+    group.throughput(Throughput::Bytes(SERVER_REQUEST.len() as u64));
+    let mut ex = Extractor::new();
+    let mut out = Extracted::default();
+    group.bench_function("fex_default", |b| {
+        b.iter(|| {
+            ex.extract_batch(&plan, black_box(SERVER_REQUEST), &mut out).expect("fex extracts");
+            black_box(&out);
+        })
+    });
+    group.bench_function("prost_decode_only", |b| {
+        b.iter(|| black_box(pb::ExampleBatch::decode(black_box(SERVER_REQUEST)).expect("decodes")))
+    });
+    let mut dst = vec![0u8; SERVER_REQUEST.len()];
+    group.bench_function("memcpy", |b| {
+        b.iter(|| {
+            dst.copy_from_slice(black_box(SERVER_REQUEST));
+            black_box(&dst);
+        })
+    });
+    group.finish();
+}
+
 /// `FEX_BENCH_PROFILE=snapshot/5pct:N[:prost]` runs N extractions of one case
 /// (fex, or the prost baseline) and exits: a driver for callgrind or perf
 /// without criterion around it.
@@ -438,6 +468,14 @@ fn profile(shapes: &[Shape], spec: &str) {
     let mut parts = spec.split(':');
     let (group, label) = parts.next().and_then(|n| n.split_once('/')).expect(usage);
     let n: usize = parts.next().unwrap_or("1000").parse().expect(usage);
+    if (group, label) == ("server", "default") {
+        let (plan, mut ex, mut out) = (Plan::default_model(), Extractor::new(), Extracted::default());
+        for _ in 0..n {
+            ex.extract_batch(&plan, black_box(SERVER_REQUEST), &mut out).expect("fex extracts");
+            black_box(&out);
+        }
+        return;
+    }
     let prost = parts.next() == Some("prost");
     let shape = shapes.iter().find(|s| s.group == group).expect("known group");
     let case = shape.cases.iter().find(|c| c.label == label).expect("known case");
@@ -474,5 +512,6 @@ fn main() {
     allocation_report(&shapes);
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c, &shapes);
+    bench_server(&mut c);
     c.final_summary();
 }

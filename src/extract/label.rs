@@ -59,6 +59,10 @@ fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Resu
         view.labels(|v| out.push(v)).map_err(|e| ExtractError::Decode(e.within("example", Some(row))))?;
     }
     let source = cx.plan.label_source.expect("plans with labels reserve __LABEL__");
+    if let Some(run) = float_run(cx, source, row) {
+        out.extend(run);
+        return Ok(());
+    }
     let Some((f, cell)) = cx.feature(source, row)? else { return Ok(()) };
     match f.kind() {
         Some(FeatureKind::FloatList) => {
@@ -88,6 +92,13 @@ pub(super) fn write_weight(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize) -> Res
     Ok(())
 }
 
+/// The floats of `row`'s Feature when it is one non-empty packed float_list,
+/// the layout every encoder writes; `None` sends the row to the general path.
+fn float_run<'a>(cx: &Ctx<'_, 'a>, source: usize, row: usize) -> Option<&'a [u8]> {
+    let bytes = cx.bytes(cx.cell(source, row)?);
+    crate::view::packed_run(bytes, FeatureKind::FloatList).filter(|r| !r.is_empty() && r.len() % 4 == 0)
+}
+
 /// The weight of one row: the first positive value found, else 1.
 fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractError> {
     if !cx.is_batch() && cx.example_row(row).weight > 0.0 {
@@ -96,6 +107,10 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
     if cx.is_batch() && cx.is_monolith() && !cx.present(source) {
         // Monolith leaves the weight of a batch without the list at 0.
         return Ok(0.0);
+    }
+    if let Some(run) = float_run(cx, source, row) {
+        let w = crate::view::le_f32(run);
+        return Ok(if w > 0.0 { w } else { 1.0 });
     }
     let Some((f, cell)) = cx.feature(source, row)? else { return Ok(1.0) };
     let mut first = None;

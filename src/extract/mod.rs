@@ -82,6 +82,7 @@ pub struct Extractor {
     index: Index,
     /// Scratch for laying out a caller's `Rows`.
     rows_index: Index,
+    memo: std::cell::RefCell<line_id::Memo>,
     /// Every output's column, computed in plan order, then swapped into the
     /// caller's `Extracted`.
     work: Vec<NamedColumn>,
@@ -119,14 +120,19 @@ impl Extractor {
             work.push(NamedColumn { name, shared: false, column: Column::default() });
         }
         let ix = rows.unwrap_or(&self.index);
-        let cx = Ctx { ix, plan, bufs, shared: policy.shared };
+        self.memo.get_mut().clear();
+        let cx = Ctx { ix, memo: &self.memo, plan, bufs, shared: policy.shared };
         let mut result = compute(&cx, &needed, &mut work);
         if rows.is_none() && self.index.has_direct() && result.is_err() {
             // A walked list met something the checked path must judge (or
             // the call failed anyway): gather every list into cells, then
             // compute again, so errors are exactly those of the checked path.
+            self.memo.get_mut().clear();
             result = match self.index.gather_batch_checked(plan, bufs[0]) {
-                Ok(_) => compute(&Ctx { ix: &self.index, plan, bufs, shared: policy.shared }, &needed, &mut work),
+                Ok(_) => {
+                    let cx = Ctx { ix: &self.index, memo: &self.memo, plan, bufs, shared: policy.shared };
+                    compute(&cx, &needed, &mut work)
+                }
                 Err(e) => Err(Stop::Error(e)),
             };
         }
@@ -250,6 +256,8 @@ fn fixed_size(out: &Output, rows: usize) -> usize {
 /// What one writer sees: the gathered cells, the plan and the input buffers.
 pub(crate) struct Ctx<'x, 'a> {
     ix: &'x Index,
+    /// What the call learnt of its LineIds (see `line_id::Memo`).
+    memo: &'x std::cell::RefCell<line_id::Memo>,
     /// The call's policy for SHARED features.
     shared: SharedRows,
     plan: &'x Plan,

@@ -8,6 +8,14 @@ pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize
     let s = c.strings_mut();
     s.end_row();
     for row in 0..rows {
+        // The common case, a bytes_list of one value, read without a view.
+        if let Some(cell) = cx.cell(source, row)
+            && let Some(v) = super::line_id::first_bytes(cx.bytes(cell))
+        {
+            s.bytes.extend_from_slice(v);
+            s.end_row();
+            continue;
+        }
         if let Some((f, cell)) = cx.feature(source, row)? {
             match f.kind() {
                 Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {

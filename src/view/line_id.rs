@@ -168,6 +168,31 @@ impl<'a> LineIdView<'a> {
         Ok(())
     }
 
+    /// The last value of each of `fields` (number and type; numbers distinct),
+    /// in one walk: what `last` gives for each, field by field.
+    pub fn last_values(&self, fields: &[(u32, FieldType)], out: &mut [Option<Value<'a>>]) -> Result<(), DecodeError> {
+        let mut r = Reader::new(self.buf, self.base);
+        while !r.is_empty() {
+            let (field, wire) = r.key()?;
+            let Some(i) = fields.iter().position(|&(n, _)| n == field) else {
+                r.skip(field, wire)?;
+                continue;
+            };
+            let ty = fields[i].1;
+            if wire == ty.single_wire() {
+                out[i] = Some(read_one(&mut r, ty)?);
+            } else if wire == WireType::Len {
+                let mut run = r.sub_reader()?;
+                while !run.is_empty() {
+                    out[i] = Some(read_one(&mut run, ty)?);
+                }
+            } else {
+                return Err(r.wrong_wire(field, wire, "its declared type"));
+            }
+        }
+        Ok(())
+    }
+
     /// The last value of field `number`, if present.
     pub fn last(&self, number: u32, ty: FieldType) -> Result<Option<Value<'a>>, DecodeError> {
         let mut out = None;
