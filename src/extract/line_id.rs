@@ -18,23 +18,33 @@ pub(super) fn write(
         return write_strings(cx, c, rows, field);
     }
     let values = &mut c.dense_mut().values;
-    if !field.repeated
-        && let Some(m) = ready(cx)
-        && let Some(i) = m.fields.iter().position(|&(n, ty)| n == field.number && ty == field.ty)
+    if let Some(m) = ready(cx)
+        && let Some(i) = m.field(field)
     {
-        // Every row's value was read in the memo's one walk per LineId.
+        // Every row's values were read in the memo's one walk per LineId.
         let absent = if cx.is_monolith() && cx.is_batch() { 0.0 } else { field.default };
-        let nf = m.fields.len();
         for row in 0..rows {
-            match (m.located.get(row), m.values.get(row * nf + i)) {
-                (Some((buf, ..)), Some(v)) if *buf != u32::MAX => match v {
-                    Num::Int(x) => values.push_i64(*x),
-                    Num::Float(x) => values.push_f64(*x),
-                    Num::Absent => values.push_f64(field.default),
-                },
-                _ => values.push_f64(absent),
-            }
-            values.fill(0.0, dim - 1);
+            let n = match m.located.get(row) {
+                Some((buf, ..)) if *buf != u32::MAX => {
+                    let found = m.row(row, i);
+                    found.iter().take(dim).for_each(|v| push_num(values, *v));
+                    match (found.len(), field.repeated) {
+                        (0, false) => {
+                            values.push_f64(field.default);
+                            1
+                        }
+                        (n, _) => n.min(dim),
+                    }
+                }
+                // No LineId: a singular field reads its default, a repeated
+                // one has no values.
+                _ if field.repeated => 0,
+                _ => {
+                    values.push_f64(absent);
+                    1
+                }
+            };
+            values.fill(0.0, dim - n);
         }
         return Ok(());
     }
@@ -43,6 +53,13 @@ pub(super) fn write(
         values.fill(0.0, dim - n);
     }
     Ok(())
+}
+
+fn push_num(values: &mut Values, v: Num) {
+    match v {
+        Num::Int(x) => values.push_i64(x),
+        Num::Float(x) => values.push_f64(x),
+    }
 }
 
 fn write_strings(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize, field: LineIdField) -> Result<(), ExtractError> {
@@ -130,12 +147,11 @@ pub(super) fn line_id<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<LineIdV
 /// memo: `None` when the memo cannot say (the caller walks the LineId).
 fn scalar<'a>(cx: &Ctx<'_, 'a>, row: usize, field: LineIdField) -> Option<Option<Value<'a>>> {
     let m = ready(cx)?;
-    let i = m.fields.iter().position(|&(n, ty)| n == field.number && ty == field.ty)?;
-    Some(match m.values.get(row * m.fields.len() + i)? {
-        Num::Absent => None,
-        Num::Int(v) => Some(Value::Int(*v)),
-        Num::Float(v) => Some(Value::Float(*v)),
-    })
+    let i = m.field(field).filter(|_| !field.repeated)?;
+    Some(m.row(row, i).first().map(|v| match v {
+        Num::Int(x) => Value::Int(*x),
+        Num::Float(x) => Value::Float(*x),
+    }))
 }
 
 /// The memo, filled on first use, if it could be.
@@ -199,8 +215,9 @@ fn locate(cx: &Ctx<'_, '_>, e: crate::wire::DecodeError, row: usize) -> ExtractE
     ExtractError::Decode(e)
 }
 
-/// What one call learnt of its rows' LineIds: where each is, and the last
-/// value of every singular number field the plan reads, so each LineId is
+/// What one call learnt of its rows' LineIds: where each is, and the values
+/// of every number field the plan's LineId outputs read (the last one of a
+/// singular field, the first `width` of a repeated one), so each LineId is
 /// found and walked once however many outputs read it. Filled on first use;
 /// anything that fails leaves it unused, and the writers take the per-output
 /// path, which reports the error where it always has.
@@ -210,8 +227,20 @@ pub(crate) struct Memo {
     /// Per row: buffer, start and end of its LineId (buffer `u32::MAX`: none).
     located: Vec<(u32, u32, u32)>,
     fields: Vec<(u32, crate::view::FieldType)>,
-    /// `fields.len()` values per row.
+    slots: Vec<Slot>,
+    /// Values per row: the sum of the slots' widths.
+    block: usize,
     values: Vec<Num>,
+    /// How many values each row holds per field (`fields.len()` per row).
+    counts: Vec<u32>,
+}
+
+/// Where a field's values sit in a row's block.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    at: usize,
+    width: usize,
+    repeated: bool,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -224,7 +253,6 @@ enum State {
 
 #[derive(Debug, Clone, Copy)]
 enum Num {
-    Absent,
     Int(i64),
     Float(f64),
 }
@@ -234,53 +262,88 @@ impl Memo {
     pub(crate) fn clear(&mut self) {
         self.state = State::Empty;
     }
+
+    fn field(&self, field: LineIdField) -> Option<usize> {
+        self.fields.iter().position(|&(n, ty)| n == field.number && ty == field.ty)
+    }
+
+    /// Field `i`'s values in `row`.
+    fn row(&self, row: usize, i: usize) -> &[Num] {
+        let slot = self.slots[i];
+        let start = row * self.block + slot.at;
+        let n = self.counts[row * self.fields.len() + i] as usize;
+        &self.values[start..start + n]
+    }
 }
 
-/// The singular number fields the plan's LineId outputs read, each number
-/// once (a number read as two types is left to the per-output path).
-fn scalar_fields(cx: &Ctx<'_, '_>, out: &mut Vec<(u32, crate::view::FieldType)>) {
-    out.clear();
+/// The number fields the plan's LineId outputs read, each number once with
+/// the widest `dim` asked of it (a number read two ways is left to the
+/// per-output path).
+fn memo_fields(cx: &Ctx<'_, '_>, m: &mut Memo) {
+    m.fields.clear();
+    m.slots.clear();
     let mut clash = Vec::new();
     for o in &cx.plan.outputs {
-        let crate::config::Op::LineId { field, .. } = o.op else { continue };
-        if field.repeated || field.ty.class() == ValueClass::Bytes {
+        let crate::config::Op::LineId { field, dim } = o.op else { continue };
+        if field.ty.class() == ValueClass::Bytes {
             continue;
         }
-        match out.iter().find(|(n, _)| *n == field.number) {
-            Some(&(_, ty)) if ty != field.ty => clash.push(field.number),
-            Some(_) => {}
-            None => out.push((field.number, field.ty)),
+        let width = if field.repeated { dim } else { 1 };
+        match m.fields.iter().position(|(n, _)| *n == field.number) {
+            Some(i) if m.fields[i].1 != field.ty || m.slots[i].repeated != field.repeated => clash.push(field.number),
+            Some(i) => m.slots[i].width = m.slots[i].width.max(width),
+            None => {
+                m.fields.push((field.number, field.ty));
+                m.slots.push(Slot { at: 0, width, repeated: field.repeated });
+            }
         }
     }
-    out.retain(|(n, _)| !clash.contains(n));
+    for n in clash {
+        if let Some(i) = m.fields.iter().position(|(f, _)| *f == n) {
+            m.fields.remove(i);
+            m.slots.remove(i);
+        }
+    }
+    m.block = 0;
+    for slot in &mut m.slots {
+        slot.at = m.block;
+        m.block += slot.width;
+    }
 }
 
-/// Fills the memo: every row's LineId located and its scalar fields read.
+/// Fills the memo: every row's LineId located and its fields read.
 fn fill(cx: &Ctx<'_, '_>, m: &mut Memo) {
     m.state = State::Unusable;
     m.located.clear();
-    scalar_fields(cx, &mut m.fields);
+    memo_fields(cx, m);
+    let (rows, nf) = (cx.ix.rows, m.fields.len());
     m.values.clear();
-    let mut last = [None; 16];
-    if m.fields.len() > last.len() {
-        return;
-    }
-    for row in 0..cx.ix.rows {
+    m.values.resize(rows * m.block, Num::Int(0));
+    m.counts.clear();
+    m.counts.resize(rows * nf, 0);
+    for row in 0..rows {
         let Ok(found) = find(cx, row) else { return };
         let at = found.map_or((u32::MAX, 0, 0), |(v, buf)| locate_bytes(cx, v.bytes(), buf));
         m.located.push(at);
-        let last = &mut last[..m.fields.len()];
-        last.fill(None);
-        if let Some((v, _)) = found
-            && v.last_values(&m.fields, last).is_err()
-        {
+        let Some((view, _)) = found else { continue };
+        let (values, counts) = (&mut m.values[row * m.block..], &mut m.counts[row * nf..]);
+        let slots = &m.slots;
+        let scanned = view.scan(&m.fields, |i, v| {
+            let slot = slots[i];
+            let n = counts[i] as usize;
+            let at = if slot.repeated { n } else { 0 };
+            if at < slot.width {
+                values[slot.at + at] = match v {
+                    Value::Float(f) => Num::Float(f),
+                    Value::Int(x) => Num::Int(x),
+                    Value::Bytes(_) => Num::Int(0),
+                };
+                counts[i] = (at + 1) as u32;
+            }
+        });
+        if scanned.is_err() {
             return;
         }
-        m.values.extend(last.iter().map(|v| match v {
-            Some(Value::Int(i)) => Num::Int(*i),
-            Some(Value::Float(f)) => Num::Float(*f),
-            _ => Num::Absent,
-        }));
     }
     m.state = State::Ready;
 }

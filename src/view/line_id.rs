@@ -168,9 +168,10 @@ impl<'a> LineIdView<'a> {
         Ok(())
     }
 
-    /// The last value of each of `fields` (number and type; numbers distinct),
-    /// in one walk: what `last` gives for each, field by field.
-    pub fn last_values(&self, fields: &[(u32, FieldType)], out: &mut [Option<Value<'a>>]) -> Result<(), DecodeError> {
+    /// Every value of each of `fields` (number and type; numbers distinct),
+    /// in one walk: `f(i, value)` in wire order, as `values` gives them for
+    /// field `i` alone.
+    pub fn scan(&self, fields: &[(u32, FieldType)], mut f: impl FnMut(usize, Value<'a>)) -> Result<(), DecodeError> {
         let mut r = Reader::new(self.buf, self.base);
         while !r.is_empty() {
             let (field, wire) = r.key()?;
@@ -180,11 +181,11 @@ impl<'a> LineIdView<'a> {
             };
             let ty = fields[i].1;
             if wire == ty.single_wire() {
-                out[i] = Some(read_one(&mut r, ty)?);
+                f(i, read_one(&mut r, ty)?);
             } else if wire == WireType::Len {
                 let mut run = r.sub_reader()?;
                 while !run.is_empty() {
-                    out[i] = Some(read_one(&mut run, ty)?);
+                    f(i, read_one(&mut run, ty)?);
                 }
             } else {
                 return Err(r.wrong_wire(field, wire, "its declared type"));
