@@ -44,7 +44,9 @@ pub(super) fn write(
                     1
                 }
             };
-            values.fill(0.0, dim - n);
+            if n < dim {
+                values.fill(0.0, dim - n);
+            }
         }
         return Ok(());
     }
