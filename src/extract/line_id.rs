@@ -328,26 +328,42 @@ fn fill(cx: &Ctx<'_, '_>, m: &mut Memo) {
         let at = found.map_or((u32::MAX, 0, 0), |(v, buf)| locate_bytes(cx, v.bytes(), buf));
         m.located.push(at);
         let Some((view, _)) = found else { continue };
-        let (values, counts) = (&mut m.values[row * m.block..], &mut m.counts[row * nf..]);
-        let slots = &m.slots;
-        let scanned = view.scan(&m.fields, |i, v| {
-            let slot = slots[i];
-            let n = counts[i] as usize;
-            let at = if slot.repeated { n } else { 0 };
-            if at < slot.width {
-                values[slot.at + at] = match v {
-                    Value::Float(f) => Num::Float(f),
-                    Value::Int(x) => Num::Int(x),
-                    Value::Bytes(_) => Num::Int(0),
-                };
-                counts[i] = (at + 1) as u32;
+        let mut row_values =
+            RowValues { values: &mut m.values[row * m.block..], counts: &mut m.counts[row * nf..], slots: &m.slots };
+        if view.scan_numbers(&m.fields, |i, v| row_values.keep(i, v)).is_none() {
+            // Not the usual layout: forget what the quick walk kept, then
+            // the full decoder, which may also find the LineId malformed.
+            row_values.counts.fill(0);
+            if view.scan(&m.fields, |i, v| row_values.keep(i, v)).is_err() {
+                return;
             }
-        });
-        if scanned.is_err() {
-            return;
         }
     }
     m.state = State::Ready;
+}
+
+/// One row's block of the memo, being filled.
+struct RowValues<'m> {
+    values: &'m mut [Num],
+    counts: &'m mut [u32],
+    slots: &'m [Slot],
+}
+
+impl RowValues<'_> {
+    /// Keeps a value of field `i`: the last of a singular field, the first
+    /// `width` of a repeated one.
+    fn keep(&mut self, i: usize, v: Value<'_>) {
+        let slot = self.slots[i];
+        let at = if slot.repeated { self.counts[i] as usize } else { 0 };
+        if at < slot.width {
+            self.values[slot.at + at] = match v {
+                Value::Float(f) => Num::Float(f),
+                Value::Int(x) => Num::Int(x),
+                Value::Bytes(_) => Num::Int(0),
+            };
+            self.counts[i] = (at + 1) as u32;
+        }
+    }
 }
 
 /// Where a LineId's bytes sit in buffer `buf`.

@@ -168,6 +168,64 @@ impl<'a> LineIdView<'a> {
         Ok(())
     }
 
+    /// `scan` for the usual LineId, number fields only: keys and varints of
+    /// the lengths every encoder writes, in a loop with no error paths.
+    /// `None` on anything else (the caller then runs `scan`, which decodes
+    /// or reports it); `f` may have been called for a prefix by then.
+    pub fn scan_numbers(&self, fields: &[(u32, FieldType)], mut f: impl FnMut(usize, Value<'a>)) -> Option<()> {
+        let b = self.buf;
+        let mut pos = 0;
+        while pos < b.len() {
+            let (key, n) = short_varint(b, pos)?;
+            pos += n;
+            // Field 0 and numbers past 2^29 - 1 are errors `scan` reports.
+            if !(1..=0x1fff_ffff).contains(&(key >> 3)) {
+                return None;
+            }
+            let (field, wire) = ((key >> 3) as u32, key & 7);
+            let want = fields.iter().position(|&(n, _)| n == field);
+            match (wire, want) {
+                (0, _) => {
+                    let (raw, n) = short_varint(b, pos)?;
+                    pos += n;
+                    if let Some(i) = want {
+                        (fields[i].1.single_wire() == WireType::Varint).then_some(())?;
+                        f(i, number(fields[i].1, raw));
+                    }
+                }
+                (1 | 5, _) => {
+                    let size = if wire == 1 { 8 } else { 4 };
+                    let word = b.get(pos..pos + size)?;
+                    pos += size;
+                    if let Some(i) = want {
+                        let expected = if size == 8 { WireType::Fixed64 } else { WireType::Fixed32 };
+                        (fields[i].1.single_wire() == expected).then_some(())?;
+                        let raw = word.iter().rev().fold(0u64, |acc, &x| acc << 8 | u64::from(x));
+                        f(i, number(fields[i].1, raw));
+                    }
+                }
+                (2, _) => {
+                    let (len, n) = short_varint(b, pos)?;
+                    let end = (pos + n).checked_add(usize::try_from(len).ok()?).filter(|&e| e <= b.len())?;
+                    if let Some(i) = want {
+                        // A packed run of varints (of fixed-width words, or
+                        // a string, the full decoder takes).
+                        (fields[i].1.single_wire() == WireType::Varint).then_some(())?;
+                        let mut at = pos + n;
+                        while at < end {
+                            let (raw, used) = short_varint(&b[..end], at)?;
+                            f(i, number(fields[i].1, raw));
+                            at += used;
+                        }
+                    }
+                    pos = end;
+                }
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
     /// Every value of each of `fields` (number and type; numbers distinct),
     /// in one walk: `f(i, value)` in wire order, as `values` gives them for
     /// field `i` alone.
@@ -213,21 +271,103 @@ impl<'a> LineIdView<'a> {
 }
 
 fn read_one<'a>(r: &mut Reader<'a>, ty: FieldType) -> Result<Value<'a>, DecodeError> {
-    use FieldType::*;
-    Ok(match ty {
-        Int32 | Enum => Value::Int(i64::from(r.varint()? as i32)),
-        Int64 => Value::Int(r.varint()? as i64),
-        Uint32 => Value::Int(i64::from(r.varint()? as u32)),
-        Uint64 => Value::Int(r.varint()? as i64),
-        Sint32 => Value::Int(i64::from(zigzag32(r.varint()?))),
-        Sint64 => Value::Int(zigzag64(r.varint()?)),
-        Bool => Value::Int(i64::from(r.varint()? != 0)),
-        Fixed32 => Value::Int(i64::from(r.fixed32()?)),
-        Sfixed32 => Value::Int(i64::from(r.fixed32()? as i32)),
-        Fixed64 => Value::Int(r.fixed64()? as i64),
-        Sfixed64 => Value::Int(r.fixed64()? as i64),
-        Float => Value::Float(f64::from(f32::from_bits(r.fixed32()?))),
-        Double => Value::Float(f64::from_bits(r.fixed64()?)),
-        String | Bytes => Value::Bytes(r.len_delimited()?.0),
+    Ok(match ty.single_wire() {
+        WireType::Varint => number(ty, r.varint()?),
+        WireType::Fixed32 => number(ty, u64::from(r.fixed32()?)),
+        WireType::Fixed64 => number(ty, r.fixed64()?),
+        _ => Value::Bytes(r.len_delimited()?.0),
     })
+}
+
+/// A varint of at most nine bytes at `pos`: (value, bytes used).
+#[inline(always)]
+fn short_varint(b: &[u8], pos: usize) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for i in 0..9 {
+        let byte = *b.get(pos + i)?;
+        value |= u64::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// A number field's value from its raw wire bits (a varint, or the
+/// little-endian bits of a fixed32 / fixed64).
+#[inline]
+fn number<'a>(ty: FieldType, raw: u64) -> Value<'a> {
+    use FieldType::*;
+    match ty {
+        Int32 | Enum => Value::Int(i64::from(raw as i32)),
+        Int64 | Uint64 | Fixed64 | Sfixed64 => Value::Int(raw as i64),
+        Uint32 => Value::Int(i64::from(raw as u32)),
+        Sint32 => Value::Int(i64::from(zigzag32(raw))),
+        Sint64 => Value::Int(zigzag64(raw)),
+        Bool => Value::Int(i64::from(raw != 0)),
+        Fixed32 => Value::Int(i64::from(raw as u32)),
+        Sfixed32 => Value::Int(i64::from(raw as u32 as i32)),
+        Float => Value::Float(f64::from(f32::from_bits(raw as u32))),
+        Double => Value::Float(f64::from_bits(raw)),
+        String | Bytes => Value::Int(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The quick number walk must agree with the full decoder whenever it
+    //! answers: on random fields of every wire type, packed and unpacked
+    //! runs, long varints, field 0 and flipped bytes.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn field() -> impl Strategy<Value = Vec<u8>> {
+        let number = prop::sample::select(vec![0u64, 2, 3, 6, 19, 27, 145]);
+        (number, 0..6u64, any::<u64>(), prop::collection::vec(any::<u64>(), 0..4)).prop_map(|(n, wire, v, run)| {
+            let mut out = Vec::new();
+            varint(n << 3 | if wire == 3 { 2 } else { wire.min(5) }, &mut out);
+            match wire {
+                0 => varint(v, &mut out),
+                1 => out.extend(v.to_le_bytes()),
+                5 => out.extend((v as u32).to_le_bytes()),
+                _ => {
+                    let mut body = Vec::new();
+                    run.iter().for_each(|&x| varint(x >> (x % 64), &mut body));
+                    varint(body.len() as u64, &mut out);
+                    out.extend(body);
+                }
+            }
+            out
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn quick_walk_agrees_with_the_full_decoder(
+            fields in prop::collection::vec(field(), 0..6),
+            flip in prop::option::of((any::<usize>(), any::<u8>())),
+        ) {
+            let mut buf: Vec<u8> = fields.concat();
+            if let Some((at, b)) = flip.filter(|_| !buf.is_empty()) {
+                let i = at % buf.len();
+                buf[i] = b;
+            }
+            let view = LineIdView::new(&buf, 0);
+            let wanted = [(2, FieldType::Fixed64), (3, FieldType::Int64), (6, FieldType::Int32), (27, FieldType::Float)];
+            let (mut quick, mut full) = (Vec::new(), Vec::new());
+            if view.scan_numbers(&wanted, |i, v| quick.push((i, v))).is_some() {
+                prop_assert!(view.scan(&wanted, |i, v| full.push((i, v))).is_ok());
+                prop_assert_eq!(quick, full);
+            }
+        }
+    }
 }
