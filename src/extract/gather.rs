@@ -117,7 +117,8 @@ impl Index {
                     self.stats.lists_seen += 1;
                     // Every encoder writes the name first: a needed list is
                     // then gathered in the same walk that confirms its name.
-                    let first = first_name(body).and_then(|n| Some((n, plan.source_of(n)?)));
+                    let named = first_name(body);
+                    let first = named.and_then(|n| Some((n, plan.source_of(n)?)));
                     let source = match first {
                         // Its writers walk it: nothing to do here but note where.
                         Some((_, source)) if direct && self.direct[source] && !self.columns[source].present => {
@@ -137,7 +138,20 @@ impl Index {
                             continue;
                         }
                         Some(_) => return None,
-                        None => plan.source_of(entry.name().ok()?),
+                        // Named first by a name the plan does not read: only
+                        // a later, different name field (the last one wins)
+                        // could make it needed, so look for one past the first.
+                        None => match named {
+                            Some(name) => {
+                                let after = 2 + name.len();
+                                let last = Reader::new(&body[after..], base + after).last_len_field(1).ok()?;
+                                if last.is_empty() || last == name {
+                                    continue;
+                                }
+                                plan.source_of(last)
+                            }
+                            None => plan.source_of(entry.name().ok()?),
+                        },
                     };
                     let Some(source) = source else { continue };
                     if self.columns[source].present {
@@ -484,22 +498,31 @@ mod tests {
     const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:\n  - {name: a, kind: sparse}\n  - {name: b, kind: sparse}\n  - {name: label, kind: label}\n";
 
     fn batch() -> impl Strategy<Value = Vec<u8>> {
-        let list = (prop::sample::select(vec!["a", "b", "z", "__LABEL__"]), 0..4usize, any::<bool>(), 0..300i32);
+        let names = || prop::sample::select(vec!["a", "b", "z", "__LABEL__"]);
+        let renamed = prop::option::weighted(0.2, names());
+        let list = (names(), 0..4usize, any::<bool>(), 0..300i32, renamed);
         (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..3u8).prop_map(
             |(lists, rows, at, byte, damage)| {
                 let fid =
                     |v: u64| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: vec![v] })) };
-                let named_feature_list = lists
-                    .into_iter()
-                    .map(|(name, n, shared, id)| pb::NamedFeatureList {
+                let mut buf = pb::ExampleBatch { batch_size: rows, ..Default::default() }.encode_to_vec();
+                for (name, n, shared, id, renamed) in lists {
+                    let list = pb::NamedFeatureList {
                         name: name.into(),
                         feature: (0..n as u64).map(fid).collect(),
                         r#type: i32::from(shared),
                         id,
-                    })
-                    .collect();
-                let mut buf =
-                    pb::ExampleBatch { named_feature_list, batch_size: rows, ..Default::default() }.encode_to_vec();
+                    };
+                    let mut body = list.encode_to_vec();
+                    // A second name field after the Features: the last wins.
+                    if let Some(last) = renamed {
+                        body.extend([0x0a, last.len() as u8]);
+                        body.extend(last.as_bytes());
+                    }
+                    buf.push(0x0a);
+                    prost::encoding::encode_varint(body.len() as u64, &mut buf);
+                    buf.extend(body);
+                }
                 match damage {
                     1 if !buf.is_empty() => buf.truncate(at % buf.len()),
                     2 if !buf.is_empty() => {
