@@ -5,6 +5,7 @@
 pub mod columns;
 pub mod config;
 pub mod corpus;
+pub mod error;
 pub mod extract;
 pub mod fid;
 pub mod files;
@@ -16,5 +17,6 @@ pub mod wire;
 
 pub use columns::{Column, NamedColumn, Splits, Values};
 pub use config::{Compat, ConfigErrors, Plan};
-pub use extract::{ExtractError, Extracted, Extractor, Stats, extract_batch, extract_examples};
+pub use error::{ErrorKind, ExtractError};
+pub use extract::{Extracted, Extractor, Stats, extract_batch, extract_examples};
 pub use proto::fex_v1::{DataType, Layout, Tensor};

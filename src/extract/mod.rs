@@ -5,7 +5,6 @@
 //! its buffers, so steady-state extraction allocates nothing new.
 
 mod dense;
-mod error;
 mod gather;
 mod label;
 mod line_id;
@@ -16,13 +15,13 @@ mod strings;
 mod walk_tests;
 mod write;
 
-pub use error::ExtractError;
-pub(crate) use write::charge;
+pub use crate::error::ExtractError;
 
 use gather::{Cell, ExampleRow, Index, InputKind};
 
 use crate::columns::{Column, NamedColumn};
 use crate::config::{Op, Output, Plan, Source};
+use crate::error::ErrorKind;
 use crate::proto::fex_v1::Tensor;
 use crate::view::{FeatureKind, FeatureView};
 use crate::wire::DecodeError;
@@ -296,10 +295,11 @@ impl Stop {
     fn into_error(self) -> ExtractError {
         match self {
             Stop::Error(e) => e,
-            Stop::Retry => ExtractError::Operator {
+            Stop::Retry => ErrorKind::Operator {
                 name: "extractor".into(),
                 message: "internal error: a list walk asked for a retry on the checked path".into(),
-            },
+            }
+            .into(),
         }
     }
 }
@@ -526,7 +526,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
                 .within("named_feature", Some(cell.index as usize))
                 .within("example", Some(row)),
         };
-        ExtractError::Decode(e)
+        ExtractError::from(e).at_row(row).in_source(&self.plan.source_names[source])
     }
 
     /// The path of a cell, for type errors.
@@ -547,20 +547,15 @@ impl<'x, 'a> Ctx<'x, 'a> {
         found: Option<FeatureKind>,
         expected: &'static str,
     ) -> ExtractError {
-        ExtractError::TypeMismatch {
-            path: self.path(source, row, cell),
-            name: self.plan.source_names[source].clone(),
-            found: found.map_or("an empty feature", FeatureKind::name),
-            expected,
-        }
+        let name = self.plan.source_names[source].clone();
+        let found = found.map_or("an empty feature", FeatureKind::name);
+        ExtractError::from(ErrorKind::TypeMismatch { path: self.path(source, row, cell), name, found, expected })
+            .at_row(row)
     }
 
     pub(crate) fn invalid(&self, source: usize, row: usize, cell: Cell, message: &'static str) -> ExtractError {
-        ExtractError::Invalid {
-            path: self.path(source, row, cell),
-            name: self.plan.source_names[source].clone(),
-            message,
-        }
+        let name = self.plan.source_names[source].clone();
+        ExtractError::from(ErrorKind::Invalid { path: self.path(source, row, cell), name, message }).at_row(row)
     }
 
     pub(crate) fn example_row(&self, row: usize) -> ExampleRow {
