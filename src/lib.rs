@@ -5,6 +5,7 @@
 pub mod columns;
 pub mod config;
 pub mod corpus;
+pub mod error;
 pub mod extract;
 pub mod fid;
 pub mod files;
@@ -16,8 +17,8 @@ pub mod wire;
 
 pub use columns::{Column, NamedColumn, Splits, Values};
 pub use config::{Compat, ConfigErrors, Plan};
+pub use error::{ErrorKind, ExtractError};
 pub use extract::{
-    ExtractError, Extracted, Extractor, Input, Policy, Rows, RowsMismatch, SharedRows, Stats, extract_batch,
-    extract_examples,
+    Extracted, Extractor, Input, Policy, Rows, RowsMismatch, SharedRows, Stats, extract_batch, extract_examples,
 };
 pub use proto::fex_v1::{DataType, Layout, Tensor};

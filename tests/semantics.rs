@@ -7,7 +7,7 @@
 mod common;
 
 use common::batch;
-use fex::{ExtractError, Extracted, Plan};
+use fex::{ErrorKind, Extracted, Plan};
 
 fn plan(features: &str) -> Plan {
     Plan::from_yaml(&format!("name: t\ncompat: native\nfeatures:\n{features}")).unwrap()
@@ -19,12 +19,12 @@ fn plan(features: &str) -> Plan {
 fn errors_are_typed() {
     let floats = batch("batch_size: 1\nlists: [{name: x, features: [{float_list: [1]}]}]");
     let err = fex::extract_batch(&plan("  - {name: x, kind: sparse}\n"), &floats).unwrap_err();
-    assert!(matches!(err, ExtractError::TypeMismatch { .. }), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::TypeMismatch { .. }), "{err}");
     let p =
         Plan::from_yaml("name: t\nlimits: {max_output_bytes: 1000}\nfeatures:\n  - {name: f, kind: sparse}\n").unwrap();
     let many = batch("batch_size: 100\nlists: [{name: f, type: SHARED, features: [{fid_v2_list: [1, 2]}]}]");
     let err = fex::extract_batch(&p, &many).unwrap_err();
-    assert!(matches!(err, ExtractError::TooLarge { limit: 1000, .. }), "{err}");
+    assert!(matches!(err.kind(), ErrorKind::TooLarge { limit: 1000, .. }), "{err}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Every way a call can fail, and its gRPC status: one exhaustive match, so a
-//! new error cannot reach a client without a deliberate code.
+//! new error cannot reach a client without a deliberate code (extraction
+//! errors are all the request's fault, by the library's contract).
 
-use fex::ExtractError;
+use fex::{ErrorKind, ExtractError};
 use tonic::{Code, Status};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,18 +69,13 @@ impl ServeError {
             | Self::TruncatedMessage { .. }
             | Self::BadCompressionFlag { .. }
             | Self::CompressedWithoutEncoding => Code::InvalidArgument,
-            Self::Extract(e) => match e {
-                ExtractError::Decode(_)
-                | ExtractError::BatchSize { .. }
-                | ExtractError::TooManyRows { .. }
-                | ExtractError::ListLength { .. }
-                | ExtractError::SharedListLength { .. }
-                | ExtractError::TypeMismatch { .. }
-                | ExtractError::Invalid { .. }
-                | ExtractError::InputTooLarge { .. }
-                | ExtractError::SplitsOverflow { .. }
-                | ExtractError::Operator { .. } => Code::InvalidArgument,
-                ExtractError::TooLarge { .. } => Code::ResourceExhausted,
+            Self::Extract(e) => match e.kind() {
+                // A valid request whose outputs pass the model's size limit.
+                ErrorKind::TooLarge { .. } => Code::ResourceExhausted,
+                // Every other kind describes a bad request: the library's
+                // contract for `ErrorKind`, which is non_exhaustive, so kinds
+                // added later are client errors too.
+                _ => Code::InvalidArgument,
             },
             Self::ResponseTooLarge { .. } => Code::ResourceExhausted,
             Self::Internal => Code::Internal,

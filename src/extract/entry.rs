@@ -8,6 +8,7 @@
 use super::gather::{Cell, ExampleRow, Index, InputKind};
 use super::{ExtractError, Extracted, Extractor, Stats};
 use crate::config::{Limits, Plan};
+use crate::error::ErrorKind;
 
 /// Serialized samples: one call's input.
 #[derive(Debug, Clone, Copy)]
@@ -88,10 +89,11 @@ impl Extractor {
             Input::Examples(bufs) => {
                 self.index.gather_examples(plan, bufs).map(|_| Rows::from_index(&self.index, bufs.to_vec()))
             }
-            Input::Instances(_) => Err(ExtractError::Operator {
+            Input::Instances(_) => Err(ErrorKind::Operator {
                 name: "index".into(),
                 message: "legacy Instances are extracted whole (Extractor::extract); index Examples instead".into(),
-            }),
+            }
+            .into()),
         };
         self.index.cells_only = false;
         result
@@ -108,7 +110,7 @@ impl Extractor {
         self.begin(plan, &policy);
         let limits = self.index.limits;
         if rows.len() > limits.max_batch_size {
-            return Err(ExtractError::TooManyRows { found: rows.len(), limit: limits.max_batch_size });
+            return Err(ErrorKind::TooManyRows { found: rows.len(), limit: limits.max_batch_size }.into());
         }
         let mut index = std::mem::take(&mut self.rows_index);
         rows.lay_out(&mut index, limits);

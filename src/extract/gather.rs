@@ -4,6 +4,7 @@
 
 use super::{ExtractError, Stats};
 use crate::config::{Compat, Plan};
+use crate::error::ErrorKind;
 use crate::view::{ExampleBatchView, ExampleView, ListEntry, ListType};
 use crate::wire::{DecodeError, Reader, WireType, Within};
 
@@ -182,7 +183,7 @@ impl Index {
         let batch = ExampleBatchView::parse(buf)?;
         let rows = i64::from(batch.batch_size());
         if rows < 0 || rows as usize > self.limits.max_batch_size {
-            return Err(ExtractError::BatchSize { found: rows, limit: self.limits.max_batch_size });
+            return Err(ErrorKind::BatchSize { found: rows, limit: self.limits.max_batch_size }.into());
         }
         let rows = rows as usize;
         self.reset(plan, InputKind::Batch, rows);
@@ -276,15 +277,15 @@ impl Index {
         let col = self.columns[source];
         let name = String::from_utf8_lossy(name).into_owned();
         if col.shared && plan.compat == Compat::Native {
-            return Err(ExtractError::SharedListLength { index: col.list_index, name, found: col.len });
+            return Err(ErrorKind::SharedListLength { index: col.list_index, name, found: col.len }.into());
         }
-        Err(ExtractError::ListLength { index: col.list_index, name, found: col.len, batch: rows })
+        Err(ErrorKind::ListLength { index: col.list_index, name, found: col.len, batch: rows }.into())
     }
 
     pub(crate) fn gather_examples(&mut self, plan: &Plan, bufs: &[&[u8]]) -> Result<usize, ExtractError> {
         let rows = bufs.len();
         if rows > self.limits.max_batch_size {
-            return Err(ExtractError::TooManyRows { found: rows, limit: self.limits.max_batch_size });
+            return Err(ErrorKind::TooManyRows { found: rows, limit: self.limits.max_batch_size }.into());
         }
         self.reset(plan, InputKind::Examples, rows);
         let sources = plan.source_names.len();
@@ -480,7 +481,7 @@ fn cell(buf: usize, index: usize, body: &[u8], at: usize) -> Cell {
 
 fn check_size(buf: &[u8]) -> Result<(), ExtractError> {
     if buf.len() > u32::MAX as usize - 1 {
-        return Err(ExtractError::InputTooLarge { found: buf.len() });
+        return Err(ErrorKind::InputTooLarge { found: buf.len() }.into());
     }
     Ok(())
 }

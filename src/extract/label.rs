@@ -56,7 +56,7 @@ impl RowLabels<'_> {
 fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Result<(), ExtractError> {
     if !cx.is_batch() {
         let view = ExampleView::parse(cx.bufs[cx.example_row(row).buf as usize], 0)?;
-        view.labels(|v| out.push(v)).map_err(|e| ExtractError::Decode(e.within("example", Some(row))))?;
+        view.labels(|v| out.push(v)).map_err(|e| ExtractError::from(e.within("example", Some(row))).at_row(row))?;
     }
     let source = cx.plan.label_source.expect("plans with labels reserve __LABEL__");
     if let Some(run) = float_run(cx, source, row) {
@@ -144,8 +144,9 @@ pub(super) fn write_action_labels(
     let values = &mut c.dense_mut().values;
     for row in 0..rows {
         let line_id = super::line_id::line_id(cx, row)?;
-        let locate =
-            |e: crate::wire::DecodeError| ExtractError::Decode(e.within("line_id", None).within("row", Some(row)));
+        let locate = |e: crate::wire::DecodeError| {
+            ExtractError::from(e.within("line_id", None).within("row", Some(row))).at_row(row)
+        };
         // Actions are matched straight from the wire: no list is built.
         let any_of = |set: &[i64]| -> Result<bool, ExtractError> {
             let mut hit = false;

@@ -214,7 +214,7 @@ fn locate(cx: &Ctx<'_, '_>, e: crate::wire::DecodeError, row: usize) -> ExtractE
     } else {
         e.within("line_id", None).within("example", Some(row))
     };
-    ExtractError::Decode(e)
+    ExtractError::from(e).at_row(row)
 }
 
 /// What one call learnt of its rows' LineIds: where each is, and the values

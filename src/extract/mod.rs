@@ -6,7 +6,6 @@
 
 mod dense;
 mod entry;
-mod error;
 mod gather;
 mod instance;
 mod label;
@@ -18,14 +17,14 @@ mod strings;
 mod walk_tests;
 mod write;
 
+pub use crate::error::ExtractError;
 pub use entry::{Input, Policy, Rows, RowsMismatch, SharedRows};
-pub use error::ExtractError;
-pub(crate) use write::charge;
 
 use gather::{Cell, ExampleRow, Index, InputKind};
 
 use crate::columns::{Column, NamedColumn};
 use crate::config::{Op, Output, Plan, Source};
+use crate::error::ErrorKind;
 use crate::proto::fex_v1::Tensor;
 use crate::view::{FeatureKind, FeatureView};
 use crate::wire::DecodeError;
@@ -289,10 +288,11 @@ impl Stop {
     fn into_error(self) -> ExtractError {
         match self {
             Stop::Error(e) => e,
-            Stop::Retry => ExtractError::Operator {
+            Stop::Retry => ErrorKind::Operator {
                 name: "extractor".into(),
                 message: "internal error: a list walk asked for a retry on the checked path".into(),
-            },
+            }
+            .into(),
         }
     }
 }
@@ -517,7 +517,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     /// Adds the path of a cell to an error from inside its Feature.
-    pub(crate) fn locate(&self, e: DecodeError, _source: usize, row: usize, cell: Cell) -> ExtractError {
+    pub(crate) fn locate(&self, e: DecodeError, source: usize, row: usize, cell: Cell) -> ExtractError {
         let e = match self.ix.kind {
             InputKind::Batch => {
                 e.within("feature", Some(cell.index as usize)).within("named_feature_list", Some(cell.list as usize))
@@ -527,7 +527,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
                 .within("named_feature", Some(cell.index as usize))
                 .within("example", Some(row)),
         };
-        ExtractError::Decode(e)
+        ExtractError::from(e).at_row(row).in_source(&self.plan.source_names[source])
     }
 
     /// The path of a cell, for type errors.
@@ -548,20 +548,15 @@ impl<'x, 'a> Ctx<'x, 'a> {
         found: Option<FeatureKind>,
         expected: &'static str,
     ) -> ExtractError {
-        ExtractError::TypeMismatch {
-            path: self.path(source, row, cell),
-            name: self.plan.source_names[source].clone(),
-            found: found.map_or("an empty feature", FeatureKind::name),
-            expected,
-        }
+        let name = self.plan.source_names[source].clone();
+        let found = found.map_or("an empty feature", FeatureKind::name);
+        ExtractError::from(ErrorKind::TypeMismatch { path: self.path(source, row, cell), name, found, expected })
+            .at_row(row)
     }
 
     pub(crate) fn invalid(&self, source: usize, row: usize, cell: Cell, message: &'static str) -> ExtractError {
-        ExtractError::Invalid {
-            path: self.path(source, row, cell),
-            name: self.plan.source_names[source].clone(),
-            message,
-        }
+        let name = self.plan.source_names[source].clone();
+        ExtractError::from(ErrorKind::Invalid { path: self.path(source, row, cell), name, message }).at_row(row)
     }
 
     pub(crate) fn example_row(&self, row: usize) -> ExampleRow {

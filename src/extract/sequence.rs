@@ -3,6 +3,7 @@
 
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values, elem_size};
+use crate::error::ErrorKind;
 use crate::fid::v1_to_v2;
 use crate::proto::fex_v1::DataType;
 use crate::view::{FeatureKind, le_f32, le_f64, le_u64};
@@ -47,7 +48,7 @@ pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: 
             })
             .map_err(|e| cx.locate(e, source, row, cell))?;
             if let Some(found) = over {
-                return Err(ExtractError::TooLarge { found, limit });
+                return Err(ErrorKind::TooLarge { found, limit }.into());
             }
             positions += taken;
         }

@@ -1,30 +1,15 @@
-//! Preparing an output's column for a call, broadcasting a computed row, and
-//! the output-size budget.
+//! Preparing an output's column for a call and broadcasting a computed row,
+//! charged against the output-size budget (`crate::error::charge`).
 
 use super::ExtractError;
 use crate::columns::Column;
 use crate::config::Output;
+pub(crate) use crate::error::charge;
 
 /// Clears `c` for `out`, keeping every buffer's capacity.
 pub(crate) fn begin(c: &mut Column, out: &Output) {
     let (layout, dtype, splits) = out.layout();
     c.reset(layout, dtype, splits);
-}
-
-impl From<crate::columns::SplitsOverflow> for ExtractError {
-    fn from(e: crate::columns::SplitsOverflow) -> Self {
-        ExtractError::SplitsOverflow { found: e.found }
-    }
-}
-
-/// Fails when `bytes` more output would pass the plan's limit.
-pub(crate) fn charge(budget: &mut usize, bytes: usize, limit: usize) -> Result<(), ExtractError> {
-    let total = budget.saturating_add(bytes);
-    if total > limit {
-        return Err(ExtractError::TooLarge { found: total, limit });
-    }
-    *budget = total;
-    Ok(())
 }
 
 /// Repeats the single computed row of `c` until it has `rows` rows: how a

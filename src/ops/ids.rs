@@ -5,7 +5,7 @@ use super::Budget;
 use super::hash::{hash_bytes, hash_u64};
 use super::rows::row_of;
 use crate::columns::{Column, Ragged};
-use crate::extract::ExtractError;
+use crate::error::{ErrorKind, ExtractError};
 
 /// The ids of row `r` of a ragged id column (the shared row for a column
 /// returned once). Splits and values come from the library's own writers and
@@ -114,7 +114,7 @@ pub(super) fn cross(
     let n = inputs.len();
     if n > super::MAX_INPUTS {
         let message = format!("{n} inputs, the most an operator takes is {}", super::MAX_INPUTS);
-        return Err(ExtractError::Operator { name: name.to_string(), message });
+        return Err(ErrorKind::Operator { name: name.to_string(), message }.into());
     }
     let out: &mut Ragged = out.ragged_mut();
     let mut lists = [RowIds::default(); super::MAX_INPUTS];
@@ -131,7 +131,7 @@ pub(super) fn cross(
             let names: Vec<&str> = inputs.iter().map(|t| t.name.as_str()).collect();
             let message =
                 format!("row {r} has {combos} combinations of {}, the limit is {max_per_row}", names.join(" x "));
-            return Err(ExtractError::Operator { name: name.to_string(), message });
+            return Err(ErrorKind::Operator { name: name.to_string(), message }.into());
         }
         budget.charge(combos * 8)?;
         if combos > 0 {

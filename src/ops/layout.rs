@@ -5,7 +5,7 @@
 use super::ids::{row_ids, row_range};
 use super::rows::row_of;
 use crate::columns::{Column, Values};
-use crate::extract::ExtractError;
+use crate::error::{ErrorKind, ExtractError};
 
 /// Row r of the result is row r of every input, one after the other.
 pub(super) fn group(inputs: super::Inputs<'_>, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
@@ -39,7 +39,8 @@ pub(super) fn keyed_jagged(
         for r in 0..rows {
             let ids = row_ids(&t.column, r);
             o.values.extend_ids(ids);
-            let n = i32::try_from(ids.len()).map_err(|_| ExtractError::SplitsOverflow { found: ids.len() })?;
+            let n = i32::try_from(ids.len())
+                .map_err(|_| ExtractError::from(ErrorKind::SplitsOverflow { found: ids.len() }))?;
             o.lengths.push(n);
             o.offsets.push(o.values.len() as i64);
         }

@@ -23,7 +23,7 @@ pub use vocab::{Vocab, VocabError};
 pub(crate) const MAX_INPUTS: usize = 64;
 
 use crate::columns::{Column, NamedColumn};
-use crate::extract::ExtractError;
+use crate::error::ExtractError;
 use crate::proto::fex_v1::{DataType, Layout};
 
 /// A compiled operator with the layout of what it produces.
@@ -210,6 +210,6 @@ pub(crate) struct Budget<'b> {
 impl Budget<'_> {
     /// Fails when `bytes` more would pass the limit.
     pub fn charge(&mut self, bytes: usize) -> Result<(), ExtractError> {
-        crate::extract::charge(self.used, bytes, self.limit)
+        crate::error::charge(self.used, bytes, self.limit)
     }
 }

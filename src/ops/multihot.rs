@@ -12,7 +12,7 @@
 use super::Budget;
 use super::ids::row_ids;
 use crate::columns::Column;
-use crate::extract::ExtractError;
+use crate::error::{ErrorKind, ExtractError};
 
 /// Entry (x, j) of table `seed`'s weight matrix, in `[0, n)`.
 pub fn weight(seed: u64, x: u64, j: u64, n: u64) -> u64 {
@@ -52,7 +52,7 @@ pub(super) fn expand(
             for &x in ids {
                 if x >= n {
                     let message = format!("id {x} of row {r} is outside table {table} (num_embeddings {n})");
-                    return Err(ExtractError::Operator { name: t.name.clone(), message });
+                    return Err(ErrorKind::Operator { name: t.name.clone(), message }.into());
                 }
                 o.values.push_u64(x);
                 for j in 1..per_id as u64 {
@@ -60,7 +60,7 @@ pub(super) fn expand(
                 }
             }
             let len = ids.len() * per_id;
-            let len32 = i32::try_from(len).map_err(|_| ExtractError::SplitsOverflow { found: len })?;
+            let len32 = i32::try_from(len).map_err(|_| ExtractError::from(ErrorKind::SplitsOverflow { found: len }))?;
             o.lengths.push(len32);
             o.offsets.push(o.values.len() as i64);
         }

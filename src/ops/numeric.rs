@@ -6,7 +6,7 @@
 use super::TransformKind;
 use super::rows::row_of;
 use crate::columns::Column;
-use crate::extract::ExtractError;
+use crate::error::ExtractError;
 
 pub(super) fn apply(kind: &TransformKind, input: &Column, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let width = input.row_width();

@@ -2,7 +2,7 @@
 //! feature) stands for every row; all others must agree.
 
 use crate::columns::Column;
-use crate::extract::ExtractError;
+use crate::error::{ErrorKind, ExtractError};
 
 /// The rows of an operator's result: the largest input row count.
 pub(super) fn common(inputs: super::Inputs<'_>) -> Result<usize, ExtractError> {
@@ -10,10 +10,8 @@ pub(super) fn common(inputs: super::Inputs<'_>) -> Result<usize, ExtractError> {
     for t in inputs.iter() {
         let r = t.column.rows();
         if r != rows && r != 1 {
-            return Err(ExtractError::Operator {
-                name: t.name.clone(),
-                message: format!("has {r} rows where others have {rows}"),
-            });
+            let message = format!("has {r} rows where others have {rows}");
+            return Err(ErrorKind::Operator { name: t.name.clone(), message }.into());
         }
     }
     Ok(rows)

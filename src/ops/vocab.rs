@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::ids::{is_strings, row_ids, string_at};
 use crate::columns::Column;
-use crate::extract::ExtractError;
+use crate::error::ExtractError;
 
 pub const MISSING: i64 = 0;
 pub const OUT_OF_VOCABULARY: i64 = 1;

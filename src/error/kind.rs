@@ -1,10 +1,14 @@
-//! Extraction errors. All of them describe the request, never the server: the
-//! server maps every variant to INVALID_ARGUMENT.
+//! What went wrong in an extraction: one variant per rule a request can
+//! break. Display texts are part of the contract (the corpus prints them,
+//! the server returns them), so change them only with every caller.
 
 use crate::wire::DecodeError;
 
+/// The kind of an [`ExtractError`](super::ExtractError). New kinds may be
+/// added; every one describes the request, never the library.
 #[derive(Debug, thiserror::Error)]
-pub enum ExtractError {
+#[non_exhaustive]
+pub enum ErrorKind {
     /// Malformed wire bytes, with field path and byte offset.
     #[error("{0}")]
     Decode(#[from] DecodeError),
@@ -25,6 +29,7 @@ pub enum ExtractError {
     /// A value Monolith would abort on, or that breaks a documented rule.
     #[error("{path} ({name:?}): {message}")]
     Invalid { path: String, name: String, message: &'static str },
+    /// The outputs would pass the plan's `max_output_bytes`.
     #[error("output would take {found} bytes, the limit is {limit}")]
     TooLarge { found: usize, limit: usize },
     #[error("input of {found} bytes is over the 4294967295-byte limit of one buffer")]
@@ -34,4 +39,30 @@ pub enum ExtractError {
     /// An operator met input it cannot process (an id outside its table...).
     #[error("{name}: {message}")]
     Operator { name: String, message: String },
+}
+
+impl ErrorKind {
+    /// The feature, list or operator output the kind itself names.
+    pub(super) fn name(&self) -> Option<&str> {
+        match self {
+            Self::ListLength { name, .. }
+            | Self::SharedListLength { name, .. }
+            | Self::TypeMismatch { name, .. }
+            | Self::Invalid { name, .. }
+            | Self::Operator { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The field path the kind itself carries.
+    pub(super) fn path(&self) -> Option<String> {
+        match self {
+            Self::Decode(e) => Some(e.path()).filter(|p| !p.is_empty()),
+            Self::TypeMismatch { path, .. } | Self::Invalid { path, .. } => Some(path.clone()),
+            Self::ListLength { index, .. } | Self::SharedListLength { index, .. } => {
+                Some(format!("named_feature_list[{index}]"))
+            }
+            _ => None,
+        }
+    }
 }
