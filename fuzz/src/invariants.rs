@@ -8,8 +8,9 @@ use fex::{Extracted, Plan};
 /// Checks an `Ok` result of extracting `rows` rows with `plan`.
 pub fn check(plan: &Plan, out: &Extracted, rows: usize) {
     assert_eq!(out.batch_size, rows, "batch_size");
-    assert_eq!(out.tensors.len(), plan.outputs.len(), "one tensor per output");
-    for (output, t) in plan.outputs.iter().zip(&out.tensors) {
+    let tensors = out.tensors();
+    assert_eq!(tensors.len(), plan.outputs.len(), "one tensor per output");
+    for (output, t) in plan.outputs.iter().zip(&tensors) {
         assert_eq!(t.name, output.name);
         let spec = output.spec();
         assert_eq!((t.layout, t.dtype, t.splits_dtype), (spec.layout, spec.dtype, spec.splits_dtype), "{}", t.name);
@@ -32,12 +33,12 @@ pub fn check(plan: &Plan, out: &Extracted, rows: usize) {
 /// comes from a 2-byte empty list), and `Vec` may double that.
 pub fn check_capacity(out: &Extracted, limit: usize, longest_input: usize) {
     let bound = 2 * (limit + 8 * longest_input) + 4096;
-    for t in &out.tensors {
-        let capacity = t.values.capacity().max(t.row_splits.capacity());
+    for c in &out.columns {
+        let capacity = c.column.largest_capacity();
         assert!(
             capacity <= bound,
             "{}: a buffer of {capacity} bytes, past 2 x (limit {limit} + 8 x input {longest_input})",
-            t.name
+            c.name
         );
     }
 }

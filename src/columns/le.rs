@@ -28,8 +28,48 @@ pub(crate) fn extend_le<T: bytemuck::Pod>(v: &mut Vec<T>, le: &[u8]) {
     // are exactly the values, so the `n` new elements are initialised before
     // `set_len` exposes them.
     unsafe {
-        std::ptr::copy_nonoverlapping(le.as_ptr(), v.as_mut_ptr().add(len).cast::<u8>(), n * size);
+        copy(le.as_ptr(), v.as_mut_ptr().add(len).cast::<u8>(), n * size);
         v.set_len(len + n);
+    }
+}
+
+/// Copies `len` bytes. Most runs are a few words, for which a call into
+/// `memcpy` costs more than the copy: up to 64 bytes are copied inline as a
+/// head and a tail of one fixed size (which overlap when `len` is not twice
+/// that size), the way `memcpy` itself copies small sizes.
+///
+/// # Safety
+/// `src` must be valid for reading and `dst` for writing `len` bytes, and the
+/// two ranges must not overlap.
+#[inline(always)]
+unsafe fn copy(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY (every arm): each copy reads `k <= len` bytes at `src` or at
+    // `src + len - k`, and writes as many at the same offsets from `dst`, so
+    // both stay within the `len` bytes the caller vouches for; source and
+    // destination never overlap, only the two writes into `dst` may.
+    unsafe {
+        match len {
+            0..4 => std::ptr::copy_nonoverlapping(src, dst, len),
+            4..8 => head_tail::<4>(src, dst, len),
+            8..16 => head_tail::<8>(src, dst, len),
+            16..32 => head_tail::<16>(src, dst, len),
+            32..=64 => head_tail::<32>(src, dst, len),
+            _ => std::ptr::copy_nonoverlapping(src, dst, len),
+        }
+    }
+}
+
+/// The first and the last `K` bytes of `len` (`K <= len <= 2 * K`).
+///
+/// # Safety
+/// As for `copy`, with `K <= len`.
+#[inline(always)]
+unsafe fn head_tail<const K: usize>(src: *const u8, dst: *mut u8, len: usize) {
+    debug_assert!(K <= len && len <= 2 * K);
+    // SAFETY: `K <= len`, so both ranges lie within the caller's `len` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, K);
+        std::ptr::copy_nonoverlapping(src.add(len - K), dst.add(len - K), K);
     }
 }
 
