@@ -75,7 +75,7 @@ fn general_row(
 
 /// Walks a list straight into the column: a row per Feature, canonical runs
 /// copied whole, others decoded in full. `None` on anything the checked path
-/// must judge (an error, or more Features than `rows`).
+/// must judge; the caller judges the count of Features.
 pub(super) fn write_direct(cx: &Ctx<'_, '_>, name: &[u8], body: &[u8], c: &mut Column) -> Option<ListEnd> {
     let rows = cx.rows_in_batch().max(1);
     let r = c.ragged_mut();
@@ -100,12 +100,10 @@ fn walk_ids<T: Id, S: SplitInt>(
 ) -> Option<ListEnd> {
     values.reserve(body.len() / 8);
     splits.reserve(rows + 1);
-    let mut count = 0;
+    // No count check per Feature: what a sparse column holds is bounded by
+    // the list's own bytes (at most 8 bytes of split per 2-byte Feature), and
+    // the caller refuses a count other than the batch's after the walk.
     walk_runs(name, body, Some(0x12), |feature, _, run| {
-        if count == rows {
-            return None;
-        }
-        count += 1;
         match run.or_else(|| packed_run(feature, FeatureKind::FidV2List)) {
             Some(run) if run.len() % 8 == 0 => extend_le(values, run),
             _ => any_ids(cx, feature, values)?,
