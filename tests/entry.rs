@@ -117,8 +117,8 @@ fn rows_of_examples_keep_their_labels_and_line_ids() {
     assert_eq!(out.tensor("item_id").unwrap().ragged_u64(), [vec![2], vec![1]]);
     assert_eq!(out.tensor("label").unwrap().f32s(), [0.0, 1.0]);
     assert_eq!(out.tensor("uid").unwrap().i64s(), [12, 11]);
-    let empty = batch("batch_size: 0\nlists: []");
-    let batch_rows = ex.index(&p, Input::Batch(&empty), None).unwrap();
+    let one = batch("batch_size: 1\nlists: []");
+    let batch_rows = ex.index(&p, Input::Batch(&one), None).unwrap();
     let err = rows.push_row(&batch_rows, 0).unwrap_err();
     assert!(err.to_string().starts_with("rows indexed from Batch"), "{err}");
 }
@@ -164,4 +164,41 @@ fn legacy_instances_read_like_monolith_parse_instances() {
     let err =
         Extractor::new().extract(&p, Input::Instances(&[b"\x0a\x05"]), Policy::default(), &mut Extracted::default());
     assert!(err.unwrap_err().to_string().starts_with("instance[0]"), "a bad Instance names its row");
+}
+
+#[test]
+fn once_policy_leaves_a_missing_individual_list_one_row_per_sample() {
+    // Review finding: `SharedRows::Once` must not make an absent list of a
+    // broadcast output come back as one shared row.
+    let p =
+        Plan::from_yaml("name: t\nfeatures:\n  - {name: u, kind: sparse}\n  - {name: v, kind: sparse, shared: once}\n")
+            .unwrap();
+    let bytes = batch("batch_size: 2\nlists: []");
+    let out = extract(&p, Input::Batch(&bytes), Policy { shared: SharedRows::Once, ..Default::default() });
+    let (u, v) = (out.tensor("u").unwrap(), out.tensor("v").unwrap());
+    assert_eq!((u.shape, u.shared), (vec![2, -1], false));
+    assert_eq!((v.shape, v.shared), (vec![1, -1], true), "declared shared: once, so one empty row");
+}
+
+#[test]
+fn misused_selections_and_rows_are_errors_not_panics() {
+    let p = plan();
+    let bytes = request(7, [1, 2]);
+    let mut ex = Extractor::new();
+    let mut out = Extracted::default();
+    for bad in [&[99][..], &[1, 1][..]] {
+        let policy = Policy { outputs: Some(bad), ..Default::default() };
+        let err = ex.extract(&p, Input::Batch(&bytes), policy, &mut out).unwrap_err();
+        assert!(err.to_string().contains("is not a visible output"), "{err}");
+    }
+    let mut rows = ex.index(&p, Input::Batch(&bytes), None).unwrap();
+    assert_eq!(rows.push_row(&rows.clone(), 5).unwrap_err().to_string(), "row 5 asked for, the rows hold 2");
+    let other = Plan::from_yaml("name: o\nfeatures:\n  - {name: item_id, kind: sparse}\n").unwrap();
+    let err = ex.write(&other, &rows, Policy::default(), &mut out).unwrap_err();
+    assert!(err.to_string().contains("another model"), "{err}");
+    // Rows are written one row per sample, whatever the policy says.
+    let once = Policy { shared: SharedRows::Once, ..Default::default() };
+    ex.write(&p, &rows, once, &mut out).unwrap();
+    let user = out.tensor("user_id").unwrap();
+    assert_eq!((user.shape, user.shared), (vec![2, -1], false));
 }

@@ -1,22 +1,20 @@
 //! The library's one `unsafe` module: appending little-endian wire words to a
-//! typed vector with a single `memcpy`.
+//! typed vector as one copy of their bytes.
 //!
 //! The naive code is `v.extend(le.chunks_exact(8).map(u64::from_le_bytes))`,
 //! a load and a push per element; on the B = 256 ranking request, where most
 //! of the 2 MB input is fids, that loop was the largest single cost of
-//! extraction. On little-endian machines the wire bytes already are the
-//! values, so they are copied as they are; big-endian machines take the loop.
+//! extraction. On the little-endian machines fex supports (`columns` refuses
+//! to compile elsewhere) the wire bytes already are the values, so they are
+//! copied as they are.
 
 /// Appends the whole little-endian words of `le` to `v` (a trailing partial
 /// word is not a value and is left out).
 #[inline]
 pub(crate) fn extend_le<T: bytemuck::Pod>(v: &mut Vec<T>, le: &[u8]) {
-    let size = std::mem::size_of::<T>();
+    let size = const { std::mem::size_of::<T>() };
+    const { assert!(std::mem::size_of::<T>() > 0, "a zero-sized value has no wire form") };
     let n = le.len() / size;
-    if cfg!(target_endian = "big") {
-        v.extend(le.chunks_exact(size).map(|c| swap_bytes(bytemuck::pod_read_unaligned::<T>(c))));
-        return;
-    }
     v.reserve(n);
     let len = v.len();
     debug_assert!(v.capacity() - len >= n && le.len() >= n * size);
@@ -71,12 +69,6 @@ unsafe fn head_tail<const K: usize>(src: *const u8, dst: *mut u8, len: usize) {
         std::ptr::copy_nonoverlapping(src, dst, K);
         std::ptr::copy_nonoverlapping(src.add(len - K), dst.add(len - K), K);
     }
-}
-
-/// Reverses the bytes of a plain value (only big-endian machines need it).
-fn swap_bytes<T: bytemuck::Pod>(mut x: T) -> T {
-    bytemuck::bytes_of_mut(&mut x).reverse();
-    x
 }
 
 #[cfg(test)]

@@ -4,6 +4,11 @@
 //! `fex.v1.Tensor` (`tensor`), Arrow arrays (`arrow`, with the `arrow`
 //! feature), numpy in the Python binding.
 
+// Columns hold numbers in native byte order and hand them on as
+// little-endian buffers without conversion.
+#[cfg(target_endian = "big")]
+compile_error!("fex's typed columns are little-endian in memory; big-endian targets are not supported");
+
 #[cfg(feature = "arrow")]
 mod arrow;
 mod le;
@@ -221,7 +226,7 @@ impl Column {
     /// across calls keeps holding.
     pub fn largest_capacity(&self) -> usize {
         match self {
-            Self::Ragged(r) => r.values.capacity_bytes().max(r.splits.len() * 8),
+            Self::Ragged(r) => r.values.capacity_bytes().max(r.splits.capacity_bytes()),
             Self::Dense(d) => d.values.capacity_bytes(),
             Self::Strings(s) => s.bytes.capacity().max(s.offsets.capacity() * 8),
             Self::KeyedJagged(k) => k.values.capacity_bytes().max(k.offsets.capacity() * 8),

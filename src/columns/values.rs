@@ -316,6 +316,14 @@ impl Splits {
         }
     }
 
+    /// Bytes the buffer has reserved.
+    pub fn capacity_bytes(&self) -> usize {
+        match self {
+            Self::I32(v) => v.capacity() * 4,
+            Self::I64(v) => v.capacity() * 8,
+        }
+    }
+
     /// The offsets as little-endian bytes.
     pub fn as_bytes(&self) -> &[u8] {
         match self {

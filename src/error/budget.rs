@@ -4,7 +4,7 @@
 
 use super::{ErrorKind, ExtractError};
 
-/// Fails when `bytes` more output would pass the plan's limit.
+/// Fails when `bytes` more output would pass the call's limit (the plan's, or the caller's policy).
 pub(crate) fn charge(budget: &mut usize, bytes: usize, limit: usize) -> Result<(), ExtractError> {
     let total = budget.saturating_add(bytes);
     if total > limit {

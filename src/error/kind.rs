@@ -29,7 +29,7 @@ pub enum ErrorKind {
     /// A value Monolith would abort on, or that breaks a documented rule.
     #[error("{path} ({name:?}): {message}")]
     Invalid { path: String, name: String, message: &'static str },
-    /// The outputs would pass the plan's `max_output_bytes`.
+    /// The outputs would pass the call's `max_output_bytes`.
     #[error("output would take {found} bytes, the limit is {limit}")]
     TooLarge { found: usize, limit: usize },
     #[error("input of {found} bytes is over the 4294967295-byte limit of one buffer")]

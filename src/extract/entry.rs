@@ -54,10 +54,10 @@ impl Extractor {
         policy: Policy<'_>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
-        self.begin(plan, &policy);
+        self.begin(plan, &policy)?;
         match input {
             Input::Batch(buf) => {
-                self.index.gather_batch(plan, buf)?;
+                self.index.gather_batch(plan, buf, &self.needed)?;
                 self.run(plan, None, &[buf], &policy, out)
             }
             Input::Examples(bufs) => {
@@ -65,6 +65,12 @@ impl Extractor {
                 self.run(plan, None, bufs, &policy, out)
             }
             Input::Instances(bufs) => {
+                let limit = self.index.limits.max_batch_size;
+                if bufs.len() > limit {
+                    return Err(ErrorKind::TooManyRows { found: bufs.len(), limit }.into());
+                }
+                // Instances are read through the Examples they stand for:
+                // this path allocates per call, as the Examples path does not.
                 let examples = super::instance::to_examples(bufs)?;
                 let slices: Vec<&[u8]> = examples.iter().map(Vec::as_slice).collect();
                 self.index.gather_examples(plan, &slices)?;
@@ -85,9 +91,11 @@ impl Extractor {
         self.index.limits = limits.unwrap_or(plan.limits);
         self.index.cells_only = true;
         let result = match input {
-            Input::Batch(buf) => self.index.gather_batch(plan, buf).map(|_| Rows::from_index(&self.index, vec![buf])),
+            Input::Batch(buf) => {
+                self.index.gather_batch(plan, buf, &[]).map(|_| Rows::from_index(plan, &self.index, vec![buf]))
+            }
             Input::Examples(bufs) => {
-                self.index.gather_examples(plan, bufs).map(|_| Rows::from_index(&self.index, bufs.to_vec()))
+                self.index.gather_examples(plan, bufs).map(|_| Rows::from_index(plan, &self.index, bufs.to_vec()))
             }
             Input::Instances(_) => Err(ErrorKind::Operator {
                 name: "index".into(),
@@ -99,7 +107,9 @@ impl Extractor {
         result
     }
 
-    /// Writes the plan's outputs for `rows` into `out`.
+    /// Writes the plan's outputs for `rows` into `out`. Every row stands
+    /// alone, so SHARED features are written per row whatever
+    /// `policy.shared` says. `rows` must come from `index` with this plan.
     pub fn write(
         &mut self,
         plan: &Plan,
@@ -107,7 +117,12 @@ impl Extractor {
         policy: Policy<'_>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
-        self.begin(plan, &policy);
+        let policy = Policy { shared: SharedRows::Broadcast, ..policy };
+        self.begin(plan, &policy)?;
+        if rows.plan != plan.identity().digest || rows.sources != plan.source_names.len() {
+            let message = format!("rows were indexed with another model than {:?}", plan.name);
+            return Err(ErrorKind::Operator { name: "write".into(), message }.into());
+        }
         let limits = self.index.limits;
         if rows.len() > limits.max_batch_size {
             return Err(ErrorKind::TooManyRows { found: rows.len(), limit: limits.max_batch_size }.into());
@@ -119,15 +134,38 @@ impl Extractor {
         result
     }
 
-    fn begin(&mut self, plan: &Plan, policy: &Policy<'_>) {
+    /// Sets the call's bounds and marks the outputs it computes; refuses a
+    /// selection that is not one of `Plan::select`'s.
+    fn begin(&mut self, plan: &Plan, policy: &Policy<'_>) -> Result<(), ExtractError> {
         self.index.limits = policy.limits.unwrap_or(plan.limits);
+        if let Some(outputs) = policy.outputs {
+            check_selection(plan, outputs)?;
+        }
+        super::mark_needed(plan, policy.outputs, &mut self.needed);
+        Ok(())
     }
+}
+
+/// Output indices must name visible outputs, each once (as `Plan::select`
+/// gives them).
+fn check_selection(plan: &Plan, outputs: &[usize]) -> Result<(), ExtractError> {
+    let mut seen = vec![false; plan.outputs.len()];
+    for &i in outputs {
+        let fine = plan.outputs.get(i).is_some_and(|o| o.visible) && !std::mem::replace(&mut seen[i], true);
+        if !fine {
+            let message = format!("output index {i} is not a visible output of {:?} asked for once", plan.name);
+            return Err(ErrorKind::Operator { name: "policy".into(), message }.into());
+        }
+    }
+    Ok(())
 }
 
 /// Rows of one or more inputs, editable: every row holds, for each source
 /// the plan reads, where its Feature is (or that it has none).
 #[derive(Debug, Clone)]
 pub struct Rows<'a> {
+    /// The digest of the plan that indexed them.
+    plan: u64,
     kind: InputKind,
     sources: usize,
     /// Row-major: `cells[row * sources + source]`.
@@ -141,16 +179,18 @@ pub struct Rows<'a> {
     stats: Stats,
 }
 
-/// Rows that cannot join: other input kinds, or another plan's sources.
+/// A row that cannot join: from another kind of input or another plan, or
+/// not there at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("rows indexed from {found} cannot join rows indexed from {expected}")]
-pub struct RowsMismatch {
-    pub found: String,
-    pub expected: String,
+pub enum RowsMismatch {
+    #[error("rows indexed from {found} cannot join rows indexed from {expected}")]
+    Source { found: String, expected: String },
+    #[error("row {row} asked for, the rows hold {rows}")]
+    NoRow { row: usize, rows: usize },
 }
 
 impl<'a> Rows<'a> {
-    fn from_index(ix: &Index, bufs: Vec<&'a [u8]>) -> Self {
+    fn from_index(plan: &Plan, ix: &Index, bufs: Vec<&'a [u8]>) -> Self {
         let (rows, sources) = (ix.rows, ix.columns.len());
         let mut cells = Vec::with_capacity(rows * sources);
         for row in 0..rows {
@@ -159,6 +199,7 @@ impl<'a> Rows<'a> {
         let batch = ix.kind == InputKind::Batch;
         let example_rows = if batch { vec![ExampleRow::default(); rows] } else { ix.example_rows.clone() };
         Rows {
+            plan: plan.identity().digest,
             kind: ix.kind,
             sources,
             cells,
@@ -197,9 +238,13 @@ impl<'a> Rows<'a> {
     /// Appends row `row` of `other` (indexed from the same kind of input by
     /// the same plan) after the last row.
     pub fn push_row(&mut self, other: &Rows<'a>, row: usize) -> Result<(), RowsMismatch> {
-        if other.kind != self.kind || other.sources != self.sources {
-            let describe = |r: &Rows<'_>| format!("{:?} input reading {} features", r.kind, r.sources);
-            return Err(RowsMismatch { found: describe(other), expected: describe(self) });
+        if row >= other.len() {
+            return Err(RowsMismatch::NoRow { row, rows: other.len() });
+        }
+        if other.kind != self.kind || other.sources != self.sources || other.plan != self.plan {
+            let describe =
+                |r: &Rows<'_>| format!("{:?} input reading {} features (model {:016x})", r.kind, r.sources, r.plan);
+            return Err(RowsMismatch::Source { found: describe(other), expected: describe(self) });
         }
         let old = other.row_buf[row];
         let new = self.bufs.len() as u32;

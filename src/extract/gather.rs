@@ -84,9 +84,10 @@ impl Index {
     /// A well-formed batch is gathered in one pass (`gather_batch_fast`); when
     /// that pass meets anything irregular, the checked two-pass path runs from
     /// the start and reports exactly the error it always has.
-    pub(crate) fn gather_batch(&mut self, plan: &Plan, buf: &[u8]) -> Result<usize, ExtractError> {
+    /// `needed`: the outputs this call computes (see `mark_needed`).
+    pub(crate) fn gather_batch(&mut self, plan: &Plan, buf: &[u8], needed: &[bool]) -> Result<usize, ExtractError> {
         check_size(buf)?;
-        direct_sources(plan, &mut self.direct);
+        direct_sources(plan, needed, &mut self.direct);
         if let Some(rows) = self.gather_batch_fast(plan, buf, !self.cells_only) {
             return Ok(rows);
         }
@@ -232,8 +233,6 @@ impl Index {
         Some(())
     }
 
-    /// Monolith reads `__LABEL__`, `__LINE_ID__` and `instance_weight` row by
-    /// row whatever their list type; native mode broadcasts SHARED ones.
     /// The cell of `source` at `row`, if that row has the feature.
     #[inline]
     pub(crate) fn cell(&self, source: usize, row: usize) -> Option<Cell> {
@@ -247,6 +246,8 @@ impl Index {
         Some(self.cells[i]).filter(|c| !c.is_none())
     }
 
+    /// Monolith reads `__LABEL__`, `__LINE_ID__` and `instance_weight` row by
+    /// row whatever their list type; native mode broadcasts SHARED ones.
     pub(crate) fn row_by_row(&self, plan: &Plan, source: usize) -> bool {
         plan.compat == Compat::Monolith
             && [plan.line_id_source, plan.label_source, plan.weight_source].contains(&Some(source))
@@ -445,17 +446,26 @@ fn short_run(body: &[u8], pos: usize, variant: u8) -> Option<(&[u8], usize)> {
     Some((body.get(pos + 6..end)?, end))
 }
 
-/// Marks the sources every reader of which walks the list itself: sparse
-/// and dense outputs. The reserved lists and strings, sequences and LineIds
-/// are read through cells.
-fn direct_sources(plan: &Plan, direct: &mut Vec<bool>) {
+/// Marks the sources a needed sparse or dense output reads and no needed
+/// output of another kind does: their writers walk the list themselves. The
+/// reserved lists, strings, sequences and LineIds are read through cells, and
+/// so is a list no needed output reads (gathering it still checks its names
+/// and its length, as the checked path would).
+fn direct_sources(plan: &Plan, needed: &[bool], direct: &mut Vec<bool>) {
     direct.clear();
-    direct.resize(plan.source_names.len(), true);
+    direct.resize(plan.source_names.len(), false);
+    for (out, _) in plan.outputs.iter().zip(needed).filter(|(_, n)| **n) {
+        if let crate::config::Source::Feature(s) = out.source()
+            && matches!(out.op, crate::config::Op::Sparse { .. } | crate::config::Op::Dense { .. })
+        {
+            direct[s] = true;
+        }
+    }
     let reserved = [plan.line_id_source, plan.label_source, plan.weight_source];
     for s in reserved.into_iter().flatten() {
         direct[s] = false;
     }
-    for out in &plan.outputs {
+    for (out, _) in plan.outputs.iter().zip(needed).filter(|(_, n)| **n) {
         if let crate::config::Source::Feature(s) = out.source()
             && !matches!(out.op, crate::config::Op::Sparse { .. } | crate::config::Op::Dense { .. })
         {
@@ -464,14 +474,11 @@ fn direct_sources(plan: &Plan, direct: &mut Vec<bool>) {
     }
 }
 
-/// A length of one or two varint bytes at `at`: (length, where its bytes start).
+/// A length of one to three varint bytes at `at`: (length, where its bytes
+/// start).
 #[inline(always)]
 fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
-    match b.get(at..)? {
-        [l0, ..] if *l0 < 0x80 => Some((usize::from(*l0), at + 1)),
-        [l0, l1, ..] if *l1 < 0x80 => Some((usize::from(l0 & 0x7f) | usize::from(*l1) << 7, at + 2)),
-        _ => None,
-    }
+    crate::view::short_len(b, at).map(|(len, n)| (len, at + n))
 }
 
 /// Offsets fit in u32: `check_size` rejected larger buffers up front.

@@ -1,6 +1,8 @@
-//! Extraction: serialized samples plus a [`Plan`] in, packed tensors out.
-//! Phase one (`gather`) locates each needed Feature; phase two runs one writer
-//! per output (`sparse`, `dense`, `strings`, `sequence`, `line_id`, `label`).
+//! Extraction: serialized samples plus a [`Plan`] in, typed columns out.
+//! Phase one (`gather`) indexes the input: where each needed list or Feature
+//! is; phase two runs one writer per output (`sparse`, `dense`, `strings`,
+//! `sequence`, `line_id`, `label`), then the operators. `entry` holds the one
+//! entry point.
 //! An [`Extractor`] keeps its scratch between calls and an [`Extracted`] keeps
 //! its buffers, so steady-state extraction allocates nothing new.
 
@@ -110,8 +112,8 @@ impl Extractor {
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
         let selected = policy.outputs;
-        let mut needed = std::mem::take(&mut self.needed);
-        mark_needed(plan, selected, &mut needed);
+        // Marked by `begin`, before the input was indexed.
+        let needed = std::mem::take(&mut self.needed);
         let mut work = std::mem::take(&mut self.work);
         work.truncate(plan.outputs.len());
         while work.len() < plan.outputs.len() {
@@ -209,7 +211,7 @@ fn deliver(ix: &Index, plan: &Plan, selected: Option<&[usize]>, work: &mut [Name
 }
 
 /// Marks the outputs to compute: the asked ones and everything they read.
-fn mark_needed(plan: &Plan, selected: Option<&[usize]>, needed: &mut Vec<bool>) {
+pub(super) fn mark_needed(plan: &Plan, selected: Option<&[usize]>, needed: &mut Vec<bool>) {
     needed.clear();
     needed.resize(plan.outputs.len(), false);
     match selected {
@@ -330,6 +332,18 @@ pub(crate) struct RowPlan {
     pub once: bool,
 }
 
+impl RowPlan {
+    /// A SHARED source is computed once, then returned once or broadcast to
+    /// `all` rows; any other source is computed for every row.
+    fn new(shared: bool, once: bool, all: usize) -> Self {
+        match (shared, once) {
+            (true, true) => RowPlan { compute: 1, total: 1, once: true },
+            (true, false) => RowPlan { compute: all.min(1), total: all, once: false },
+            _ => RowPlan { compute: all, total: all, once: false },
+        }
+    }
+}
+
 impl<'x, 'a> Ctx<'x, 'a> {
     /// Writes one sample-reading output; returns whether it is returned once.
     fn write(&self, out: &Output, c: &mut Column, budget: &mut usize) -> Result<bool, Stop> {
@@ -386,8 +400,9 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let body = &self.bufs[0][start..end];
         let name = gather::first_name(body).ok_or(Stop::Retry)?;
         let (all, limit) = (self.ix.rows, self.ix.limits.max_output_bytes);
-        // The walk writes at most `all` rows (one when `all` is 0): charge
+        // A dense walk writes at most `all` rows (one when `all` is 0): charge
         // their size before it allocates, and settle up once rows are known.
+        // (A sparse walk is bounded by the list's bytes and charged after.)
         let bound = fixed_size(out, all.max(1));
         write::charge(budget, bound, limit)?;
         let walked = match &out.op {
@@ -404,11 +419,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
         if (shared && walked.count != 1) || (!shared && walked.count != all) {
             return Err(Stop::Retry);
         }
-        let rows = match (shared, self.once(out)) {
-            (true, true) => RowPlan { compute: 1, total: 1, once: true },
-            (true, false) => RowPlan { compute: all.min(1), total: all, once: false },
-            _ => RowPlan { compute: all, total: all, once: false },
-        };
+        let rows = RowPlan::new(shared, self.once(out), all);
         if let Column::Dense(d) = c {
             d.rows = walked.count;
             d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
@@ -449,13 +460,9 @@ impl<'x, 'a> Ctx<'x, 'a> {
         // (empty) row, so the model sees the same shape on every request.
         let shared = self.source_index(out.source()).is_some_and(|s| {
             let col = self.ix.columns[s];
-            col.shared || (!col.present && self.once(out) && self.is_batch())
+            col.shared || (!col.present && out.shared_once && self.once(out) && self.is_batch())
         });
-        match (shared, self.once(out)) {
-            (true, true) => RowPlan { compute: 1, total: 1, once: true },
-            (true, false) => RowPlan { compute: all.min(1), total: all, once: false },
-            _ => RowPlan { compute: all, total: all, once: false },
-        }
+        RowPlan::new(shared, self.once(out), all)
     }
 
     pub(crate) fn source_index(&self, source: Source) -> Option<usize> {

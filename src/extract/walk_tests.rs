@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use prost::Message;
 
-use super::{Extracted, Extractor};
+use super::{Extracted, Extractor, Input, Policy};
 use crate::Plan;
 use crate::proto::monolith_pb::{self as pb, feature::Type};
 
@@ -31,21 +31,23 @@ fn feature() -> impl Strategy<Value = pb::Feature> {
 }
 
 fn batch() -> impl Strategy<Value = Vec<u8>> {
-    let list =
-        (prop::sample::select(vec!["a", "b", "d", "e", "z"]), prop::collection::vec(feature(), 0..5), any::<bool>());
+    let names = || prop::sample::select(vec!["a", "b", "d", "e", "z"]);
+    let list = (names(), prop::collection::vec(feature(), 0..5), any::<bool>(), prop::option::weighted(0.15, names()));
     (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..4u8).prop_map(
         |(lists, rows, at, byte, damage)| {
-            let named_feature_list = lists
-                .into_iter()
-                .map(|(name, feature, shared)| pb::NamedFeatureList {
-                    name: name.into(),
-                    feature,
-                    r#type: i32::from(shared),
-                    id: 0,
-                })
-                .collect();
-            let mut buf =
-                pb::ExampleBatch { named_feature_list, batch_size: rows, ..Default::default() }.encode_to_vec();
+            let mut buf = pb::ExampleBatch { batch_size: rows, ..Default::default() }.encode_to_vec();
+            for (name, feature, shared, renamed) in lists {
+                let list = pb::NamedFeatureList { name: name.into(), feature, r#type: i32::from(shared), id: 0 };
+                let mut body = list.encode_to_vec();
+                // A second name field after the Features: the last one wins.
+                if let Some(last) = renamed {
+                    body.extend([0x0a, last.len() as u8]);
+                    body.extend(last.as_bytes());
+                }
+                buf.push(0x0a);
+                prost::encoding::encode_varint(body.len() as u64, &mut buf);
+                buf.extend(body);
+            }
             if damage == 1 && !buf.is_empty() {
                 let i = at % buf.len();
                 buf[i] = byte;
@@ -55,20 +57,26 @@ fn batch() -> impl Strategy<Value = Vec<u8>> {
     )
 }
 
-fn run(plan: &Plan, buf: &[u8], cells_only: bool) -> Result<Extracted, String> {
+fn run(plan: &Plan, buf: &[u8], outputs: Option<&[usize]>, cells_only: bool) -> Result<Extracted, String> {
     let mut ex = Extractor::new();
     ex.index.cells_only = cells_only;
     let mut out = Extracted::default();
-    ex.extract_batch(plan, buf, &mut out).map(|()| out).map_err(|e| e.to_string())
+    let policy = Policy { outputs, ..Default::default() };
+    ex.extract(plan, Input::Batch(buf), policy, &mut out).map(|()| out).map_err(|e| e.to_string())
 }
 
 proptest! {
     #[test]
-    fn walked_lists_agree_with_cells(buf in batch(), monolith in any::<bool>()) {
+    fn walked_lists_agree_with_cells(buf in batch(), monolith in any::<bool>(), pick in any::<[bool; 5]>(), all in any::<bool>()) {
         let compat = if monolith { "monolith" } else { "native" };
         let default = if monolith { "" } else { ", default: 0.5" };
         let plan = Plan::from_yaml(&MODEL.replace("COMPAT", compat).replace("DEFAULT", default)).unwrap();
-        prop_assert_eq!(run(&plan, &buf, false), run(&plan, &buf, true));
+        // Every output, or a subset: a list no selected output reads must
+        // still be judged as the checked path judges it.
+        let names: Vec<&str> = ["a", "b", "d", "e", "h"].into_iter().zip(pick).filter(|(_, p)| *p).map(|(n, _)| n).collect();
+        let picked = plan.select(&names).unwrap();
+        let outputs = (!all).then_some(picked.as_slice());
+        prop_assert_eq!(run(&plan, &buf, outputs, false), run(&plan, &buf, outputs, true));
     }
 }
 

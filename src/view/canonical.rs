@@ -12,7 +12,7 @@ use super::FeatureKind;
 
 /// A length of at most 3 varint bytes (2 MiB), at `at`: (value, bytes used).
 #[inline(always)]
-fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
+pub fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
     let b0 = *b.get(at)?;
     if b0 < 0x80 {
         return Some((usize::from(b0), 1));
