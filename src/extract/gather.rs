@@ -478,7 +478,11 @@ fn direct_sources(plan: &Plan, needed: &[bool], direct: &mut Vec<bool>) {
 /// start).
 #[inline(always)]
 fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
-    crate::view::short_len(b, at).map(|(len, n)| (len, at + n))
+    match b.get(at..)? {
+        [l0, ..] if *l0 < 0x80 => Some((usize::from(*l0), at + 1)),
+        [l0, l1, ..] if *l1 < 0x80 => Some((usize::from(l0 & 0x7f) | usize::from(*l1) << 7, at + 2)),
+        _ => crate::view::short_len(b, at).map(|(len, n)| (len, at + n)),
+    }
 }
 
 /// Offsets fit in u32: `check_size` rejected larger buffers up front.
