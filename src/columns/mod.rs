@@ -76,6 +76,19 @@ pub struct KeyedJagged {
     pub weights: Vec<f32>,
 }
 
+impl KeyedJagged {
+    /// Starts a column of `keys` over `rows` rows (keys are rewritten only
+    /// when they differ from the last call's).
+    pub fn begin(&mut self, keys: &[String], rows: usize) {
+        if self.keys != keys {
+            self.keys.clear();
+            self.keys.extend(keys.iter().cloned());
+        }
+        self.rows = rows;
+        self.offsets.push(0);
+    }
+}
+
 /// A column with the name of the output it answers and whether it is a
 /// SHARED feature returned once (rows = 1) instead of broadcast.
 #[derive(Debug, Clone, PartialEq)]

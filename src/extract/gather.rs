@@ -505,7 +505,6 @@ mod tests {
     use super::*;
     use crate::proto::monolith_pb as pb;
     use proptest::prelude::*;
-    use prost::Message;
 
     const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:\n  - {name: a, kind: sparse}\n  - {name: b, kind: sparse}\n  - {name: label, kind: label}\n";
 
@@ -517,24 +516,14 @@ mod tests {
             |(lists, rows, at, byte, damage)| {
                 let fid =
                     |v: u64| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: vec![v] })) };
-                let mut buf = pb::ExampleBatch { batch_size: rows, ..Default::default() }.encode_to_vec();
-                for (name, n, shared, id, renamed) in lists {
-                    let list = pb::NamedFeatureList {
-                        name: name.into(),
-                        feature: (0..n as u64).map(fid).collect(),
-                        r#type: i32::from(shared),
-                        id,
-                    };
-                    let mut body = list.encode_to_vec();
-                    // A second name field after the Features: the last wins.
-                    if let Some(last) = renamed {
-                        body.extend([0x0a, last.len() as u8]);
-                        body.extend(last.as_bytes());
-                    }
-                    buf.push(0x0a);
-                    prost::encoding::encode_varint(body.len() as u64, &mut buf);
-                    buf.extend(body);
-                }
+                let lists = lists
+                    .into_iter()
+                    .map(|(name, n, shared, id, renamed)| {
+                        let feature = (0..n as u64).map(fid).collect();
+                        (pb::NamedFeatureList { name: name.into(), feature, r#type: i32::from(shared), id }, renamed)
+                    })
+                    .collect();
+                let mut buf = super::super::test_batches::encode(rows, lists);
                 match damage {
                     1 if !buf.is_empty() => buf.truncate(at % buf.len()),
                     2 if !buf.is_empty() => {

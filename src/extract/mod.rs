@@ -16,6 +16,8 @@ mod sequence;
 mod sparse;
 mod strings;
 #[cfg(test)]
+mod test_batches;
+#[cfg(test)]
 mod walk_tests;
 mod write;
 

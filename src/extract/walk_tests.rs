@@ -35,19 +35,13 @@ fn batch() -> impl Strategy<Value = Vec<u8>> {
     let list = (names(), prop::collection::vec(feature(), 0..5), any::<bool>(), prop::option::weighted(0.15, names()));
     (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..4u8).prop_map(
         |(lists, rows, at, byte, damage)| {
-            let mut buf = pb::ExampleBatch { batch_size: rows, ..Default::default() }.encode_to_vec();
-            for (name, feature, shared, renamed) in lists {
-                let list = pb::NamedFeatureList { name: name.into(), feature, r#type: i32::from(shared), id: 0 };
-                let mut body = list.encode_to_vec();
-                // A second name field after the Features: the last one wins.
-                if let Some(last) = renamed {
-                    body.extend([0x0a, last.len() as u8]);
-                    body.extend(last.as_bytes());
-                }
-                buf.push(0x0a);
-                prost::encoding::encode_varint(body.len() as u64, &mut buf);
-                buf.extend(body);
-            }
+            let lists = lists
+                .into_iter()
+                .map(|(name, feature, shared, renamed)| {
+                    (pb::NamedFeatureList { name: name.into(), feature, r#type: i32::from(shared), id: 0 }, renamed)
+                })
+                .collect();
+            let mut buf = super::test_batches::encode(rows, lists);
             if damage == 1 && !buf.is_empty() {
                 let i = at % buf.len();
                 buf[i] = byte;

@@ -29,12 +29,7 @@ pub(super) fn keyed_jagged(
     rows: usize,
 ) -> Result<(), ExtractError> {
     let o = out.keyed_jagged_mut();
-    if o.keys != keys {
-        o.keys.clear();
-        o.keys.extend(keys.iter().cloned());
-    }
-    o.rows = rows;
-    o.offsets.push(0);
+    o.begin(keys, rows);
     for t in inputs.iter() {
         for r in 0..rows {
             let ids = row_ids(&t.column, r);

@@ -37,12 +37,7 @@ pub(super) fn expand(
     mut budget: Budget<'_>,
 ) -> Result<(), ExtractError> {
     let o = out.keyed_jagged_mut();
-    if o.keys != keys {
-        o.keys.clear();
-        o.keys.extend(keys.iter().cloned());
-    }
-    o.rows = rows;
-    o.offsets.push(0);
+    o.begin(keys, rows);
     for (table, (t, &n)) in inputs.iter().zip(num_embeddings).enumerate() {
         let expanded = n >= min_table_size;
         for r in 0..rows {
