@@ -16,6 +16,7 @@ mod tensor;
 mod values;
 
 pub(crate) use le::extend_le;
+pub(crate) use values::repeat_all;
 pub use values::{SplitInt, Splits, SplitsOverflow, Values, elem_size};
 
 use crate::proto::fex_v1::{DataType, Layout};

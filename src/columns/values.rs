@@ -200,19 +200,28 @@ impl Values {
         }
     }
 
-    /// Repeats the first `n` elements `times` more times.
+    /// Keeps the first `n` elements and appends `times` more copies of them.
     pub fn repeat_prefix(&mut self, n: usize, times: usize) {
-        each!(self, v => {
-            v.reserve(n * times);
-            for _ in 0..times {
-                v.extend_from_within(..n);
-            }
-        })
+        self.truncate(n);
+        each!(self, v => repeat_all(v, times))
     }
 
     /// The values as little-endian bytes (a view on little-endian machines).
     pub fn as_bytes(&self) -> &[u8] {
         each!(self, v => bytemuck::cast_slice(v.as_slice()))
+    }
+}
+
+/// Appends `times` more copies of all of `v`, doubling what is there (a few
+/// large copies rather than one per row).
+pub(crate) fn repeat_all<T: Copy>(v: &mut Vec<T>, times: usize) {
+    let target = v.len().saturating_mul(times.saturating_add(1));
+    v.reserve(target - v.len());
+    while v.len() < target {
+        // What is there is a whole number of copies, so any prefix that long
+        // or the part still missing (also whole copies) extends it by copies.
+        let k = v.len().min(target - v.len());
+        v.extend_from_within(..k);
     }
 }
 
@@ -366,6 +375,18 @@ mod tests {
         f.fill(0.5, 2);
         assert_eq!(f.as_bytes().len(), 12);
         assert_eq!(f, Values::F32(vec![3.0, 0.5, 0.5]));
+    }
+
+    #[test]
+    fn repeating_doubles_to_exactly_the_copies_asked_for() {
+        for times in 0..9 {
+            let mut v = vec![1u8, 2, 3];
+            repeat_all(&mut v, times);
+            assert_eq!(v, [1, 2, 3].repeat(times + 1), "{times} more copies");
+        }
+        let mut empty: Vec<u8> = Vec::new();
+        repeat_all(&mut empty, 5);
+        assert!(empty.is_empty());
     }
 
     #[test]

@@ -34,10 +34,7 @@ pub(crate) fn broadcast(c: &mut Column, rows: usize, budget: &mut usize, limit: 
         }
         Column::Strings(s) => {
             let n = s.bytes.len();
-            s.bytes.reserve(n * extra);
-            for _ in 0..extra {
-                s.bytes.extend_from_within(..n);
-            }
+            crate::columns::repeat_all(&mut s.bytes, extra);
             s.offsets.truncate(1);
             s.offsets.extend((1..=rows).map(|k| (n * k) as i64));
         }
