@@ -265,6 +265,12 @@ impl Memo {
         self.state = State::Empty;
     }
 
+    /// Whether the last call could build it (for tests).
+    #[cfg(test)]
+    pub(crate) fn was_built(&self) -> bool {
+        self.state == State::Ready
+    }
+
     fn field(&self, field: LineIdField) -> Option<usize> {
         self.fields.iter().position(|&(n, ty)| n == field.number && ty == field.ty)
     }
@@ -319,6 +325,13 @@ fn fill(cx: &Ctx<'_, '_>, m: &mut Memo) {
     m.located.clear();
     memo_fields(cx, m);
     let (rows, nf) = (cx.ix.rows, m.fields.len());
+    // The memo holds every LineId output's values before those outputs are
+    // charged: past the call's output limit it is not built, and each
+    // output reads its rows itself (and is charged first).
+    let size = rows.saturating_mul(m.block).saturating_mul(std::mem::size_of::<Num>());
+    if size > cx.ix.limits.max_output_bytes {
+        return;
+    }
     m.values.clear();
     m.values.resize(rows * m.block, Num::Int(0));
     m.counts.clear();

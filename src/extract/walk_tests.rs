@@ -94,3 +94,29 @@ fn a_regular_batch_is_walked_without_cells() {
     let b = out.tensor("b").unwrap();
     assert_eq!((b.ragged_u64(), b.shared, b.splits_dtype), (vec![vec![9]], true, crate::DataType::I32 as i32));
 }
+
+/// The LineId memo holds values before their outputs are charged, so it is
+/// only built within the call's output limit; past it each output reads its
+/// rows itself, after its own charge, and the call fails as it always has.
+#[test]
+fn the_line_id_memo_stays_within_the_output_limit() {
+    let model = |limit: usize| {
+        Plan::from_yaml(&format!(
+            "name: m\nlimits: {{max_output_bytes: {limit}}}\nfeatures:\n  - {{name: uid, kind: line_id, field: uid}}\n  - {{name: actions, kind: line_id, field: actions, shape: [100]}}\n"
+        ))
+        .unwrap()
+    };
+    let line_id = crate::proto::matrix::LineId { uid: Some(7), actions: vec![1, 2], ..Default::default() };
+    let feature = pb::Feature { r#type: Some(Type::BytesList(pb::BytesList { value: vec![line_id.encode_to_vec()] })) };
+    let list = pb::NamedFeatureList { name: "__LINE_ID__".into(), feature: vec![feature; 100], r#type: 0, id: 0 };
+    let batch =
+        pb::ExampleBatch { named_feature_list: vec![list], batch_size: 100, ..Default::default() }.encode_to_vec();
+    let mut ex = Extractor::new();
+    let mut out = Extracted::default();
+    ex.extract_batch(&model(1 << 20), &batch, &mut out).unwrap();
+    assert!(ex.memo.borrow().was_built(), "within the limit the memo serves both outputs");
+    assert_eq!(out.tensor("actions").unwrap().i64s()[..3], [1, 2, 0]);
+    let err = ex.extract_batch(&model(1000), &batch, &mut out).unwrap_err();
+    assert!(err.to_string().starts_with("output would take"), "{err}");
+    assert!(!ex.memo.borrow().was_built(), "100 rows x 101 values would pass 1000 bytes");
+}
