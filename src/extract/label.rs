@@ -144,9 +144,7 @@ pub(super) fn write_action_labels(
     let values = &mut c.dense_mut().values;
     for row in 0..rows {
         let line_id = super::line_id::line_id(cx, row)?;
-        let locate = |e: crate::wire::DecodeError| {
-            ExtractError::from(e.within("line_id", None).within("row", Some(row))).at_row(row)
-        };
+        let locate = |e: crate::wire::DecodeError| super::line_id::locate(cx, e, row);
         // Actions are matched straight from the wire: no list is built.
         let any_of = |set: &[i64]| -> Result<bool, ExtractError> {
             let mut hit = false;

@@ -208,7 +208,8 @@ fn value_offset(cx: &Ctx<'_, '_>, cell: super::Cell, value: &[u8]) -> usize {
     cell.start as usize + (value.as_ptr() as usize - outer.as_ptr() as usize)
 }
 
-fn locate(cx: &Ctx<'_, '_>, e: crate::wire::DecodeError, row: usize) -> ExtractError {
+/// A LineId decode error at `row`, with the path of its batch row or Example.
+pub(super) fn locate(cx: &Ctx<'_, '_>, e: crate::wire::DecodeError, row: usize) -> ExtractError {
     let e = if cx.is_batch() {
         e.within("line_id", None).within("row", Some(row))
     } else {
