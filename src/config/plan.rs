@@ -182,8 +182,11 @@ impl Plan {
     /// Output indices for a list of output names, in the order given; an
     /// unknown name is an error that lists the outputs the model has.
     pub fn select<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, SelectError> {
-        if let Some(i) = (1..names.len()).find(|&i| names[..i].iter().any(|n| n.as_ref() == names[i].as_ref())) {
-            return Err(SelectError::Repeated { name: names[i].as_ref().to_string() });
+        // A set, not a scan of the names before each: a request may send
+        // many names, and this must stay linear in them.
+        let mut seen = rustc_hash::FxHashSet::default();
+        if let Some(name) = names.iter().map(AsRef::as_ref).find(|&n| !seen.insert(n)) {
+            return Err(SelectError::Repeated { name: name.to_string() });
         }
         names
             .iter()
