@@ -155,18 +155,6 @@ impl Values {
         }
     }
 
-    /// Element `i` of an integer column as a u64 bit pattern (0 when out of
-    /// range; floats truncate).
-    #[inline]
-    pub fn u64_at(&self, i: usize) -> u64 {
-        match self {
-            Self::U64(v) => v.get(i).copied().unwrap_or(0),
-            Self::I64(v) => v.get(i).map_or(0, |&x| x as u64),
-            Self::I32(v) => v.get(i).map_or(0, |&x| i64::from(x) as u64),
-            other => other.f64_at(i) as i64 as u64,
-        }
-    }
-
     /// The 8-byte ids of `range` (u64 or i64 columns), as their u64 bit
     /// patterns; empty for other types or a range outside the values.
     #[inline]

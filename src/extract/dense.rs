@@ -21,30 +21,25 @@ pub(super) fn write(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize, spec: DenseSp
     values.reserve(rows * dim);
     for (row, cell) in cx.row_cells(source, rows).enumerate() {
         // The common case, one packed run of floats, is copied in one go.
-        let fast = cell.and_then(|cell| copy_floats(values, cx.bytes(cell), dim));
-        let written = match (fast, cell) {
+        let run = cell.and_then(|cell| packed_run(cx.bytes(cell), FeatureKind::FloatList));
+        let written = match (run.and_then(|run| copy_run(values, run, dim)), cell) {
             (Some(n), _) => n,
             (None, Some(cell)) => {
                 let (f, cell) = cx.parse(source, row, cell)?;
-                let n = row_values(cx, values, &f, dim).map_err(|e| match e {
+                any_row(cx, values, &f, dim).map_err(|e| match e {
                     RowError::Decode(e) => cx.locate(e, source, row, cell),
                     RowError::Mismatch(expected) => cx.mismatch(source, row, cell, f.kind(), expected),
                     RowError::Invalid(message) => cx.invalid(source, row, cell, message),
-                })?;
-                if n == 0 && dim == 1 && cx.is_monolith() && is_float_list(f.kind()) {
-                    // Monolith writes FLT_MIN for a present but empty list.
-                    values.push_f64(f64::from(f32::MIN_POSITIVE));
-                    1
-                } else {
-                    n
-                }
+                })?
             }
             (None, None) => match meta {
                 Some(field) => super::line_id::meta_row(cx, values, row, field, dim)?,
                 None => 0,
             },
         };
-        values.fill(pad, dim - written);
+        if written < dim {
+            values.fill(pad, dim - written);
+        }
     }
     Ok(())
 }
@@ -69,40 +64,41 @@ pub(super) fn write_direct(
             return None;
         }
         count += 1;
-        // The common case, an f32 column and one packed run of floats.
         let run = run.or_else(|| packed_run(feature, FeatureKind::FloatList));
-        if let Values::F32(v) = values
-            && let Some(run) = run.filter(|r| !r.is_empty() && r.len() % 4 == 0)
-        {
-            let take = (run.len() / 4).min(dim);
-            extend_le(v, &run[..take * 4]);
-            if take < dim {
-                v.resize(v.len() + dim - take, pad as f32);
-            }
-            return Some(());
-        }
-        let f = FeatureView::parse(feature, 0).ok()?;
-        let n = match row_values(cx, values, &f, dim).ok()? {
-            0 if dim == 1 && cx.is_monolith() && is_float_list(f.kind()) => {
-                values.push_f64(f64::from(f32::MIN_POSITIVE));
-                1
-            }
-            n => n,
+        let n = match run.and_then(|run| copy_run(values, run, dim)) {
+            Some(n) => n,
+            None => any_row(cx, values, &FeatureView::parse(feature, 0).ok()?, dim).ok()?,
         };
-        values.fill(pad, dim - n);
+        if n < dim {
+            values.fill(pad, dim - n);
+        }
         Some(())
     })
 }
 
-/// Copies up to `dim` floats of a canonical, non-empty float_list into f32
+/// Copies up to `dim` floats of a non-empty packed float_list run into f32
 /// values; `None` sends the row to the general path.
 #[inline]
-fn copy_floats(values: &mut Values, feature: &[u8], dim: usize) -> Option<usize> {
+fn copy_run(values: &mut Values, run: &[u8], dim: usize) -> Option<usize> {
     let Values::F32(v) = values else { return None };
-    let run = packed_run(feature, FeatureKind::FloatList).filter(|r| !r.is_empty() && r.len() % 4 == 0)?;
+    if run.is_empty() || !run.len().is_multiple_of(4) {
+        return None;
+    }
     let take = (run.len() / 4).min(dim);
     extend_le(v, &run[..take * 4]);
     Some(take)
+}
+
+/// Any Feature: its values decoded in full, then Monolith's FLT_MIN for a
+/// present but empty float list of dim 1.
+fn any_row(cx: &Ctx<'_, '_>, values: &mut Values, f: &FeatureView<'_>, dim: usize) -> Result<usize, RowError> {
+    match row_values(cx, values, f, dim)? {
+        0 if dim == 1 && cx.is_monolith() && is_float_list(f.kind()) => {
+            values.push_f64(f64::from(f32::MIN_POSITIVE));
+            Ok(1)
+        }
+        n => Ok(n),
+    }
 }
 
 fn is_float_list(kind: Option<FeatureKind>) -> bool {

@@ -540,7 +540,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
     }
 
     /// The path of a cell, for type errors.
-    pub(crate) fn path(&self, _source: usize, row: usize, cell: Cell) -> String {
+    pub(crate) fn path(&self, row: usize, cell: Cell) -> String {
         match self.ix.kind {
             InputKind::Batch => {
                 format!("named_feature_list[{}].feature[{}]", cell.list, cell.index)
@@ -559,13 +559,12 @@ impl<'x, 'a> Ctx<'x, 'a> {
     ) -> ExtractError {
         let name = self.plan.source_names[source].clone();
         let found = found.map_or("an empty feature", FeatureKind::name);
-        ExtractError::from(ErrorKind::TypeMismatch { path: self.path(source, row, cell), name, found, expected })
-            .at_row(row)
+        ExtractError::from(ErrorKind::TypeMismatch { path: self.path(row, cell), name, found, expected }).at_row(row)
     }
 
     pub(crate) fn invalid(&self, source: usize, row: usize, cell: Cell, message: &'static str) -> ExtractError {
         let name = self.plan.source_names[source].clone();
-        ExtractError::from(ErrorKind::Invalid { path: self.path(source, row, cell), name, message }).at_row(row)
+        ExtractError::from(ErrorKind::Invalid { path: self.path(row, cell), name, message }).at_row(row)
     }
 
     pub(crate) fn example_row(&self, row: usize) -> ExampleRow {
