@@ -102,21 +102,8 @@ pub struct HeldCall {
 
 impl HeldCall {
     pub async fn open(addr: SocketAddr, request: &ExtractRequest, grpc_timeout: Option<&str>) -> Self {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let mut client = client.ready().await.unwrap();
-        let mut builder = http::Request::builder()
-            .method("POST")
-            .uri(format!("http://{addr}/fex.v1.FeatureExtractor/Extract"))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers");
-        if let Some(t) = grpc_timeout {
-            builder = builder.header("grpc-timeout", t);
-        }
-        let (response, mut send) = client.send_request(builder.body(()).unwrap(), false).unwrap();
+        let timeout: Vec<(&str, &str)> = grpc_timeout.map(|t| ("grpc-timeout", t)).into_iter().collect();
+        let (response, mut send) = start_extract(addr, &timeout, false).await;
         let frame = grpc_frame(&request.encode_to_vec());
         // Send the frame header and half the message; hold the rest.
         let cut = 5 + (frame.len() - 5) / 2;
@@ -153,6 +140,21 @@ pub fn grpc_frame(message: &[u8]) -> Vec<u8> {
 /// client might send: `headers` join the usual ones, `body` is sent in one
 /// piece and the stream closed. Returns grpc-status and grpc-message.
 pub async fn raw_extract(addr: SocketAddr, headers: &[(&str, &str)], body: Vec<u8>) -> (String, String) {
+    let empty = body.is_empty();
+    let (response, mut send) = start_extract(addr, headers, empty).await;
+    if !empty {
+        send.send_data(Bytes::from(body), true).unwrap();
+    }
+    read_status(response).await
+}
+
+/// Opens a connection of its own and sends the headers of an Extract call
+/// (`headers` join the usual ones); `end` closes the stream at once.
+async fn start_extract(
+    addr: SocketAddr,
+    headers: &[(&str, &str)],
+    end: bool,
+) -> (h2::client::ResponseFuture, h2::SendStream<Bytes>) {
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (client, connection) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(async move {
@@ -167,12 +169,7 @@ pub async fn raw_extract(addr: SocketAddr, headers: &[(&str, &str)], body: Vec<u
     for (k, v) in headers {
         builder = builder.header(*k, *v);
     }
-    let empty = body.is_empty();
-    let (response, mut send) = client.send_request(builder.body(()).unwrap(), empty).unwrap();
-    if !empty {
-        send.send_data(Bytes::from(body), true).unwrap();
-    }
-    read_status(response).await
+    client.send_request(builder.body(()).unwrap(), end).unwrap()
 }
 
 /// grpc-status and grpc-message (percent-decoded) of a response, from its
