@@ -31,6 +31,42 @@ pub(crate) fn extend_le<T: bytemuck::Pod>(v: &mut Vec<T>, le: &[u8]) {
     }
 }
 
+/// How many bytes `extend_le_padded` copies whatever the run's length: every
+/// run of a Feature with a one-byte length (under 128 bytes) fits.
+pub(crate) const PAD: usize = 128;
+
+/// `extend_le` of the first `n` bytes of `src` (`n <= PAD`), for a run that
+/// has at least `PAD` readable bytes from its start (the rest of its list
+/// follows it in the input). It copies all `PAD` bytes, the words past `n`
+/// landing in `v`'s spare capacity, where the next append overwrites them:
+/// one fixed-size copy instead of a branch on the run's size, which random
+/// run lengths make unpredictable. Returns false, having appended nothing,
+/// when `n` is over `PAD`.
+#[inline]
+pub(crate) fn extend_le_padded<T: bytemuck::Pod>(v: &mut Vec<T>, src: &[u8; PAD], n: usize) -> bool {
+    let size = const { std::mem::size_of::<T>() };
+    const { assert!(std::mem::size_of::<T>() > 0 && PAD.is_multiple_of(std::mem::size_of::<T>()), "PAD holds whole values") };
+    if n > PAD {
+        return false;
+    }
+    v.reserve(PAD / size);
+    let len = v.len();
+    debug_assert!(v.capacity() - len >= PAD / size);
+    // SAFETY: `reserve` made room for `PAD / size` more elements after `len`,
+    // so the `PAD` bytes written at element `len` lie inside `v`'s allocation
+    // (spare capacity may be written; it is not exposed until `set_len`).
+    // `src` is exactly `PAD` readable bytes, borrowed shared while `v` is
+    // borrowed exclusively, so the ranges cannot overlap. Only the first
+    // `n / size <= PAD / size` new elements are exposed, and each of their
+    // bytes was just written; `T: Pod` makes any byte pattern a valid `T`,
+    // and on a little-endian machine these bytes are exactly the values.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), v.as_mut_ptr().add(len).cast::<u8>(), PAD);
+        v.set_len(len + n / size);
+    }
+    true
+}
+
 /// Copies `len` bytes. Most runs are a few words, for which a call into
 /// `memcpy` costs more than the copy: up to 64 bytes are copied inline as a
 /// head and a tail of one fixed size (which overlap when `len` is not twice
@@ -85,5 +121,18 @@ mod tests {
         let mut f = Vec::<f32>::new();
         extend_le(&mut f, &[0, 0, 0xc0, 0x3f, 0, 0, 0x80, 0x3f]);
         assert_eq!(f, [1.5, 1.0]);
+    }
+
+    #[test]
+    fn a_padded_append_exposes_only_the_run() {
+        let mut wire = [0xeeu8; PAD];
+        wire[..16].copy_from_slice(&[2, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0]);
+        let mut v = vec![1u64];
+        for n in [16, 0, 8, 12] {
+            assert!(extend_le_padded(&mut v, &wire, n));
+        }
+        assert_eq!(v, [1, 2, 3, 2, 2], "16 bytes, none, 8 bytes, and a partial word left out");
+        assert!(!extend_le_padded(&mut v, &wire, PAD + 8), "longer than the padding");
+        assert_eq!(v.len(), 5);
     }
 }

@@ -15,7 +15,7 @@ mod le;
 mod tensor;
 mod values;
 
-pub(crate) use le::extend_le;
+pub(crate) use le::{PAD, extend_le, extend_le_padded};
 pub(crate) use values::repeat_all;
 pub use values::{SplitInt, Splits, SplitsOverflow, Values, elem_size};
 

@@ -4,7 +4,7 @@
 
 use super::gather::{ListEnd, walk_runs};
 use super::{Cell, Ctx, ExtractError};
-use crate::columns::{Column, SplitInt, Splits, Values, extend_le};
+use crate::columns::{Column, PAD, SplitInt, Splits, Values, extend_le, extend_le_padded};
 use crate::fid::v1_to_v2;
 use crate::view::{FeatureKind, le_u64, packed_run};
 
@@ -103,14 +103,34 @@ fn walk_ids<T: Id, S: SplitInt>(
     // No count check per Feature: what a sparse column holds is bounded by
     // the list's own bytes (at most 8 bytes of split per 2-byte Feature), and
     // the caller refuses a count other than the batch's after the walk.
-    walk_runs(name, body, Some(0x12), |feature, _, run| {
-        match run.or_else(|| packed_run(feature, FeatureKind::FidV2List)) {
-            Some(run) if run.len() % 8 == 0 => extend_le(values, run),
-            _ => any_ids(cx, feature, values)?,
+    walk_runs(name, body, Some(0x12), |feature, start, run| {
+        // A short run followed by the rest of its list: one fixed-size copy
+        // (its values start 4 bytes into the Feature). Anything else goes
+        // out of line, so that this stays small enough to inline.
+        let copied = match run {
+            Some(run) if run.len() % 8 == 0 => match body.get(start + 4..).and_then(|b| b.first_chunk::<PAD>()) {
+                Some(src) => extend_le_padded(values, src, run.len()),
+                None => false,
+            },
+            _ => false,
+        };
+        if !copied {
+            other_ids(cx, feature, run, values)?;
         }
         splits.push(S::from_len(values.len()).ok()?);
         Some(())
     })
+}
+
+/// A Feature the padded copy did not take: a run too near the end of its
+/// list, or any other layout.
+#[inline(never)]
+fn other_ids<T: Id>(cx: &Ctx<'_, '_>, feature: &[u8], run: Option<&[u8]>, values: &mut Vec<T>) -> Option<()> {
+    match run.or_else(|| packed_run(feature, FeatureKind::FidV2List)) {
+        Some(run) if run.len() % 8 == 0 => extend_le(values, run),
+        _ => any_ids(cx, feature, values)?,
+    }
+    Some(())
 }
 
 /// A Feature that is not one packed run of v2 fids, decoded in full.

@@ -19,7 +19,9 @@ const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:
 ";
 
 fn feature() -> impl Strategy<Value = pb::Feature> {
-    let fids = prop::collection::vec(any::<u64>(), 0..4);
+    // Up to 16 fids: runs of every size up to and past a one-byte length,
+    // and lists long enough for the padded copy (128 bytes after a run).
+    let fids = prop_oneof![prop::collection::vec(any::<u64>(), 0..4), prop::collection::vec(any::<u64>(), 0..17)];
     let floats = prop::collection::vec(-2.0f32..2.0, 0..4);
     prop_oneof![
         fids.clone().prop_map(|value| Type::FidV2List(pb::FidList { value })),
@@ -32,8 +34,9 @@ fn feature() -> impl Strategy<Value = pb::Feature> {
 
 fn batch() -> impl Strategy<Value = Vec<u8>> {
     let names = || prop::sample::select(vec!["a", "b", "d", "e", "z"]);
-    let list = (names(), prop::collection::vec(feature(), 0..5), any::<bool>(), prop::option::weighted(0.15, names()));
-    (prop::collection::vec(list, 0..6), 0..4i32, any::<usize>(), any::<u8>(), 0..4u8).prop_map(
+    let features = prop_oneof![prop::collection::vec(feature(), 0..5), prop::collection::vec(feature(), 0..12)];
+    let list = (names(), features, any::<bool>(), prop::option::weighted(0.15, names()));
+    (prop::collection::vec(list, 0..6), prop_oneof![0..4i32, 0..12i32], any::<usize>(), any::<u8>(), 0..4u8).prop_map(
         |(lists, rows, at, byte, damage)| {
             let lists = lists
                 .into_iter()
@@ -93,6 +96,22 @@ fn a_regular_batch_is_walked_without_cells() {
     assert_eq!((a.ragged_u64(), a.shape), (vec![vec![1, 2], vec![3]], vec![2, -1]));
     let b = out.tensor("b").unwrap();
     assert_eq!((b.ragged_u64(), b.shared, b.splits_dtype), (vec![vec![9]], true, crate::DataType::I32 as i32));
+}
+
+/// Runs of every size a one-byte length allows, most followed by 128 bytes
+/// of their list (copied with one fixed-size copy), the last ones not.
+#[test]
+fn runs_of_every_length_are_copied_exactly() {
+    let plan = Plan::from_yaml(&MODEL.replace("COMPAT", "native").replace("DEFAULT", "")).unwrap();
+    let rows: Vec<Vec<u64>> = (0..16u64).map(|r| (0..r).map(|i| r << 32 | i).collect()).collect();
+    let feature = |v: &Vec<u64>| pb::Feature { r#type: Some(Type::FidV2List(pb::FidList { value: v.clone() })) };
+    let list = pb::NamedFeatureList { name: "a".into(), feature: rows.iter().map(feature).collect(), r#type: 0, id: 0 };
+    let batch = pb::ExampleBatch { named_feature_list: vec![list], batch_size: 16, ..Default::default() };
+    let buf = batch.encode_to_vec();
+    let outputs = plan.select(&["a"]).unwrap();
+    let walked = run(&plan, &buf, Some(&outputs), false).unwrap();
+    assert_eq!(walked.tensor("a").unwrap().ragged_u64(), rows);
+    assert_eq!(Ok(walked), run(&plan, &buf, Some(&outputs), true));
 }
 
 /// The LineId memo holds values before their outputs are charged, so it is
