@@ -115,7 +115,9 @@ pub struct Output {
     pub op: Op,
     /// Return once with rows = 1 when the source list is SHARED.
     pub shared_once: bool,
-    /// The declared shape after the row dimension (dense only).
+    /// The shape after the row dimension of a dense or strings output: the
+    /// declared one; for weights and strings none (`[B]`), or `[1]` in
+    /// `compat: monolith` (`[B, 1]`).
     pub shape: Vec<i64>,
     /// Outputs this one is computed from (indices into `Plan::outputs`, all
     /// smaller than its own: outputs are in dependency order).
@@ -260,7 +262,6 @@ impl Output {
             (Op::Derived(t), _) => shape = t.spec_shape.clone(),
             (Op::Sequence { width, .. }, _) => shape.extend([-1, *width as i64]),
             (_, Layout::Ragged) => shape.push(-1),
-            (Op::Weight, _) | (_, Layout::Strings) => {}
             _ => shape.extend(&self.shape),
         }
         TensorSpec {

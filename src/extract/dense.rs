@@ -158,9 +158,7 @@ fn row_values(cx: &Ctx<'_, '_>, buf: &mut Values, f: &FeatureView<'_>, dim: usiz
             }
         }
         // Monolith ignores scalar and list-of-list variants: the row stays 0.
-        (Some(Int64Value | FloatValue | DoubleValue), _)
-        | (Some(FidV2Lists | FloatLists | DoubleLists | Int64Lists | BytesLists | FidV1Lists), _)
-            if cx.is_monolith() => {}
+        (Some(k), _) if cx.is_monolith() && super::monolith::fill_ignores(k) => {}
         (Some(FloatValue), Values::F32(_) | Values::F64(_)) => {
             buf.push_f64(f64::from(f.float_value()));
             n = 1;

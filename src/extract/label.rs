@@ -64,22 +64,26 @@ fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Resu
         return Ok(());
     }
     let Some((f, cell)) = cx.feature(source, row)? else { return Ok(()) };
+    let monolith_batch = cx.is_monolith() && cx.is_batch();
+    let mut any = false;
     match f.kind() {
-        Some(FeatureKind::FloatList) => {
-            let mut any = false;
-            f.float_runs(|run| {
+        Some(FeatureKind::FloatList) => f
+            .float_runs(|run| {
                 any |= !run.is_empty();
                 out.extend(run);
             })
-            .map_err(|e| cx.locate(e, source, row, cell))?;
-            if !any && out.dim == 1 && cx.is_monolith() && cx.is_batch() {
-                return Err(cx.invalid(source, row, cell, "empty __LABEL__ float_list (Monolith aborts)"));
-            }
-            Ok(())
-        }
-        None => Ok(()),
-        other => Err(cx.mismatch(source, row, cell, other, "float_list")),
+            .map_err(|e| cx.locate(e, source, row, cell))?,
+        None => {}
+        // Monolith reads `feature.float_list()` whatever the Feature holds
+        // (K 568-578): another variant has no floats.
+        _ if monolith_batch => {}
+        other => return Err(cx.mismatch(source, row, cell, other, "float_list")),
     }
+    // With shape 1 it checks there is one (K 570: CHECK_GT), and aborts.
+    if !any && out.dim == 1 && monolith_batch {
+        return Err(cx.invalid(source, row, cell, "no __LABEL__ float_list value for a dim-1 label (Monolith aborts)"));
+    }
+    Ok(())
 }
 
 pub(super) fn write_weight(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
@@ -112,7 +116,11 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
         let w = crate::view::le_f32(run);
         return Ok(if w > 0.0 { w } else { 1.0 });
     }
-    let Some((f, cell)) = cx.feature(source, row)? else { return Ok(1.0) };
+    let Some((f, cell)) = cx.feature(source, row)? else {
+        // Monolith writes one row per Feature of the list (K 588-594): rows
+        // past its end keep the tensor's 0.
+        return Ok(if cx.is_monolith() && cx.is_batch() { 0.0 } else { 1.0 });
+    };
     let mut first = None;
     match f.kind() {
         Some(FeatureKind::FloatList) => f

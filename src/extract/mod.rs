@@ -12,6 +12,7 @@ mod gather;
 mod instance;
 mod label;
 mod line_id;
+mod monolith;
 mod sequence;
 mod sparse;
 mod strings;
@@ -375,11 +376,13 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::ActionLabel { tasks } => label::write_action_labels(self, c, rows.compute, tasks)?,
             Op::Derived(_) => unreachable!("derived outputs run in Extractor::compute"),
         }
-        if let Column::Dense(d) = c {
-            d.rows = rows.compute;
-            if !matches!(out.op, Op::Weight) {
+        match c {
+            Column::Dense(d) => {
+                d.rows = rows.compute;
                 d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
             }
+            Column::Strings(s) => s.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize)),
+            _ => {}
         }
         write::charge(budget, c.byte_len().saturating_sub(fixed), limit)?;
         if rows.total > rows.compute {

@@ -25,6 +25,9 @@ pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize
                     }
                     None => {}
                 },
+                // Monolith reads only bytes_list[0]: a bytes_value, a scalar
+                // or a list of lists leaves its "" (parse_example_lib.cc:162-173).
+                Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => {}
                 Some(FeatureKind::BytesValue) => s.bytes.extend_from_slice(f.bytes_value()),
                 None => {}
                 other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
