@@ -675,7 +675,7 @@ impl<'a> Ref<'a> {
     fn line_id(&self, r: usize) -> Result<Option<LineId>, String> {
         match self.feature(LINE_ID, r) {
             Some(f) => match &f.r#type {
-                None if self.monolith && self.is_batch() => Err("no __LINE_ID__ bytes_list (Monolith aborts)".into()),
+                None if self.monolith => Err("no __LINE_ID__ bytes_list (Monolith aborts)".into()),
                 None => Ok(None),
                 Some(T::BytesList(l)) => match l.value.first() {
                     Some(b) => LineId::decode(b.as_slice()).map(Some).map_err(|e| e.to_string()),
@@ -745,7 +745,7 @@ impl<'a> Ref<'a> {
             None => {}
             Some(Some(T::FloatList(l))) => labels.extend(&l.value),
             // Monolith reads float_list() of any Feature: no floats.
-            Some(_) if monolith_batch => {}
+            Some(_) if self.monolith => {}
             Some(None) => {}
             Some(Some(other)) => return Err(format!("__LABEL__: {other:?}")),
         }
@@ -759,6 +759,19 @@ impl<'a> Ref<'a> {
     /// The first positive of: Example field 102, `instance_weight` float_list[0]; else 1.
     fn weight_row(&self, r: usize) -> Result<Row, String> {
         let row = |w: f32| Row::dense(DataType::F32, &[Num::F32(w)], 1, 0.0);
+        if let Input::Examples(ex) = &self.input
+            && self.monolith
+        {
+            // An `instance_weight` feature is filled raw like a dense feature
+            // of shape 1; without one, field 102 when positive, else 1.
+            return match self.feature(WEIGHT, r) {
+                Some(f) => {
+                    let vals = self.dense_values(WEIGHT, f, DataType::F32, 1)?;
+                    Ok(Row::dense(DataType::F32, &vals, 1, 0.0))
+                }
+                None => Ok(row(if ex[r].instance_weight > 0.0 { ex[r].instance_weight } else { 1.0 })),
+            };
+        }
         if let Input::Examples(ex) = &self.input
             && ex[r].instance_weight > 0.0
         {
@@ -1208,10 +1221,14 @@ fn lists_for(
 ) -> BoxedStrategy<Vec<pb::NamedFeatureList>> {
     let one = named_list(name.to_string(), want, rows, monolith, dirty);
     let missing = if name.starts_with("__meta__") { 5 } else { 1 };
+    // Monolith applies the copies of a repeated list in turn; the reference
+    // models native mode's last copy only, so monolith data does not repeat
+    // (the corpus cases monolith_repeated_* hold the compat rule).
+    let repeats = if monolith { 0 } else { 1 };
     prop_oneof![
         missing => Just(vec![]),
         8 => one.clone().prop_map(|l| vec![l]),
-        1 => vec(one, 2),
+        repeats => vec(one, 2),
     ]
     .boxed()
 }
@@ -1279,11 +1296,13 @@ fn named_for(name: &str, want: Want, monolith: bool, dirty: bool) -> BoxedStrate
     let f = feature(want, monolith, dirty);
     let (n1, n2) = (name.to_string(), name.to_string());
     let missing = if RESERVED.contains(&name) || name.starts_with("__meta__") { 6 } else { 2 };
+    // As for batches: monolith Examples do not repeat a name.
+    let repeats = if monolith { 0 } else { 1 };
     prop_oneof![
         missing => Just(vec![]),
         8 => f.clone().prop_map(move |f| vec![named(&n1, Some(f))]),
         1 => Just(vec![named(name, None)]),
-        1 => vec(f, 2).prop_map(move |fs| fs.into_iter().map(|f| named(&n2, Some(f))).collect()),
+        repeats => vec(f, 2).prop_map(move |fs| fs.into_iter().map(|f| named(&n2, Some(f))).collect()),
     ]
     .boxed()
 }

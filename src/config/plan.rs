@@ -141,6 +141,9 @@ pub struct Plan {
     pub(crate) line_id_source: Option<usize>,
     pub(crate) label_source: Option<usize>,
     pub(crate) weight_source: Option<usize>,
+    /// `compat: monolith`: the list (or Example feature) named `label`, which
+    /// Monolith's kernels fill the label from like a dense feature.
+    pub(crate) label_list_source: Option<usize>,
     /// Files the config refers to (vocabularies), in config order.
     pub files: Vec<std::path::PathBuf>,
     pub(crate) identity: Identity,
@@ -173,6 +176,12 @@ impl Plan {
     /// The model's identity (version string and digest).
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// Whether a source is one of the reserved lists (`__LINE_ID__`,
+    /// `__LABEL__`, `instance_weight`, and `label` in compat: monolith).
+    pub(crate) fn is_reserved(&self, source: usize) -> bool {
+        [self.line_id_source, self.label_source, self.weight_source, self.label_list_source].contains(&Some(source))
     }
 
     /// The source index of a sample feature name, if the plan reads it.

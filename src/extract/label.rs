@@ -17,11 +17,10 @@ pub(super) fn write_label(
     dim: usize,
     default: f64,
 ) -> Result<(), ExtractError> {
-    let pad = match (cx.is_monolith(), cx.is_batch()) {
-        (true, true) => 0.0,
-        (true, false) => f64::from(INVALID_LABEL),
-        (false, _) => default,
-    };
+    if cx.is_monolith() {
+        return super::monolith_label::write_label(cx, c, rows, dim);
+    }
+    let pad = default;
     let values = &mut c.dense_mut().values;
     for row in 0..rows {
         let mut row_labels = RowLabels { buf: values, dim, n: 0 };
@@ -64,29 +63,20 @@ fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Resu
         return Ok(());
     }
     let Some((f, cell)) = cx.feature(source, row)? else { return Ok(()) };
-    let monolith_batch = cx.is_monolith() && cx.is_batch();
-    let mut any = false;
     match f.kind() {
-        Some(FeatureKind::FloatList) => f
-            .float_runs(|run| {
-                any |= !run.is_empty();
-                out.extend(run);
-            })
-            .map_err(|e| cx.locate(e, source, row, cell))?,
-        None => {}
-        // Monolith reads `feature.float_list()` whatever the Feature holds
-        // (K 568-578): another variant has no floats.
-        _ if monolith_batch => {}
-        other => return Err(cx.mismatch(source, row, cell, other, "float_list")),
+        Some(FeatureKind::FloatList) => {
+            f.float_runs(|run| out.extend(run)).map_err(|e| cx.locate(e, source, row, cell))?;
+            Ok(())
+        }
+        None => Ok(()),
+        other => Err(cx.mismatch(source, row, cell, other, "float_list")),
     }
-    // With shape 1 it checks there is one (K 570: CHECK_GT), and aborts.
-    if !any && out.dim == 1 && monolith_batch {
-        return Err(cx.invalid(source, row, cell, "no __LABEL__ float_list value for a dim-1 label (Monolith aborts)"));
-    }
-    Ok(())
 }
 
 pub(super) fn write_weight(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
+    if cx.is_monolith() {
+        return super::monolith_label::write_weight(cx, c, rows);
+    }
     let source = cx.plan.weight_source.expect("plans with weights reserve instance_weight");
     let values = &mut c.dense_mut().values;
     for row in 0..rows {
@@ -108,19 +98,11 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
     if !cx.is_batch() && cx.example_row(row).weight > 0.0 {
         return Ok(cx.example_row(row).weight);
     }
-    if cx.is_batch() && cx.is_monolith() && !cx.present(source) {
-        // Monolith leaves the weight of a batch without the list at 0.
-        return Ok(0.0);
-    }
     if let Some(run) = float_run(cx, source, row) {
         let w = crate::view::le_f32(run);
         return Ok(if w > 0.0 { w } else { 1.0 });
     }
-    let Some((f, cell)) = cx.feature(source, row)? else {
-        // Monolith writes one row per Feature of the list (K 588-594): rows
-        // past its end keep the tensor's 0.
-        return Ok(if cx.is_monolith() && cx.is_batch() { 0.0 } else { 1.0 });
-    };
+    let Some((f, cell)) = cx.feature(source, row)? else { return Ok(1.0) };
     let mut first = None;
     match f.kind() {
         Some(FeatureKind::FloatList) => f
@@ -134,9 +116,6 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
         other => return Err(cx.mismatch(source, row, cell, other, "float_list")),
     }
     match first {
-        None if cx.is_monolith() && cx.is_batch() => {
-            Err(cx.invalid(source, row, cell, "empty instance_weight float_list (Monolith aborts)"))
-        }
         Some(w) if w > 0.0 => Ok(w),
         _ => Ok(1.0),
     }

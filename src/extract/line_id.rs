@@ -216,8 +216,8 @@ fn find<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<(LineIdView<'a>, u32)
                 None => Ok(None),
             },
             // Monolith reads bytes_list().value(0) of every Feature it reaches
-            // (K 551: CHECK_GT), and aborts on an empty one.
-            None if cx.is_monolith() && cx.is_batch() => {
+            // (K 551: CHECK_GT; Examples, data_reader.cc:174), and fails on none.
+            None if cx.is_monolith() => {
                 Err(cx.invalid(source, row, cell, "no __LINE_ID__ bytes_list value (Monolith aborts)"))
             }
             None => Ok(None),

@@ -52,7 +52,7 @@ fn canonical_rows<T: bytemuck::Pod, S: SplitInt>(
 }
 
 /// Any other row: the Feature decoded in full, with every check and error.
-fn general_row(
+pub(super) fn general_row(
     cx: &Ctx<'_, '_>,
     source: usize,
     row: usize,

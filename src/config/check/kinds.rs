@@ -74,6 +74,11 @@ impl Checker {
             let message = format!("{name:?} is reserved; declare it with kind: {reserved_kind}");
             self.error(format!("{}.{key}", entry.path), message);
         }
+        if name == "label" && self.compat == Compat::Monolith {
+            let key = if source.is_some() { "source" } else { "name" };
+            let message = "\"label\" is the label in compat: monolith (Monolith's kernels fill the label from it); declare it with kind: label";
+            self.error(format!("{}.{key}", entry.path), message);
+        }
         self.source(name)
     }
 
