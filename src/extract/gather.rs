@@ -344,10 +344,12 @@ impl Index {
             self.stats.lists_seen += 1;
             // Monolith's ExtendExample stops reading `__LINE_ID__` once it has
             // seen all three reserved names (data_reader.cc:191-193).
-            let extended = extension.done();
-            extension.see(entry.name);
+            let extended = monolith && extension.done();
+            if monolith {
+                extension.see(entry.name);
+            }
             let Some(source) = plan.source_of(entry.name) else { continue };
-            if monolith && extended && Some(source) == plan.line_id_source {
+            if extended && Some(source) == plan.line_id_source {
                 continue;
             }
             self.stats.lists_decoded += 1;
