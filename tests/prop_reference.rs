@@ -1158,11 +1158,7 @@ fn typed_feature(want: Want, monolith: bool) -> BoxedStrategy<Option<T>> {
                 Some(T::BytesList(pb::BytesList { value: rest }))
             });
             let empty_list = Just(Some(T::BytesList(pb::BytesList::default())));
-            if monolith {
-                lid.boxed()
-            } else {
-                prop_oneof![8 => lid, 1 => none(), 1 => empty_list].boxed()
-            }
+            if monolith { lid.boxed() } else { prop_oneof![8 => lid, 1 => none(), 1 => empty_list].boxed() }
         }
         Want::Labels => prop_oneof![6 => float_list(0..4).prop_map(Some), 1 => none()].boxed(),
         Want::Weight => {

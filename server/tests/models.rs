@@ -144,7 +144,8 @@ lists:
     for (model, compat, unit) in [("native_m", "native", vec![]), ("monolith_m", "monolith", vec![1])] {
         let described = c.describe_model(DescribeModelRequest { model: model.into() }).await.unwrap().into_inner();
         assert_eq!(described.compat, compat);
-        let shapes: Vec<(String, Vec<i64>)> = described.outputs.iter().map(|o| (o.name.clone(), o.shape.clone())).collect();
+        let shapes: Vec<(String, Vec<i64>)> =
+            described.outputs.iter().map(|o| (o.name.clone(), o.shape.clone())).collect();
         let with_rows = |rows: i64| {
             let row_then = |rest: &[i64]| std::iter::once(rows).chain(rest.iter().copied()).collect::<Vec<_>>();
             vec![

@@ -309,7 +309,9 @@ impl Index {
         if col.shared {
             // parse_example_lib.cc:603 CHECK_GT(feature_size(), 0) aborts Monolith.
             let message = "SHARED list holds no feature (Monolith aborts: it reads feature(0) for every row)";
-            return Err(ErrorKind::Invalid { path: format!("named_feature_list[{}]", col.list_index), name, message }.into());
+            return Err(
+                ErrorKind::Invalid { path: format!("named_feature_list[{}]", col.list_index), name, message }.into()
+            );
         }
         Err(ErrorKind::ListLength { index: col.list_index, name, found: col.len, batch: rows }.into())
     }

@@ -3,9 +3,9 @@
 //! an Example without that feature, its field 100.
 
 use super::{Ctx, ExtractError};
-use crate::error::ErrorKind;
 use crate::columns::{Column, Values};
 use crate::config::LineIdField;
+use crate::error::ErrorKind;
 use crate::view::{FeatureKind, LineIdView, Value, ValueClass};
 
 pub(super) fn write(
