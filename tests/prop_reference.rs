@@ -82,6 +82,7 @@ features:
   - {name: req_id, kind: line_id, field: req_id}
   - {name: rank, kind: line_id, field: 145, type: int32}
   - {name: item_id_lid, kind: line_id, field: item_id}
+  - {name: uid_wide, kind: line_id, field: uid, shape: [2]}
   - {name: label, kind: label, shape: [2]}
   - {name: instance_weight, kind: instance_weight}
 "#;
@@ -136,6 +137,8 @@ struct RefOutput {
     name: String,
     once: bool,
     op: RefOp,
+    /// Monolith's kernel shapes weights and strings `[B, 1]`.
+    monolith: bool,
 }
 
 enum RefOp {
@@ -181,8 +184,9 @@ fn dim(shape: &[i64]) -> usize {
 impl RefModel {
     fn parse(yaml: &str) -> Self {
         let m: YamlModel = serde_norway::from_str(yaml).expect("test model parses");
-        let outputs = m.features.into_iter().map(RefOutput::from_yaml).collect();
-        Self { monolith: m.compat.as_deref() == Some("monolith"), outputs }
+        let monolith = m.compat.as_deref() == Some("monolith");
+        let outputs = m.features.into_iter().map(|f| RefOutput::from_yaml(f, monolith)).collect();
+        Self { monolith, outputs }
     }
 
     /// Every sample feature the model reads (reserved ones included), in order.
@@ -217,7 +221,7 @@ impl RefModel {
 }
 
 impl RefOutput {
-    fn from_yaml(f: YamlFeature) -> Self {
+    fn from_yaml(f: YamlFeature, monolith: bool) -> Self {
         let source = f.source.clone().unwrap_or_else(|| f.name.clone());
         let shape = f.shape.clone().unwrap_or_else(|| vec![1]);
         let splits = parse_dtype(f.splits.as_deref(), DataType::I64);
@@ -225,7 +229,8 @@ impl RefOutput {
         let op = match f.kind.as_str() {
             "sparse" => RefOp::Sparse { dtype: parse_dtype(f.dtype.as_deref(), DataType::I64), splits, source },
             "dense" => RefOp::Dense {
-                meta: source.strip_prefix("__meta__").and_then(known_lid_field),
+                // Monolith has no `__meta__` fallback to the LineId.
+                meta: source.strip_prefix("__meta__").and_then(known_lid_field).filter(|_| !monolith),
                 dtype: parse_dtype(f.dtype.as_deref(), DataType::F32),
                 shape,
                 default,
@@ -250,7 +255,7 @@ impl RefOutput {
             "instance_weight" => RefOp::Weight,
             other => panic!("unknown kind {other}"),
         };
-        Self { name: f.name, once: f.shared.as_deref() == Some("once"), op }
+        Self { name: f.name, once: f.shared.as_deref() == Some("once"), op, monolith }
     }
 
     /// The sample feature whose list decides sharing.
@@ -288,6 +293,7 @@ impl RefOutput {
             RefOp::Seq { width, .. } => vec![-1, *width as i64],
             RefOp::Dense { shape, .. } | RefOp::Label { shape, .. } => shape.clone(),
             RefOp::LineId { field, shape } if field.class != Class::Bytes => shape.clone(),
+            _ if self.monolith => vec![1],
             _ => vec![],
         }
     }
@@ -529,6 +535,19 @@ impl<'a> Ref<'a> {
             _ => (b, b),
         };
         let mut rows = (0..compute).map(|r| self.row(out, r)).collect::<Result<Vec<_>, _>>()?;
+        if let RefOp::LineId { field, shape } = &out.op
+            && self.monolith
+            && !field.repeated
+            && field.class != Class::Bytes
+            && dim(shape) > 1
+        {
+            // Monolith writes row r's value of a singular field at flat index r.
+            let size = if field.class == Class::Int { 8 } else { 4 };
+            let mut flat: Vec<u8> = rows.iter().flat_map(|r| r.values[..size].to_vec()).collect();
+            let width = size * dim(shape);
+            flat.resize(width * rows.len(), 0);
+            rows = flat.chunks(width).map(|c| Row { values: c.to_vec(), len: dim(shape) }).collect();
+        }
         if total > compute {
             rows = vec![rows[0].clone(); total];
         }
@@ -556,7 +575,8 @@ impl<'a> Ref<'a> {
             None => vec![],
             Some(T::FidV1List(l)) => l.value.iter().map(|&f| v1_to_v2(f)).collect(),
             Some(T::FidV2List(l)) => l.value.clone(),
-            Some(_) if self.monolith => vec![],
+            // Monolith's FillFeature aborts on other lists, skips the rest.
+            Some(t) if self.monolith && fill_ignores(t) => vec![],
             Some(other) => return Err(format!("sparse {source}: {other:?}")),
         };
         Ok(Row { values: ids.iter().flat_map(|f| f.to_le_bytes()).collect(), len: ids.len() })
@@ -595,17 +615,7 @@ impl<'a> Ref<'a> {
                 prefix(l.value.iter().map(|&x| Num::I(x)).collect())
             }
             // Monolith ignores scalar and list-of-lists variants: zeros.
-            Some(
-                T::Int64Value(_)
-                | T::FloatValue(_)
-                | T::DoubleValue(_)
-                | T::FidV1Lists(_)
-                | T::FidV2Lists(_)
-                | T::FloatLists(_)
-                | T::DoubleLists(_)
-                | T::Int64Lists(_)
-                | T::BytesLists(_),
-            ) if self.monolith => vec![],
+            Some(t) if self.monolith && fill_ignores(t) => vec![],
             Some(T::FloatValue(x)) if float_out => vec![Num::F32(*x)],
             Some(T::DoubleValue(x)) if float_out => vec![Num::F64(*x)],
             Some(T::Int64Value(x)) if dtype == DataType::I64 => vec![Num::I(*x)],
@@ -626,6 +636,7 @@ impl<'a> Ref<'a> {
                 None if self.monolith => Err(format!("string {source}: empty bytes_list (Monolith aborts)")),
                 None => Ok(Row::default()),
             },
+            Some(t) if self.monolith && fill_ignores(t) => Ok(Row::default()),
             Some(T::BytesValue(v)) => Ok(Row::bytes(v)),
             Some(other) => Err(format!("string {source}: {other:?}")),
         }
@@ -664,6 +675,7 @@ impl<'a> Ref<'a> {
     fn line_id(&self, r: usize) -> Result<Option<LineId>, String> {
         match self.feature(LINE_ID, r) {
             Some(f) => match &f.r#type {
+                None if self.monolith => Err("no __LINE_ID__ bytes_list (Monolith aborts)".into()),
                 None => Ok(None),
                 Some(T::BytesList(l)) => match l.value.first() {
                     Some(b) => LineId::decode(b.as_slice()).map(Some).map_err(|e| e.to_string()),
@@ -728,15 +740,17 @@ impl<'a> Ref<'a> {
             Input::Examples(ex) => ex[r].label.clone(),
             Input::Batch { .. } => vec![],
         };
-        match self.kind(LABEL, r) {
+        let monolith_batch = self.monolith && self.is_batch();
+        match self.feature(LABEL, r).map(|f| &f.r#type) {
             None => {}
-            Some(T::FloatList(l)) => {
-                if l.value.is_empty() && dim == 1 && self.monolith && self.is_batch() {
-                    return Err("empty __LABEL__ (Monolith aborts)".into());
-                }
-                labels.extend(&l.value);
-            }
-            Some(other) => return Err(format!("__LABEL__: {other:?}")),
+            Some(Some(T::FloatList(l))) => labels.extend(&l.value),
+            // Monolith reads float_list() of any Feature: no floats.
+            Some(_) if self.monolith => {}
+            Some(None) => {}
+            Some(Some(other)) => return Err(format!("__LABEL__: {other:?}")),
+        }
+        if self.feature(LABEL, r).is_some() && labels.is_empty() && dim == 1 && monolith_batch {
+            return Err("no __LABEL__ value for a dim-1 label (Monolith aborts)".into());
         }
         let nums: Vec<Num> = labels.iter().map(|&x| Num::F32(x)).collect();
         Ok(Row::dense(DataType::F32, &nums, dim, pad))
@@ -746,6 +760,19 @@ impl<'a> Ref<'a> {
     fn weight_row(&self, r: usize) -> Result<Row, String> {
         let row = |w: f32| Row::dense(DataType::F32, &[Num::F32(w)], 1, 0.0);
         if let Input::Examples(ex) = &self.input
+            && self.monolith
+        {
+            // An `instance_weight` feature is filled raw like a dense feature
+            // of shape 1; without one, field 102 when positive, else 1.
+            return match self.feature(WEIGHT, r) {
+                Some(f) => {
+                    let vals = self.dense_values(WEIGHT, f, DataType::F32, 1)?;
+                    Ok(Row::dense(DataType::F32, &vals, 1, 0.0))
+                }
+                None => Ok(row(if ex[r].instance_weight > 0.0 { ex[r].instance_weight } else { 1.0 })),
+            };
+        }
+        if let Input::Examples(ex) = &self.input
             && ex[r].instance_weight > 0.0
         {
             return Ok(row(ex[r].instance_weight));
@@ -754,7 +781,10 @@ impl<'a> Ref<'a> {
         if monolith_batch && self.col(WEIGHT).is_none() {
             return Ok(row(0.0));
         }
-        let Some(f) = self.feature(WEIGHT, r) else { return Ok(row(1.0)) };
+        let Some(f) = self.feature(WEIGHT, r) else {
+            // Monolith writes one row per Feature; the rest stay 0.
+            return Ok(row(if monolith_batch { 0.0 } else { 1.0 }));
+        };
         let first = match &f.r#type {
             None => None,
             Some(T::FloatList(l)) => l.value.first().copied(),
@@ -766,6 +796,23 @@ impl<'a> Ref<'a> {
             _ => Ok(row(1.0)),
         }
     }
+}
+
+/// The variants Monolith's FillFeature writes nothing for: scalars and lists of lists.
+fn fill_ignores(t: &T) -> bool {
+    matches!(
+        t,
+        T::Int64Value(_)
+            | T::FloatValue(_)
+            | T::DoubleValue(_)
+            | T::BytesValue(_)
+            | T::FidV1Lists(_)
+            | T::FidV2Lists(_)
+            | T::FloatLists(_)
+            | T::DoubleLists(_)
+            | T::Int64Lists(_)
+            | T::BytesLists(_)
+    )
 }
 
 fn assemble(out: &RefOutput, rows: &[Row], shared: bool) -> Tensor {
@@ -1064,7 +1111,7 @@ fn typed_feature(want: Want, monolith: bool) -> BoxedStrategy<Option<T>> {
             let v2 = fids().prop_map(|v| Some(T::FidV2List(fid_list(v))));
             let v1 = fids().prop_map(|v| Some(T::FidV1List(fid_list(v))));
             if monolith {
-                prop_oneof![4 => v2, 3 => v1, 1 => none(), 2 => any_type()].boxed()
+                prop_oneof![4 => v2, 3 => v1, 1 => none(), 2 => scalars_and_lists()].boxed()
             } else {
                 prop_oneof![4 => v2, 3 => v1, 1 => none()].boxed()
             }
@@ -1111,11 +1158,7 @@ fn typed_feature(want: Want, monolith: bool) -> BoxedStrategy<Option<T>> {
                 Some(T::BytesList(pb::BytesList { value: rest }))
             });
             let empty_list = Just(Some(T::BytesList(pb::BytesList::default())));
-            if monolith {
-                prop_oneof![8 => lid, 1 => none()].boxed()
-            } else {
-                prop_oneof![8 => lid, 1 => none(), 1 => empty_list].boxed()
-            }
+            if monolith { lid.boxed() } else { prop_oneof![8 => lid, 1 => none(), 1 => empty_list].boxed() }
         }
         Want::Labels => prop_oneof![6 => float_list(0..4).prop_map(Some), 1 => none()].boxed(),
         Want::Weight => {
@@ -1174,10 +1217,14 @@ fn lists_for(
 ) -> BoxedStrategy<Vec<pb::NamedFeatureList>> {
     let one = named_list(name.to_string(), want, rows, monolith, dirty);
     let missing = if name.starts_with("__meta__") { 5 } else { 1 };
+    // Monolith applies the copies of a repeated list in turn; the reference
+    // models native mode's last copy only, so monolith data does not repeat
+    // (the corpus cases monolith_repeated_* hold the compat rule).
+    let repeats = if monolith { 0 } else { 1 };
     prop_oneof![
         missing => Just(vec![]),
         8 => one.clone().prop_map(|l| vec![l]),
-        1 => vec(one, 2),
+        repeats => vec(one, 2),
     ]
     .boxed()
 }
@@ -1245,11 +1292,13 @@ fn named_for(name: &str, want: Want, monolith: bool, dirty: bool) -> BoxedStrate
     let f = feature(want, monolith, dirty);
     let (n1, n2) = (name.to_string(), name.to_string());
     let missing = if RESERVED.contains(&name) || name.starts_with("__meta__") { 6 } else { 2 };
+    // As for batches: monolith Examples do not repeat a name.
+    let repeats = if monolith { 0 } else { 1 };
     prop_oneof![
         missing => Just(vec![]),
         8 => f.clone().prop_map(move |f| vec![named(&n1, Some(f))]),
         1 => Just(vec![named(name, None)]),
-        1 => vec(f, 2).prop_map(move |fs| fs.into_iter().map(|f| named(&n2, Some(f))).collect()),
+        repeats => vec(f, 2).prop_map(move |fs| fs.into_iter().map(|f| named(&n2, Some(f))).collect()),
     ]
     .boxed()
 }

@@ -31,6 +31,7 @@ features:
   - {name: seq_float, kind: sequence, dtype: f32, max_len: 3, width: 3}
   - {name: seq_user, kind: sequence, dtype: u64, max_len: 5, shared: once}
   - {name: uid, kind: line_id, field: uid}
+  - {name: uid_wide, kind: line_id, field: uid, shape: [3]}
   - {name: req_id, kind: line_id, field: req_id}
   - {name: actions, kind: line_id, field: actions, shape: [4]}
   - {name: sample_rate, kind: line_id, field: sample_rate}

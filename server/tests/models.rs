@@ -111,3 +111,53 @@ async fn models_may_name_a_single_file() {
         fex_server::registry::ReloadReport { loaded: vec!["ranker".into()], ..Default::default() }
     );
 }
+
+const COMPAT_FEATURES: &str = "features:
+  - {name: w, kind: instance_weight}
+  - {name: title, kind: string}
+  - {name: req_id, kind: line_id, field: req_id}
+  - {name: ctr, kind: dense, shape: [2]}
+";
+
+/// DescribeModel states each mode's shapes, and Extract answers with them:
+/// Monolith's kernel allocates weights and strings `[B, 1]`
+/// (parse_example_lib.cc:73), native mode gives `[B]`.
+#[tokio::test]
+async fn describe_model_states_the_compat_mode_shapes() {
+    let native = format!("name: native_m\ncompat: native\n{COMPAT_FEATURES}");
+    let monolith = format!("name: monolith_m\ncompat: monolith\n{COMPAT_FEATURES}");
+    let dir = models_dir(&[("native_m.yaml", &native), ("monolith_m.yaml", &monolith)]);
+    let server = start_with(dir.path()).await;
+    let mut c = client(server.addr).await;
+    let batch = fex::corpus::Batch::from_yaml(
+        "batch_size: 2
+lists:
+  - {name: instance_weight, features: [{float_list: [0.5]}, {float_list: [2]}]}
+  - {name: title, features: [{bytes_list: [a]}, {bytes_list: [b]}]}
+  - {name: __LINE_ID__, features: [{line_id: {req_id: r}}, {line_id: {req_id: s}}]}
+  - {name: ctr, features: [{float_list: [1, 2]}, {float_list: [3]}]}
+",
+    )
+    .unwrap()
+    .encode()
+    .unwrap();
+    for (model, compat, unit) in [("native_m", "native", vec![]), ("monolith_m", "monolith", vec![1])] {
+        let described = c.describe_model(DescribeModelRequest { model: model.into() }).await.unwrap().into_inner();
+        assert_eq!(described.compat, compat);
+        let shapes: Vec<(String, Vec<i64>)> =
+            described.outputs.iter().map(|o| (o.name.clone(), o.shape.clone())).collect();
+        let with_rows = |rows: i64| {
+            let row_then = |rest: &[i64]| std::iter::once(rows).chain(rest.iter().copied()).collect::<Vec<_>>();
+            vec![
+                ("w".to_string(), row_then(&unit)),
+                ("title".to_string(), row_then(&unit)),
+                ("req_id".to_string(), row_then(&unit)),
+                ("ctr".to_string(), row_then(&[2])),
+            ]
+        };
+        assert_eq!(shapes, with_rows(-1), "{model}");
+        let response = c.extract(extract_request(model, batch.clone())).await.unwrap().into_inner();
+        let got: Vec<(String, Vec<i64>)> = response.tensors.iter().map(|t| (t.name.clone(), t.shape.clone())).collect();
+        assert_eq!(got, with_rows(2), "{model}");
+    }
+}

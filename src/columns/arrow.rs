@@ -121,7 +121,7 @@ mod tests {
         let d = d.into_arrow().unwrap();
         assert_eq!((d.len(), d.as_fixed_size_list().value_length()), (2, 2));
 
-        let s = Column::Strings(Strings { offsets: vec![0, 1, 3], bytes: b"abc".to_vec() });
+        let s = Column::Strings(Strings { offsets: vec![0, 1, 3], bytes: b"abc".to_vec(), dims: vec![] });
         let s = s.into_arrow().unwrap();
         assert_eq!(s.as_binary::<i64>().value(1), b"bc");
 
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn bad_offsets_are_an_error_not_a_panic() {
-        let c = Column::Strings(Strings { offsets: vec![0, 3, 1], bytes: b"abc".to_vec() });
+        let c = Column::Strings(Strings { offsets: vec![0, 3, 1], bytes: b"abc".to_vec(), dims: vec![] });
         assert!(c.into_arrow().is_err());
     }
 }

@@ -55,6 +55,9 @@ pub struct Dense {
 pub struct Strings {
     pub offsets: Vec<i64>,
     pub bytes: Vec<u8>,
+    /// Dimensions after the rows, all 1: empty (shape `[rows]`), or `[1]`
+    /// for Monolith's `[rows, 1]` (`compat: monolith`).
+    pub dims: Vec<usize>,
 }
 
 impl Strings {
@@ -131,6 +134,7 @@ impl Column {
             (Self::Strings(s), Layout::Strings) => {
                 s.offsets.clear();
                 s.bytes.clear();
+                s.dims.clear();
             }
             (Self::KeyedJagged(k), Layout::KeyedJagged) => {
                 // Keys are kept: operators rewrite them only when they differ.
@@ -197,7 +201,7 @@ impl Column {
                 s
             }
             Self::Dense(d) => std::iter::once(d.rows).chain(d.dims.iter().copied()).map(|x| x as i64).collect(),
-            Self::Strings(_) => vec![self.rows() as i64],
+            Self::Strings(s) => std::iter::once(self.rows()).chain(s.dims.iter().copied()).map(|x| x as i64).collect(),
             Self::KeyedJagged(k) => vec![k.keys.len() as i64, k.rows as i64],
         }
     }

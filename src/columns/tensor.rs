@@ -122,7 +122,7 @@ mod tests {
             values: Values::U64(vec![7, 8, 1 << 63]),
             ..Ragged::default()
         });
-        let strings = Column::Strings(Strings { offsets: vec![0, 2], bytes: b"ab".to_vec() });
+        let strings = Column::Strings(Strings { offsets: vec![0, 2], bytes: b"ab".to_vec(), dims: vec![] });
         for c in [ragged, strings] {
             let c = named(c);
             assert_eq!(c.to_tensor(), c.clone().into_tensor());

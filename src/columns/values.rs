@@ -188,6 +188,24 @@ impl Values {
         }
     }
 
+    /// Overwrites elements from `at` on with elements `range` of `other`
+    /// (same type; `at + range.len()` within these values).
+    pub fn overwrite_from(&mut self, at: usize, other: &Values, range: std::ops::Range<usize>) {
+        let n = range.len();
+        match (self, other) {
+            (Self::U64(a), Self::U64(b)) => a[at..at + n].copy_from_slice(&b[range]),
+            (Self::I64(a), Self::I64(b)) => a[at..at + n].copy_from_slice(&b[range]),
+            (Self::I32(a), Self::I32(b)) => a[at..at + n].copy_from_slice(&b[range]),
+            (Self::F32(a), Self::F32(b)) => a[at..at + n].copy_from_slice(&b[range]),
+            (Self::F64(a), Self::F64(b)) => a[at..at + n].copy_from_slice(&b[range]),
+            (a, b) => {
+                let mut tail = Values::new(a.dtype());
+                tail.extend_from(b, range);
+                a.overwrite_from(at, &tail, 0..n);
+            }
+        }
+    }
+
     /// Keeps the first `n` elements and appends `times` more copies of them.
     pub fn repeat_prefix(&mut self, n: usize, times: usize) {
         self.truncate(n);

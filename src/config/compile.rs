@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use xxhash_rust::xxh64::Xxh64;
 
 use super::check::{self, Checked, Files};
-use super::plan::{Identity, Op, Output, Plan, Source};
+use super::plan::{Compat, Identity, Op, Output, Plan, Source};
 use super::{ConfigErrors, raw};
 use crate::files::{FileSource, Filesystem};
 
@@ -65,6 +65,7 @@ fn compile(checked: Checked, text: &str) -> Plan {
     let line_id_source = reserve(needs(Source::LineId) || meta_fallback, "__LINE_ID__");
     let label_source = reserve(needs(Source::Label), "__LABEL__");
     let weight_source = reserve(needs(Source::Weight), "instance_weight");
+    let label_list_source = reserve(needs(Source::Label) && compat == Compat::Monolith, "label");
     let identity = identity(&version, text, &files);
     let files = files.into_iter().map(|(path, _)| path).collect();
     Plan {
@@ -78,6 +79,7 @@ fn compile(checked: Checked, text: &str) -> Plan {
         line_id_source,
         label_source,
         weight_source,
+        label_list_source,
         files,
         identity,
     }

@@ -115,7 +115,9 @@ pub struct Output {
     pub op: Op,
     /// Return once with rows = 1 when the source list is SHARED.
     pub shared_once: bool,
-    /// The declared shape after the row dimension (dense only).
+    /// The shape after the row dimension of a dense or strings output: the
+    /// declared one; for weights and strings none (`[B]`), or `[1]` in
+    /// `compat: monolith` (`[B, 1]`).
     pub shape: Vec<i64>,
     /// Outputs this one is computed from (indices into `Plan::outputs`, all
     /// smaller than its own: outputs are in dependency order).
@@ -139,6 +141,9 @@ pub struct Plan {
     pub(crate) line_id_source: Option<usize>,
     pub(crate) label_source: Option<usize>,
     pub(crate) weight_source: Option<usize>,
+    /// `compat: monolith`: the list (or Example feature) named `label`, which
+    /// Monolith's kernels fill the label from like a dense feature.
+    pub(crate) label_list_source: Option<usize>,
     /// Files the config refers to (vocabularies), in config order.
     pub files: Vec<std::path::PathBuf>,
     pub(crate) identity: Identity,
@@ -171,6 +176,12 @@ impl Plan {
     /// The model's identity (version string and digest).
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// Whether a source is one of the reserved lists (`__LINE_ID__`,
+    /// `__LABEL__`, `instance_weight`, and `label` in compat: monolith).
+    pub(crate) fn is_reserved(&self, source: usize) -> bool {
+        [self.line_id_source, self.label_source, self.weight_source, self.label_list_source].contains(&Some(source))
     }
 
     /// The source index of a sample feature name, if the plan reads it.
@@ -260,7 +271,6 @@ impl Output {
             (Op::Derived(t), _) => shape = t.spec_shape.clone(),
             (Op::Sequence { width, .. }, _) => shape.extend([-1, *width as i64]),
             (_, Layout::Ragged) => shape.push(-1),
-            (Op::Weight, _) | (_, Layout::Strings) => {}
             _ => shape.extend(&self.shape),
         }
         TensorSpec {

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::CorpusError;
 use super::line_id::LineIdFields;
@@ -100,13 +100,14 @@ fn bytes_lists(v: &[Vec<String>]) -> pb::BytesLists {
 }
 
 /// Reads a YAML map of name → Feature keeping the written order (an Example
-/// may name features in any order, and the order is part of the case).
+/// may name features in any order, and the order is part of the case), or a
+/// list of `{name, feature}` entries, which may repeat a name.
 pub(super) fn ordered<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, Feature)>, D::Error> {
     struct Ordered;
     impl<'de> Visitor<'de> for Ordered {
         type Value = Vec<(String, Feature)>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a map of feature name to feature")
+            f.write_str("a map of feature name to feature, or a list of {name, feature}")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut out = Vec::new();
@@ -115,6 +116,21 @@ pub(super) fn ordered<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(String, Fe
             }
             Ok(out)
         }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(Named { name, feature }) = seq.next_element()? {
+                out.push((name, feature));
+            }
+            Ok(out)
+        }
     }
-    d.deserialize_map(Ordered)
+    d.deserialize_any(Ordered)
+}
+
+/// One entry of an Example's features written as a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Named {
+    name: String,
+    feature: Feature,
 }

@@ -24,14 +24,7 @@ pub(super) fn write(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize, spec: DenseSp
         let run = cell.and_then(|cell| packed_run(cx.bytes(cell), FeatureKind::FloatList));
         let written = match (run.and_then(|run| copy_run(values, run, dim)), cell) {
             (Some(n), _) => n,
-            (None, Some(cell)) => {
-                let (f, cell) = cx.parse(source, row, cell)?;
-                any_row(cx, values, &f, dim).map_err(|e| match e {
-                    RowError::Decode(e) => cx.locate(e, source, row, cell),
-                    RowError::Mismatch(expected) => cx.mismatch(source, row, cell, f.kind(), expected),
-                    RowError::Invalid(message) => cx.invalid(source, row, cell, message),
-                })?
-            }
+            (None, Some(cell)) => row_into(cx, values, (source, row, cell), dim)?,
             (None, None) => match meta {
                 Some(field) => super::line_id::meta_row(cx, values, row, field, dim)?,
                 None => 0,
@@ -42,6 +35,22 @@ pub(super) fn write(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize, spec: DenseSp
         }
     }
     Ok(())
+}
+
+/// Any Feature, decoded in full: appends up to `dim` values of the Feature in
+/// `cell` (row `row` of `source`), with every check; returns how many.
+pub(super) fn row_into(
+    cx: &Ctx<'_, '_>,
+    values: &mut Values,
+    (source, row, cell): (usize, usize, super::Cell),
+    dim: usize,
+) -> Result<usize, ExtractError> {
+    let (f, cell) = cx.parse(source, row, cell)?;
+    any_row(cx, values, &f, dim).map_err(|e| match e {
+        RowError::Decode(e) => cx.locate(e, source, row, cell),
+        RowError::Mismatch(expected) => cx.mismatch(source, row, cell, f.kind(), expected),
+        RowError::Invalid(message) => cx.invalid(source, row, cell, message),
+    })
 }
 
 /// Walks a list straight into the column: a row per Feature. `None` on
@@ -158,9 +167,7 @@ fn row_values(cx: &Ctx<'_, '_>, buf: &mut Values, f: &FeatureView<'_>, dim: usiz
             }
         }
         // Monolith ignores scalar and list-of-list variants: the row stays 0.
-        (Some(Int64Value | FloatValue | DoubleValue), _)
-        | (Some(FidV2Lists | FloatLists | DoubleLists | Int64Lists | BytesLists | FidV1Lists), _)
-            if cx.is_monolith() => {}
+        (Some(k), _) if cx.is_monolith() && super::monolith::fill_ignores(k) => {}
         (Some(FloatValue), Values::F32(_) | Values::F64(_)) => {
             buf.push_f64(f64::from(f.float_value()));
             n = 1;

@@ -74,6 +74,13 @@ pub(crate) struct Index {
     pub cells_only: bool,
     pub cells: Vec<Cell>,
     pub columns: Vec<Column>,
+    /// `compat: monolith`, checked path: the earlier copies of a repeated
+    /// list, in wire order (`columns` holds the last), which Monolith applies
+    /// in turn over the same rows.
+    pub earlier: Vec<(usize, Column)>,
+    /// The same for Examples: (source, row, cell) of the earlier features of
+    /// one name in one Example, in order.
+    pub example_earlier: Vec<(usize, usize, Cell)>,
     pub example_rows: Vec<ExampleRow>,
     pub kind: InputKind,
     pub rows: usize,
@@ -199,11 +206,13 @@ impl Index {
             self.gather_list(plan, source, entry)?;
         }
         // A repeated list is decoded each time, but only the last copy (the
-        // one that wins) must have the right length. Report in wire order.
-        let mut present: Vec<usize> = (0..self.columns.len()).filter(|&s| self.columns[s].present).collect();
-        present.sort_by_key(|&s| self.columns[s].list_index);
-        for source in present {
-            self.check_list_length(plan, source, plan.source_names[source].as_bytes(), rows)?;
+        // one that wins) must have the right length; in compat: monolith
+        // every copy is applied, so every copy must. Report in wire order.
+        let last = (0..self.columns.len()).filter(|&s| self.columns[s].present).map(|s| (s, self.columns[s]));
+        let mut present: Vec<(usize, Column)> = last.chain(self.earlier.iter().copied()).collect();
+        present.sort_by_key(|(_, col)| col.list_index);
+        for (source, col) in present {
+            self.check_copy_length(plan, source, col, rows)?;
         }
         Ok(rows)
     }
@@ -220,6 +229,9 @@ impl Index {
         })?;
         let len = self.cells.len() - first;
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
+        if self.columns[source].present && plan.compat == Compat::Monolith {
+            self.earlier.push((source, self.columns[source]));
+        }
         self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index, body: None };
         Ok(())
     }
@@ -234,6 +246,16 @@ impl Index {
         let shared = list_type == ListType::Shared && !self.row_by_row(plan, source);
         self.columns[source] = Column { present: true, shared, first, len, list_index: entry.index, body: None };
         Some(())
+    }
+
+    /// Whether `source`'s list came more than once (compat: monolith).
+    pub(crate) fn repeated(&self, source: usize) -> bool {
+        self.earlier.iter().any(|(s, _)| *s == source) || self.example_earlier.iter().any(|(s, ..)| *s == source)
+    }
+
+    /// Whether some list or feature came more than once (compat: monolith).
+    pub(crate) fn any_repeated(&self) -> bool {
+        !self.earlier.is_empty() || !self.example_earlier.is_empty()
     }
 
     /// The cell of `source` at `row`, if that row has the feature.
@@ -261,7 +283,12 @@ impl Index {
     /// would be ignored without a word; Monolith needs `feature(0)` and
     /// ignores the rest.
     fn list_length_ok(&self, plan: &Plan, source: usize, rows: usize) -> bool {
-        let col = self.columns[source];
+        self.copy_length_ok(plan, source, self.columns[source], rows)
+    }
+
+    /// `list_length_ok` for one copy of a list.
+    #[inline]
+    fn copy_length_ok(&self, plan: &Plan, source: usize, col: Column, rows: usize) -> bool {
         if col.shared {
             match plan.compat {
                 Compat::Native => col.len <= 1,
@@ -274,14 +301,20 @@ impl Index {
         }
     }
 
-    fn check_list_length(&self, plan: &Plan, source: usize, name: &[u8], rows: usize) -> Result<(), ExtractError> {
-        if self.list_length_ok(plan, source, rows) {
+    fn check_copy_length(&self, plan: &Plan, source: usize, col: Column, rows: usize) -> Result<(), ExtractError> {
+        if self.copy_length_ok(plan, source, col, rows) {
             return Ok(());
         }
-        let col = self.columns[source];
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = plan.source_names[source].clone();
         if col.shared && plan.compat == Compat::Native {
             return Err(ErrorKind::SharedListLength { index: col.list_index, name, found: col.len }.into());
+        }
+        if col.shared {
+            // parse_example_lib.cc:603 CHECK_GT(feature_size(), 0) aborts Monolith.
+            let message = "SHARED list holds no feature (Monolith aborts: it reads feature(0) for every row)";
+            return Err(
+                ErrorKind::Invalid { path: format!("named_feature_list[{}]", col.list_index), name, message }.into()
+            );
         }
         Err(ErrorKind::ListLength { index: col.list_index, name, found: col.len, batch: rows }.into())
     }
@@ -309,14 +342,32 @@ impl Index {
         let view = ExampleView::parse(buf, 0)?;
         let line_id = view.line_id().map_or(Cell::NONE, |(b, at)| cell(row, 0, b, at));
         self.example_rows.push(ExampleRow { buf: row as u32, line_id, weight: view.instance_weight() });
+        let monolith = plan.compat == Compat::Monolith;
+        let mut extension = Extension::default();
         for entry in view.features() {
             let entry = entry?;
             self.stats.lists_seen += 1;
+            // Monolith's ExtendExample stops reading `__LINE_ID__` once it has
+            // seen all three reserved names (data_reader.cc:191-193).
+            let extended = monolith && extension.done();
+            if monolith {
+                extension.see(entry.name);
+            }
             let Some(source) = plan.source_of(entry.name) else { continue };
+            if extended && Some(source) == plan.line_id_source {
+                continue;
+            }
             self.stats.lists_decoded += 1;
             // A NamedFeature without a Feature reads as an empty Feature.
             let (body, at) = entry.feature.unwrap_or((&[], 0));
-            self.cells[source * rows + row] = cell(row, entry.index, body, at);
+            let slot = &mut self.cells[source * rows + row];
+            // Monolith's ExampleParser fills an output from every feature of
+            // its name in turn (parse_example_lib.cc:409-416): keep the
+            // earlier ones. (The reserved names have rules of their own.)
+            if monolith && !slot.is_none() && !plan.is_reserved(source) {
+                self.example_earlier.push((source, row, *slot));
+            }
+            *slot = cell(row, entry.index, body, at);
         }
         Ok(())
     }
@@ -326,9 +377,35 @@ impl Index {
         self.rows = rows;
         self.stats = Default::default();
         self.cells.clear();
+        self.earlier.clear();
+        self.example_earlier.clear();
         self.example_rows.clear();
         self.columns.clear();
         self.columns.resize(plan.source_names.len(), Column::default());
+    }
+}
+
+/// Which reserved names Monolith's ExtendExample has seen in an Example.
+#[derive(Debug, Default)]
+pub(crate) struct Extension {
+    line_id: bool,
+    label: bool,
+    weight: bool,
+}
+
+impl Extension {
+    pub(crate) fn see(&mut self, name: &[u8]) {
+        match name {
+            b"__LINE_ID__" => self.line_id = true,
+            b"__LABEL__" => self.label = true,
+            b"instance_weight" => self.weight = true,
+            _ => {}
+        }
+    }
+
+    /// All three seen: ExtendExample reads no further.
+    pub(crate) fn done(&self) -> bool {
+        self.line_id && self.label && self.weight
     }
 }
 

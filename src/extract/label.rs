@@ -17,11 +17,10 @@ pub(super) fn write_label(
     dim: usize,
     default: f64,
 ) -> Result<(), ExtractError> {
-    let pad = match (cx.is_monolith(), cx.is_batch()) {
-        (true, true) => 0.0,
-        (true, false) => f64::from(INVALID_LABEL),
-        (false, _) => default,
-    };
+    if cx.is_monolith() {
+        return super::monolith_label::write_label(cx, c, rows, dim);
+    }
+    let pad = default;
     let values = &mut c.dense_mut().values;
     for row in 0..rows {
         let mut row_labels = RowLabels { buf: values, dim, n: 0 };
@@ -66,15 +65,7 @@ fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Resu
     let Some((f, cell)) = cx.feature(source, row)? else { return Ok(()) };
     match f.kind() {
         Some(FeatureKind::FloatList) => {
-            let mut any = false;
-            f.float_runs(|run| {
-                any |= !run.is_empty();
-                out.extend(run);
-            })
-            .map_err(|e| cx.locate(e, source, row, cell))?;
-            if !any && out.dim == 1 && cx.is_monolith() && cx.is_batch() {
-                return Err(cx.invalid(source, row, cell, "empty __LABEL__ float_list (Monolith aborts)"));
-            }
+            f.float_runs(|run| out.extend(run)).map_err(|e| cx.locate(e, source, row, cell))?;
             Ok(())
         }
         None => Ok(()),
@@ -83,6 +74,9 @@ fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Resu
 }
 
 pub(super) fn write_weight(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
+    if cx.is_monolith() {
+        return super::monolith_label::write_weight(cx, c, rows);
+    }
     let source = cx.plan.weight_source.expect("plans with weights reserve instance_weight");
     let values = &mut c.dense_mut().values;
     for row in 0..rows {
@@ -104,10 +98,6 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
     if !cx.is_batch() && cx.example_row(row).weight > 0.0 {
         return Ok(cx.example_row(row).weight);
     }
-    if cx.is_batch() && cx.is_monolith() && !cx.present(source) {
-        // Monolith leaves the weight of a batch without the list at 0.
-        return Ok(0.0);
-    }
     if let Some(run) = float_run(cx, source, row) {
         let w = crate::view::le_f32(run);
         return Ok(if w > 0.0 { w } else { 1.0 });
@@ -126,9 +116,6 @@ fn weight(cx: &Ctx<'_, '_>, source: usize, row: usize) -> Result<f32, ExtractErr
         other => return Err(cx.mismatch(source, row, cell, other, "float_list")),
     }
     match first {
-        None if cx.is_monolith() && cx.is_batch() => {
-            Err(cx.invalid(source, row, cell, "empty instance_weight float_list (Monolith aborts)"))
-        }
         Some(w) if w > 0.0 => Ok(w),
         _ => Ok(1.0),
     }

@@ -5,6 +5,7 @@
 use super::{Ctx, ExtractError};
 use crate::columns::{Column, Values};
 use crate::config::LineIdField;
+use crate::error::ErrorKind;
 use crate::view::{FeatureKind, LineIdView, Value, ValueClass};
 
 pub(super) fn write(
@@ -16,6 +17,18 @@ pub(super) fn write(
 ) -> Result<(), ExtractError> {
     if field.ty.class() == ValueClass::Bytes {
         return write_strings(cx, c, rows, field);
+    }
+    if cx.is_monolith() {
+        refuse_chnid(cx, rows, field)?;
+        if !field.repeated && dim > 1 {
+            // Monolith writes a singular field at `flat(offset)` whatever the
+            // shape (K 184-190, 322-355): row r's value lands at flat index
+            // r of the [rows, dim] tensor, so the rows' values come first and
+            // zeros follow.
+            write(cx, c, rows, field, 1)?;
+            c.dense_mut().values.fill(0.0, rows * (dim - 1));
+            return Ok(());
+        }
     }
     let values = &mut c.dense_mut().values;
     if let Some(m) = ready(cx)
@@ -53,6 +66,26 @@ pub(super) fn write(
     for row in 0..rows {
         let n = meta_row(cx, values, row, field, dim)?;
         values.fill(0.0, dim - n);
+    }
+    Ok(())
+}
+
+/// LineId.chnid's field number.
+const CHNID: u32 = 19;
+
+/// LineId.chnid is an int64, so Monolith allocates an int64 tensor for it,
+/// then writes it through `flat<float>()` (K 209-210), a CHECK that aborts
+/// for every row with a LineId (every Example has one, its default).
+fn refuse_chnid(cx: &Ctx<'_, '_>, rows: usize, field: LineIdField) -> Result<(), ExtractError> {
+    if field.number != CHNID || field.ty != crate::view::FieldType::Int64 {
+        return Ok(());
+    }
+    for row in 0..rows {
+        if !cx.is_batch() || line_id(cx, row)?.is_some() {
+            let path = if cx.is_batch() { format!("__LINE_ID__ row {row}") } else { format!("example[{row}].line_id") };
+            let message = "LineId.chnid aborts Monolith's kernel (an int64 written as float); use compat: native";
+            return Err(ExtractError::from(ErrorKind::Invalid { path, name: "chnid".into(), message }).at_row(row));
+        }
     }
     Ok(())
 }
@@ -182,6 +215,11 @@ fn find<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<(LineIdView<'a>, u32)
                 }
                 None => Ok(None),
             },
+            // Monolith reads bytes_list().value(0) of every Feature it reaches
+            // (K 551: CHECK_GT; Examples, data_reader.cc:174), and fails on none.
+            None if cx.is_monolith() => {
+                Err(cx.invalid(source, row, cell, "no __LINE_ID__ bytes_list value (Monolith aborts)"))
+            }
             None => Ok(None),
             other => Err(cx.mismatch(source, row, cell, other, "bytes_list holding a serialized LineId")),
         };

@@ -12,6 +12,8 @@ mod gather;
 mod instance;
 mod label;
 mod line_id;
+mod monolith;
+mod monolith_label;
 mod sequence;
 mod sparse;
 mod strings;
@@ -361,6 +363,12 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let fixed = fixed_size(out, rows.compute);
         write::charge(budget, fixed, limit)?;
         match &out.op {
+            // compat: monolith applies each copy of a repeated list in turn
+            // (labels and weights do so in their own writers; sequences,
+            // which Monolith has not, keep the last copy as in native mode).
+            _ if self.repeated(out) && !matches!(out.op, Op::Label { .. } | Op::Weight | Op::Sequence { .. }) => {
+                monolith::write_repeated(self, out, c, rows.compute)?
+            }
             Op::Sparse { source, .. } => sparse::write(self, *source, c, rows.compute)?,
             Op::Dense { source, dtype, dim, default, meta } => {
                 dense::write(self, c, rows.compute, (*source, *dtype, *dim, *default, *meta))?
@@ -375,11 +383,13 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::ActionLabel { tasks } => label::write_action_labels(self, c, rows.compute, tasks)?,
             Op::Derived(_) => unreachable!("derived outputs run in Extractor::compute"),
         }
-        if let Column::Dense(d) = c {
-            d.rows = rows.compute;
-            if !matches!(out.op, Op::Weight) {
+        match c {
+            Column::Dense(d) => {
+                d.rows = rows.compute;
                 d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
             }
+            Column::Strings(s) => s.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize)),
+            _ => {}
         }
         write::charge(budget, c.byte_len().saturating_sub(fixed), limit)?;
         if rows.total > rows.compute {
@@ -464,7 +474,14 @@ impl<'x, 'a> Ctx<'x, 'a> {
             let col = self.ix.columns[s];
             col.shared || (!col.present && out.shared_once && self.once(out) && self.is_batch())
         });
-        RowPlan::new(shared, self.once(out), all)
+        // Copies of a repeated list may differ row by row: every row is computed.
+        RowPlan::new(shared && !self.repeated(out), self.once(out), all)
+    }
+
+    /// Whether the output's list came more than once (only ever in compat:
+    /// monolith, which applies every copy).
+    fn repeated(&self, out: &Output) -> bool {
+        self.ix.any_repeated() && self.source_index(out.source()).is_some_and(|s| self.ix.repeated(s))
     }
 
     pub(crate) fn source_index(&self, source: Source) -> Option<usize> {
@@ -483,11 +500,6 @@ impl<'x, 'a> Ctx<'x, 'a> {
 
     pub(crate) fn is_batch(&self) -> bool {
         self.ix.kind == InputKind::Batch
-    }
-
-    /// Whether the source's list (or any Example's feature) was present at all.
-    pub(crate) fn present(&self, source: usize) -> bool {
-        self.ix.columns[source].present
     }
 
     /// The cell of `source` at `row`, if that row has the feature.

@@ -52,7 +52,7 @@ fn canonical_rows<T: bytemuck::Pod, S: SplitInt>(
 }
 
 /// Any other row: the Feature decoded in full, with every check and error.
-fn general_row(
+pub(super) fn general_row(
     cx: &Ctx<'_, '_>,
     source: usize,
     row: usize,
@@ -66,8 +66,9 @@ fn general_row(
             run.chunks_exact(8).for_each(|c| values.push_u64(v1_to_v2(le_u64(c))));
         }),
         None => Ok(()),
-        // Monolith leaves a row empty when the feature holds no fids.
-        Some(_) if cx.is_monolith() => Ok(()),
+        // Monolith leaves a row empty for a scalar or a list of lists, and
+        // aborts on any other list (parse_example_lib.cc:130, 145, 156, 163).
+        Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => Ok(()),
         other => return Err(cx.mismatch(source, row, cell, other, "fid_v1_list or fid_v2_list")),
     };
     read.map_err(|e| cx.locate(e, source, row, cell))
@@ -142,7 +143,7 @@ fn any_ids<T: Id>(cx: &Ctx<'_, '_>, feature: &[u8], values: &mut Vec<T>) -> Opti
             f.fid_runs(|run| values.extend(run.chunks_exact(8).map(|c| T::from_u64(v1_to_v2(le_u64(c)))))).ok()
         }
         None => Some(()),
-        Some(_) if cx.is_monolith() => Some(()),
+        Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => Some(()),
         Some(_) => None,
     }
 }

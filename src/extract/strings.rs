@@ -1,6 +1,6 @@
 //! Bytes features → one string per row: bytes_list[0] or bytes_value.
 
-use super::{Ctx, ExtractError};
+use super::{Cell, Ctx, ExtractError};
 use crate::columns::Column;
 use crate::view::FeatureKind;
 
@@ -8,29 +8,41 @@ pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize
     let s = c.strings_mut();
     s.end_row();
     for row in 0..rows {
-        // The common case, a bytes_list of one value, read without a view.
         if let Some(cell) = cx.cell(source, row)
-            && let Some(v) = super::line_id::first_bytes(cx.bytes(cell))
+            && let Some(v) = cell_value(cx, source, row, cell)?
         {
             s.bytes.extend_from_slice(v);
-            s.end_row();
-            continue;
-        }
-        if let Some((f, cell)) = cx.feature(source, row)? {
-            match f.kind() {
-                Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
-                    Some(v) => s.bytes.extend_from_slice(v),
-                    None if cx.is_monolith() => {
-                        return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
-                    }
-                    None => {}
-                },
-                Some(FeatureKind::BytesValue) => s.bytes.extend_from_slice(f.bytes_value()),
-                None => {}
-                other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
-            }
         }
         s.end_row();
     }
     Ok(())
+}
+
+/// The string the Feature in `cell` gives, or `None` when it gives none.
+pub(super) fn cell_value<'a>(
+    cx: &Ctx<'_, 'a>,
+    source: usize,
+    row: usize,
+    cell: Cell,
+) -> Result<Option<&'a [u8]>, ExtractError> {
+    // The common case, a bytes_list of one value, read without a view.
+    if let Some(v) = super::line_id::first_bytes(cx.bytes(cell)) {
+        return Ok(Some(v));
+    }
+    let (f, cell) = cx.parse(source, row, cell)?;
+    Ok(match f.kind() {
+        Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
+            Some(v) => Some(v),
+            None if cx.is_monolith() => {
+                return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
+            }
+            None => None,
+        },
+        // Monolith reads only bytes_list[0]: a bytes_value, a scalar or a
+        // list of lists leaves its "" (parse_example_lib.cc:162-173).
+        Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => None,
+        Some(FeatureKind::BytesValue) => Some(f.bytes_value()),
+        None => None,
+        other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
+    })
 }

@@ -26,7 +26,7 @@ impl Checker {
             }
             RawKind::String(k) => {
                 let source = self.list(entry, k.source.as_deref());
-                (Op::String { source }, vec![], false, k.shared.as_deref())
+                (Op::String { source }, self.unit_shape(), false, k.shared.as_deref())
             }
             RawKind::Sequence(k) => {
                 (self.sequence(entry, k), vec![], k.per_position == Some(true), k.shared.as_deref())
@@ -39,7 +39,7 @@ impl Checker {
                 let (dim, shape) = self.shape(path, k.shape.as_deref());
                 (Op::Label { dim, default: self.default_value(path, k.default) }, shape, false, None)
             }
-            RawKind::Weight => (Op::Weight, vec![], false, None),
+            RawKind::Weight => (Op::Weight, self.unit_shape(), false, None),
             RawKind::ActionLabel(k) => {
                 let tasks = self.tasks(path, k.tasks.as_deref().unwrap_or_default());
                 let shape = vec![tasks.len() as i64];
@@ -56,12 +56,27 @@ impl Checker {
         Some((output, per_position))
     }
 
+    /// The shape after the rows of a weight or string output: none in native
+    /// mode (`[B]`); Monolith allocates every non-ragged output as
+    /// `{batch_size, shape}` (parse_example_lib.cc:73), so `[B, 1]`.
+    pub(super) fn unit_shape(&self) -> Vec<i64> {
+        match self.compat {
+            Compat::Native => vec![],
+            Compat::Monolith => vec![1],
+        }
+    }
+
     /// The index of the list a feature reads (`source`, else its name).
     fn list(&mut self, entry: &RawEntry, source: Option<&str>) -> usize {
         let name = source.unwrap_or(&entry.name);
         if let Some((_, reserved_kind)) = RESERVED.iter().find(|(reserved, _)| *reserved == name) {
             let key = if source.is_some() { "source" } else { "name" };
             let message = format!("{name:?} is reserved; declare it with kind: {reserved_kind}");
+            self.error(format!("{}.{key}", entry.path), message);
+        }
+        if name == "label" && self.compat == Compat::Monolith {
+            let key = if source.is_some() { "source" } else { "name" };
+            let message = "\"label\" is the label in compat: monolith (Monolith's kernels fill the label from it); declare it with kind: label";
             self.error(format!("{}.{key}", entry.path), message);
         }
         self.source(name)
@@ -83,7 +98,12 @@ impl Checker {
         }
         let (dim, shape) = self.shape(path, k.shape.as_deref());
         let name = k.source.as_deref().unwrap_or(&entry.name);
-        let meta = name.strip_prefix("__meta__").and_then(known_field).map(LineIdField::known);
+        // The LineId fallback of `__meta__` names is fex's (seed 001 writes
+        // both); Monolith's kernel reads them as ordinary dense names.
+        let meta = match self.compat {
+            Compat::Native => name.strip_prefix("__meta__").and_then(known_field).map(LineIdField::known),
+            Compat::Monolith => None,
+        };
         let default = self.default_value(path, k.default);
         let source = self.list(entry, k.source.as_deref());
         (Op::Dense { source, dtype, dim, default, meta }, shape)

@@ -9,9 +9,19 @@ use crate::view::{FieldType, KNOWN_FIELDS, ValueClass, known_field};
 impl Checker {
     pub(super) fn line_id(&mut self, path: &str, k: &entries::LineId) -> (Op, Vec<i64>) {
         let field = self.line_id_field(path, k);
-        let (dim, shape) = self.shape(path, k.shape.as_deref());
-        if field.ty.class() == ValueClass::Bytes && dim != 1 {
-            self.error(format!("{path}.shape"), "string LineId fields take shape [1]");
+        let (dim, mut shape) = self.shape(path, k.shape.as_deref());
+        if field.ty.class() == ValueClass::Bytes {
+            if dim != 1 {
+                self.error(format!("{path}.shape"), "string LineId fields take shape [1]");
+            }
+            shape = self.unit_shape();
+        }
+        if field.ty.class() != ValueClass::Bytes && !field.repeated && dim > 1 && self.compat == Compat::Native {
+            let msg = format!(
+                "found {shape:?} for a singular LineId field (one value per row); use shape [1] \
+                 (compat: monolith writes row r at flat index r of [B, {dim}])"
+            );
+            self.error(format!("{path}.shape"), msg);
         }
         if self.compat == Compat::Monolith && matches!(field.ty, FieldType::Bool | FieldType::Enum) {
             self.error(format!("{path}.field"), "Monolith rejects bool and enum LineId fields; use compat: native");

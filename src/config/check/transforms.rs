@@ -165,7 +165,6 @@ fn keyed(kind: K, keys: usize) -> Transform {
 fn dims(o: &Output) -> Vec<i64> {
     match &o.op {
         Op::Derived(t) => t.dense_shape.clone(),
-        Op::Weight => vec![],
         _ => o.shape.clone(),
     }
 }
