@@ -12,6 +12,7 @@ mod gather;
 mod instance;
 mod label;
 mod line_id;
+mod rows;
 mod sequence;
 mod sparse;
 mod strings;
@@ -22,7 +23,8 @@ mod walk_tests;
 mod write;
 
 pub use crate::error::ExtractError;
-pub use entry::{Input, Policy, Rows, RowsMismatch, SharedRows};
+pub use entry::{Input, Policy, SharedRows};
+pub use rows::{RowBuf, Rows, RowsMismatch, Sample};
 
 use gather::{Cell, ExampleRow, Index, InputKind};
 
