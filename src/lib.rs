@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod fid;
 pub mod files;
+pub mod offline;
 pub mod ops;
 pub mod proto;
 pub mod tensor;

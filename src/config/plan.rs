@@ -142,6 +142,8 @@ pub struct Plan {
     /// Files the config refers to (vocabularies), in config order.
     pub files: Vec<std::path::PathBuf>,
     pub(crate) identity: Identity,
+    /// The `offline:` section: sample transforms for offline runs.
+    pub offline: super::offline::Offline,
 }
 
 /// What a model is, for the server's reports and for training data to carry:

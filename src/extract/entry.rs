@@ -160,4 +160,3 @@ fn check_selection(plan: &Plan, outputs: &[usize]) -> Result<(), ExtractError> {
     }
     Ok(())
 }
-

@@ -8,8 +8,8 @@
 
 use bytes::Bytes;
 
-use super::gather::{Cell, ExampleRow, Index, InputKind};
 use super::Stats;
+use super::gather::{Cell, ExampleRow, Index, InputKind};
 use crate::config::{Limits, Plan};
 
 /// A buffer rows point into: the caller's input, or bytes the rows own
@@ -102,7 +102,13 @@ impl<'a> Rows<'a> {
         let batch = ix.kind == InputKind::Batch;
         let example_rows = if batch { vec![ExampleRow::default(); rows] } else { ix.example_rows.clone() };
         let meta = (0..rows as u32)
-            .map(|r| if batch { RowMeta { batch_row: r, ..RowMeta::default() } } else { RowMeta { sample: r, ..RowMeta::default() } })
+            .map(|r| {
+                if batch {
+                    RowMeta { batch_row: r, ..RowMeta::default() }
+                } else {
+                    RowMeta { sample: r, ..RowMeta::default() }
+                }
+            })
             .collect();
         Rows {
             plan: plan.identity().digest,
@@ -147,11 +153,63 @@ impl<'a> Rows<'a> {
         self.meta.truncate(at);
     }
 
+    /// Removes row `row`, moving the last row into its place: O(sources).
+    pub fn swap_remove(&mut self, row: usize) {
+        let last = self.len() - 1;
+        if row != last {
+            let s = self.sources;
+            self.cells.copy_within(last * s..(last + 1) * s, row * s);
+            self.example_rows[row] = self.example_rows[last];
+            self.meta.swap(row, last);
+        }
+        self.cells.truncate(last * self.sources);
+        self.example_rows.truncate(last);
+        self.meta.truncate(last);
+        self.compact_if_sparse();
+    }
+
+    /// Drops buffers no row points into any more, once they outnumber the
+    /// rows: rows that live long (a shuffle buffer) stay bounded.
+    fn compact_if_sparse(&mut self) {
+        if self.bufs.len() <= 4 * self.len() + 64 {
+            return;
+        }
+        let old = std::mem::take(&mut self.bufs);
+        let mut map = vec![u32::MAX; old.len()];
+        let mut bufs = Vec::new();
+        let mut remap = |b: u32| -> u32 {
+            if b == u32::MAX {
+                return b;
+            }
+            if map[b as usize] == u32::MAX {
+                map[b as usize] = bufs.len() as u32;
+                bufs.push(old[b as usize].clone());
+            }
+            map[b as usize]
+        };
+        for c in self.cells.iter_mut().filter(|c| !c.is_none()) {
+            c.buf = remap(c.buf);
+        }
+        for e in &mut self.example_rows {
+            e.buf = remap(e.buf);
+            if !e.line_id.is_none() {
+                e.line_id.buf = remap(e.line_id.buf);
+            }
+        }
+        for m in &mut self.meta {
+            m.sample = remap(m.sample);
+            m.line_id = m.line_id.map(&mut remap);
+            m.features = m.features.map(&mut remap);
+        }
+        self.bufs = bufs;
+    }
+
     /// Appends row `row` of `other` (indexed from the same kind of input by
     /// the same plan) after the last row.
     pub fn push_row(&mut self, other: &Rows<'a>, row: usize) -> Result<(), RowsMismatch> {
         self.check_join(other, row, true)?;
         self.push_copy(other, row, &mut Vec::new());
+        self.compact_if_sparse();
         Ok(())
     }
 
@@ -161,7 +219,8 @@ impl<'a> Rows<'a> {
     /// negative generation pairs a user's features with a pooled item's.
     pub fn push_with(&mut self, base: usize, example: Bytes, features: &[(usize, u32, u32)]) {
         let at = self.len();
-        let (cells, meta, example_row) = (self.row_cells(base).to_vec(), self.meta[base].clone(), self.example_rows[base]);
+        let (cells, meta, example_row) =
+            (self.row_cells(base).to_vec(), self.meta[base].clone(), self.example_rows[base]);
         self.cells.extend(cells);
         self.meta.push(meta);
         self.example_rows.push(example_row);
@@ -335,7 +394,8 @@ impl<'a> Rows<'a> {
             self.cells.push(moved);
         }
         let e = other.example_rows[row];
-        let line_id = if e.line_id.is_none() { e.line_id } else { Cell { buf: adopt(self, e.line_id.buf), ..e.line_id } };
+        let line_id =
+            if e.line_id.is_none() { e.line_id } else { Cell { buf: adopt(self, e.line_id.buf), ..e.line_id } };
         let buf = adopt(self, e.buf);
         self.example_rows.push(ExampleRow { buf, line_id, ..e });
         let m = &other.meta[row];
