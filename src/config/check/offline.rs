@@ -313,7 +313,9 @@ impl Checker {
     }
 
     fn operand(&mut self, path: &str, field: LineIdField, op: ValueOp, v: &Value) -> Option<Operand> {
-        let list = matches!(op, ValueOp::Between | ValueOp::In | ValueOp::NotIn) || op.is_set();
+        let list =
+            matches!(op, ValueOp::Between | ValueOp::In | ValueOp::NotIn | ValueOp::StartsWith | ValueOp::EndsWith)
+                || op.is_set();
         let items: Vec<&Value> = match v {
             Value::Sequence(s) => s.iter().collect(),
             one => vec![one],
@@ -479,7 +481,7 @@ fn ty_name(ty: FieldType) -> String {
 /// oneof float_list = 1, int64_list = 2, bytes_list = 3, each `{value = 1}`
 /// packed or not; the last list given wins, as for a oneof.
 fn filter_values(bytes: &[u8]) -> Result<Operand, crate::wire::DecodeError> {
-    use crate::wire::{Reader, WireType, for_each_fixed32, for_each_varint};
+    use crate::wire::{Reader, WireType, for_each_bytes, for_each_fixed32, for_each_varint};
     let mut r = Reader::new(bytes, 0);
     let mut out = Operand::Int(Vec::new());
     while !r.is_empty() {
@@ -489,29 +491,26 @@ fn filter_values(bytes: &[u8]) -> Result<Operand, crate::wire::DecodeError> {
             continue;
         }
         let (list, base) = r.len_delimited()?;
-        let mut l = Reader::new(list, base);
         out = match field {
-            1 => Operand::Float(Vec::new()),
-            2 => Operand::Int(Vec::new()),
-            _ => Operand::Bytes(Vec::new()),
-        };
-        while !l.is_empty() {
-            let (f, w) = l.key()?;
-            match (&mut out, f, w) {
-                (Operand::Float(v), 1, WireType::Len) => {
-                    let (run, at) = l.len_delimited()?;
-                    for_each_fixed32(run, at, |c| v.push(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))?;
-                }
-                (Operand::Float(v), 1, WireType::Fixed32) => v.push(f32::from_bits(l.fixed32()?)),
-                (Operand::Int(v), 1, WireType::Len) => {
-                    let (run, at) = l.len_delimited()?;
-                    for_each_varint(run, at, |x| v.push(x as i64))?;
-                }
-                (Operand::Int(v), 1, WireType::Varint) => v.push(l.varint()? as i64),
-                (Operand::Bytes(v), 1, WireType::Len) => v.push(l.len_delimited()?.0.to_vec()),
-                _ => l.skip(f, w)?,
+            1 => {
+                let mut v = Vec::new();
+                for_each_fixed32(list, base, |c| v.push(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))?;
+                Operand::Float(v)
             }
-        }
+            2 => {
+                let mut v = Vec::new();
+                for_each_varint(list, base, |x| v.push(x as i64))?;
+                Operand::Int(v)
+            }
+            _ => {
+                let mut v = Vec::new();
+                for_each_bytes(list, base, |b, _| {
+                    v.push(b.to_vec());
+                    Ok(())
+                })?;
+                Operand::Bytes(v)
+            }
+        };
     }
     Ok(out)
 }

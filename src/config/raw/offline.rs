@@ -91,7 +91,11 @@ fn transform(i: usize, value: &Value, errors: &mut Vec<ConfigError>) -> Option<R
     let name = match map.get("transform") {
         Some(Value::String(s)) => s.clone(),
         Some(_) => {
-            return fail(errors, &format!("{path}.transform"), format!("found no string; expected one of {TRANSFORMS}"));
+            return fail(
+                errors,
+                &format!("{path}.transform"),
+                format!("found no string; expected one of {TRANSFORMS}"),
+            );
         }
         None => return fail(errors, &format!("{path}.transform"), format!("missing; name one of {TRANSFORMS}")),
     };

@@ -91,9 +91,22 @@ impl<'r> Split<'r> {
         result.map(|()| first)
     }
 
-    /// The row's LineId, if it has one.
+    /// The row's LineId, if it has one: a `__LINE_ID__` feature (a
+    /// bytes_list holding it), else an Example's field 100, as the LineId
+    /// writer finds it.
     pub fn line_id(&mut self, rows: &'r Rows<'_>, row: usize) -> Result<Option<LineIdView<'r>>, DecodeError> {
         if let Some(b) = rows.line_id_override(row) {
+            return Ok(Some(LineIdView::new(b, 0)));
+        }
+        let mut found = None;
+        self.features(rows, row, |name, f| {
+            if name == b"__LINE_ID__" {
+                found = Some(*f);
+            }
+        })?;
+        if let Some(f) = found
+            && let Some(b) = f.first_bytes()?
+        {
             return Ok(Some(LineIdView::new(b, 0)));
         }
         match rows.sample(row) {
@@ -101,18 +114,7 @@ impl<'r> Split<'r> {
                 let view = ExampleView::parse(bytes, 0)?;
                 Ok(view.line_id().map(|(b, at)| LineIdView::new(b, at)))
             }
-            Sample::BatchRow { .. } => {
-                let mut found = None;
-                self.features(rows, row, |name, f| {
-                    if name == b"__LINE_ID__" {
-                        found = Some(*f);
-                    }
-                })?;
-                match found {
-                    Some(f) => Ok(f.first_bytes()?.map(|b| LineIdView::new(b, 0))),
-                    None => Ok(None),
-                }
-            }
+            Sample::BatchRow { .. } => Ok(None),
         }
     }
 
