@@ -224,9 +224,211 @@ fn add_label_samples_negatives_as_action_label_does_online() {
     let slices: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
     let mut online = Extracted::default();
     ex.extract(&p, Input::Examples(&slices), Policy::default(), &mut online).unwrap();
-    let offline = &run(&p, &[rows.clone()], &mut Transforms::new(&p))[0];
+    let offline = &run(&p, std::slice::from_ref(&rows), &mut Transforms::new(&p))[0];
     let (on, off) = (online.tensor("online").unwrap().f32s(), offline.tensor("label").unwrap().f32s());
     assert_eq!(on.len(), 64);
     assert!(on.contains(&0.0) && on.contains(&INVALID) && on.contains(&1.0), "{on:?}");
     assert_eq!(off, on);
+}
+
+/// Indexes one input, applies the transforms, writes the rows.
+fn run_one(plan: &Plan, input: Input<'_>, t: &mut Transforms) -> Extracted {
+    let mut ex = Extractor::new();
+    let mut rows = ex.index(plan, input, None).unwrap();
+    t.apply(plan, &mut rows).unwrap();
+    let mut out = Extracted::default();
+    ex.write(plan, &rows, Policy::default(), &mut out).unwrap();
+    out
+}
+
+const NEG_FEATURES: &str = "  - {name: f_user_id, kind: sparse}
+  - {name: f_goods_id, kind: sparse}
+  - {name: label, kind: label, shape: [1]}
+  - {name: w, kind: instance_weight}
+  - {name: gid, kind: line_id, field: item_id}
+  - {name: acts, kind: line_id, field: actions, shape: [1]}
+";
+
+/// negative_gen as negative_gen_dataset_kernel.cc and its pool
+/// (kernels/internal/cache_mgr.cc) do it, on negative_gen_test.py's setup
+/// (lines 60-75: per_channel on a channel feature, goods features as item
+/// features, cache_only_pos): every cacheable row's item joins its
+/// channel's pool (`SaveToCache`, lines 381-424) unless already there; a
+/// pool of no more than start_num items gives no negatives
+/// (`RandomSelectOne`); past max_item_num the oldest item leaves (`Push`);
+/// each positive is preceded by neg_num negatives (`GetNext`, lines
+/// 187-225): its own features with a pooled item's, label[label_index] =
+/// negative_label, LineId item_id = the item's, actions = [negative_action]
+/// (`SetLabelAndLineId`, lines 426-441). The pool outlives each input.
+#[test]
+fn negative_gen_pools_items_per_channel_with_start_num_and_fifo_eviction() {
+    let p = plan(
+        NEG_FEATURES,
+        "    - {transform: negative_gen, neg_num: 2, per_channel: true, channel_feature: f_spm_1, item_features: [f_goods_id], start_num: 1, max_item_num: 2, negative_action: 9, cache_only_pos: true, sampled_neg_instance_weight: 0.5, seed: 3}\n",
+    );
+    let mut t = Transforms::new(&p);
+    let example = |user: u64, goods: u64, spm: u64, label: f32, action: u64| {
+        format!(
+            "    - {{features: {{f_user_id: {{fid_v2_list: [{user}]}}, f_goods_id: {{fid_v2_list: [{goods}]}}, f_spm_1: {{fid_v2_list: [{spm}]}}}}, line_id: {{item_id: {goods}, actions: [{action}]}}, label: [{label:?}]}}\n"
+        )
+    };
+    let first = examples(&[example(1, 10, 1, 1.0, 1), example(2, 11, 1, 1.0, 2), example(3, 20, 2, 1.0, 1)].concat());
+    let slices: Vec<&[u8]> = first.iter().map(Vec::as_slice).collect();
+    let a = run_one(&p, Input::Examples(&slices), &mut t);
+    drop(first);
+    assert_eq!(ids(&a, "f_user_id"), [[1], [2], [2], [2], [3]]);
+    let goods = ids(&a, "f_goods_id");
+    assert_eq!((goods[0][0], goods[3][0], goods[4][0]), (10, 11, 20));
+    assert!([&goods[1], &goods[2]].iter().all(|g| g[0] == 10 || g[0] == 11), "{goods:?}");
+    // A negative's LineId names the item it took.
+    let gid = a.tensor("gid").unwrap().u64s();
+    assert_eq!(gid, goods.iter().map(|g| g[0]).collect::<Vec<_>>());
+    assert_eq!(a.tensor("label").unwrap().f32s(), [1.0, -1.0, -1.0, 1.0, 1.0]);
+    assert_eq!(a.tensor("acts").unwrap().i64s(), [1, 9, 9, 2, 1]);
+    assert_eq!(a.tensor("w").unwrap().f32s(), [1.0, 0.5, 0.5, 1.0, 1.0]);
+    assert_eq!((t.item_pool(1), t.item_pool(2)), (vec![10, 11], vec![20]));
+
+    // The second input is an ExampleBatch, split into rows as Monolith does:
+    // a real negative (not cached: cache_only_pos), then a positive whose
+    // item evicts the oldest of channel 1.
+    let second = batch(
+        "batch_size: 2
+lists:
+  - {name: f_user_id, features: [{fid_v2_list: [4]}, {fid_v2_list: [5]}]}
+  - {name: f_goods_id, features: [{fid_v2_list: [12]}, {fid_v2_list: [13]}]}
+  - {name: f_spm_1, type: SHARED, features: [{fid_v2_list: [1]}]}
+  - {name: __LABEL__, features: [{float_list: [-1.0]}, {float_list: [1.0]}]}
+  - {name: __LINE_ID__, features: [{line_id: {item_id: 12, actions: [3]}}, {line_id: {item_id: 13, actions: [1]}}]}
+",
+    );
+    let b = run_one(&p, Input::Batch(&second), &mut t);
+    assert_eq!(t.item_pool(1), [11, 13], "10 left first; 12 was never cached");
+    assert_eq!(ids(&b, "f_user_id"), [[4], [5], [5], [5]]);
+    let goods = ids(&b, "f_goods_id");
+    assert_eq!((goods[0][0], goods[3][0]), (12, 13));
+    assert!([&goods[1], &goods[2]].iter().all(|g| g[0] == 11 || g[0] == 13), "{goods:?}");
+    assert_eq!(b.tensor("label").unwrap().f32s(), [-1.0, -1.0, -1.0, 1.0]);
+    assert_eq!(b.tensor("acts").unwrap().i64s(), [3, 9, 9, 1]);
+    assert_eq!(b.tensor("w").unwrap().f32s(), [1.0, 0.5, 0.5, 1.0]);
+    let counts = t.counts();
+    assert_eq!(counts, [TransformCount { name: "negative_gen", dropped: 0, generated: 4 }]);
+}
+
+/// throw_origin_neg drops real negatives (`Emitable`, kernel line 307);
+/// without sampled_neg_instance_weight and with unbias_sampled_neg (the
+/// default) a negative weighs 1 + neg_num * time_factor^decay *
+/// freq_factor (`BuildNegativeTensor`, lines 455-466), where freq_factor is
+/// 1 / times the item was drawn and time_factor its queue position / size.
+#[test]
+fn negative_gen_weights_and_throws_as_the_kernel() {
+    let p = plan(
+        NEG_FEATURES,
+        "    - {transform: negative_gen, neg_num: 1, item_features: [f_goods_id], start_num: 0, throw_origin_neg: true}\n",
+    );
+    let mut t = Transforms::new(&p);
+    let rows = examples(
+        "    - {features: {f_goods_id: {fid_v2_list: [10]}}, line_id: {item_id: 10}, label: [1.0]}
+    - {features: {f_goods_id: {fid_v2_list: [11]}}, line_id: {item_id: 11}, label: [0.0]}
+",
+    );
+    let slices: Vec<&[u8]> = rows.iter().map(Vec::as_slice).collect();
+    let out = run_one(&p, Input::Examples(&slices), &mut t);
+    // The positive's one negative can only take item 10 (the pool's one
+    // item, drawn once, at position 1 of 1): 1 + 1 * 1 * 1 = 2.
+    assert_eq!(ids(&out, "f_goods_id"), [[10], [10]]);
+    assert_eq!(out.tensor("w").unwrap().f32s(), [2.0, 1.0]);
+    assert_eq!(out.tensor("label").unwrap().f32s(), [-1.0, 1.0]);
+    assert_eq!(t.counts()[0], TransformCount { name: "negative_gen", dropped: 1, generated: 1 });
+    // Without per_channel every item is in the default channel, 3.
+    assert_eq!(t.item_pool(3), [10, 11]);
+}
+
+/// shuffle and batch across inputs (datasets.py's shuffle(buffer_size,
+/// seed) and batch(batch_size, drop_remainder)): rows made owned outlive
+/// their input; the same seed gives the same order.
+#[test]
+fn shuffle_and_batch_reorder_rows_across_inputs() {
+    let order = |transforms: &str| -> (Vec<Vec<u64>>, Vec<TransformCount>) {
+        let p = plan(FIDS, transforms);
+        let mut t = Transforms::new(&p);
+        let mut ex = Extractor::new();
+        let mut batches = Vec::new();
+        for input in 0..3u64 {
+            let text: String = (0..3)
+                .map(|i| format!("    - {{features: {{item: {{fid_v2_list: [{}]}}}}}}\n", input * 3 + i))
+                .collect();
+            let owners: Vec<bytes::Bytes> = examples(&text).into_iter().map(bytes::Bytes::from).collect();
+            let slices: Vec<&[u8]> = owners.iter().map(|b| &b[..]).collect();
+            let mut rows = ex.index(&p, Input::Examples(&slices), None).unwrap();
+            t.apply(&p, &mut rows).unwrap();
+            let owned = rows.into_owned(&owners);
+            batches.extend(t.reorder().unwrap().push(owned));
+        }
+        batches.extend(t.reorder().unwrap().finish());
+        let flat = batches
+            .iter()
+            .map(|rows| {
+                let mut out = Extracted::default();
+                ex.write(&p, rows, Policy::default(), &mut out).unwrap();
+                ids(&out, "item").into_iter().map(|r| r[0]).collect()
+            })
+            .collect();
+        (flat, t.counts())
+    };
+    let (plain, _) = order("    - {transform: batch, batch_size: 4}\n");
+    assert_eq!(plain, [vec![0, 1, 2, 3], vec![4, 5, 6, 7], vec![8]]);
+    let shuffled = "    - {transform: shuffle, buffer_size: 3, seed: 5}\n    - {transform: batch, batch_size: 4, drop_remainder: true}\n";
+    let (a, counts) = order(shuffled);
+    assert_eq!(a.iter().map(Vec::len).collect::<Vec<_>>(), [4, 4]);
+    let mut seen: Vec<u64> = a.concat();
+    assert_ne!(seen, (0..8).collect::<Vec<_>>(), "shuffled");
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 8, "no row twice");
+    assert_eq!(counts[1], TransformCount { name: "batch", dropped: 1, generated: 0 });
+    assert_eq!(order(shuffled).0, a, "a seed fixes the order");
+}
+
+/// The `offline:` section's errors, every one with its path, in the config
+/// style: unknown keys name the allowed ones; values are checked as
+/// Monolith's wrappers check them.
+#[test]
+fn offline_config_errors_are_reported_together_with_paths() {
+    let text = "name: t
+features:
+  - {name: item, kind: sparse}
+offline:
+  transform: []
+  transforms:
+    - {transform: filter_by_fids, has_fid: [1], select_slots: [0]}
+    - {transform: filter_by_value, field: actions, op: gt, operand: 3}
+    - {transform: filter_by_value, field: req_time, op: between, operand: [1]}
+    - {transform: filter_by_value, field: nope, op: eq, operand: 1}
+    - {transform: filter_by_label}
+    - {transform: add_label, config: \"1:1:0.5\", negative_value: 0.0, new_sample_rate: 0.0}
+    - {transform: add_label, config: \"1:2\", negative_value: 0.0, new_sample_rate: 1.0}
+    - {transform: batch, batch_size: 0}
+    - {transform: negative_gen, neg_num: 1, per_channel: true}
+    - {transform: filter_by_vals}
+    - 7
+";
+    let err = Plan::from_yaml(text).unwrap_err();
+    let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
+    expect_test::expect![[r#"
+        offline: unknown key "transform"; allowed: transforms
+        offline.transforms[0]: unknown key "has_fid" for transform filter_by_fids; allowed: transform, filter_fids, has_fids, select_fids, has_actions, req_time_min, select_slots
+        offline.transforms[9].transform: unknown transform "filter_by_vals", expected one of filter_by_fids, filter_by_value, filter_by_label, add_label, negative_gen, shuffle, batch
+        offline.transforms[10]: found no mapping; a transform is {transform: <name>, ...}
+        offline.transforms[0].select_slots: found slot 0, slots are 1..=32767
+        offline.transforms[1].op: repeated fields take all, any or diff
+        offline.transforms[2].operand: found 1 values; between takes [low, high)
+        offline.transforms[3].field: unknown LineId field "nope"; use one of uid, req_time, item_id, req_id, actions, chnid, generate_time, emit_type, pre_actions, model_names, sample_rate, special_strategies, device_type, cid, user_id, is_draw, rank, data_source_name or a number with type
+        offline.transforms[4].label_threshold: missing or empty; give one threshold per label
+        offline.transforms[5].config: task 1: action 1 is both positive and negative
+        offline.transforms[5].new_sample_rate: found 0, allowed (0, 1]
+        offline.transforms[6].config: task 1 "1:2" has 2 parts; write pos_actions:neg_actions:sample_rate
+        offline.transforms[7].batch_size: found 0, must be at least 1
+        offline.transforms[8].channel_feature: missing; per_channel pools items by this feature's first fid
+        offline.transforms[8]: negative_gen after batch; row transforms come before shuffle and batch"#]]
+    .assert_eq(&lines.join("\n"));
 }

@@ -32,34 +32,34 @@ impl Checker {
                     drop_remainder: r.drop_remainder.unwrap_or(false),
                 }),
             };
-            out.extend(checked);
+            out.extend(checked.map(|c| (p, c)));
         }
-        self.order(transforms, &out);
-        Offline { transforms: out }
+        self.order(&out);
+        Offline { transforms: out.into_iter().map(|(_, t)| t).collect() }
     }
 
     /// Shuffle and batch order rows across inputs: at most one each, after
     /// every row transform, batch last.
-    fn order(&mut self, raw: &[RawTransform], checked: &[SampleTransform]) {
+    fn order(&mut self, checked: &[(&str, SampleTransform)]) {
         let mut seen_reorder = None::<&str>;
         let mut counts = [0; 2];
-        for (t, r) in checked.iter().zip(raw) {
+        for (path, t) in checked {
             match t {
                 SampleTransform::Shuffle { .. } | SampleTransform::Batch { .. } => {
                     let i = usize::from(matches!(t, SampleTransform::Batch { .. }));
                     counts[i] += 1;
                     if counts[i] > 1 {
-                        self.error(&r.path, format!("a second {}; give it once", t.name()));
+                        self.error(*path, format!("a second {}; give it once", t.name()));
                     }
                     if seen_reorder == Some("batch") {
-                        self.error(&r.path, format!("{} after batch; batch comes last", t.name()));
+                        self.error(*path, format!("{} after batch; batch comes last", t.name()));
                     }
                     seen_reorder = Some(t.name());
                 }
                 _ => {
                     if let Some(prev) = seen_reorder {
                         let msg = format!("{} after {prev}; row transforms come before shuffle and batch", t.name());
-                        self.error(&r.path, msg);
+                        self.error(*path, msg);
                     }
                 }
             }
@@ -152,9 +152,12 @@ impl Checker {
                 1.0
             }
         };
-        (self.count() == before).then(|| {
-            SampleTransform::AddLabel(spec::AddLabel { tasks, negative_value: negative_value as f32, new_sample_rate })
-        })
+        let negative_value = negative_value as f32;
+        (self.count() == before).then_some(SampleTransform::AddLabel(spec::AddLabel {
+            tasks,
+            negative_value,
+            new_sample_rate,
+        }))
     }
 
     fn negative_gen(&mut self, path: &str, r: &raw::NegativeGen) -> Option<SampleTransform> {

@@ -28,6 +28,10 @@ const DEFAULT_CHANNEL: u64 = 3;
 const ITEM_ID: u32 = 4;
 const ACTIONS: u32 = 6;
 
+/// A pooled item's Example, and the (source, start, end) of each feature
+/// the plan reads in it.
+type ItemBytes = (Bytes, Vec<(usize, u32, u32)>);
+
 /// One cached item.
 #[derive(Debug)]
 struct Item {
@@ -61,7 +65,7 @@ struct Seen {
     gid: u64,
     cid: u64,
     cacheable: bool,
-    item: Option<(Bytes, Vec<(usize, u32, u32)>)>,
+    item: Option<ItemBytes>,
     line_id: Vec<u8>,
     labels: Vec<f32>,
 }
@@ -169,7 +173,7 @@ impl NegativeGenState {
         split: &mut Split<'r>,
         rows: &'r Rows<'_>,
         row: usize,
-    ) -> Result<(Bytes, Vec<(usize, u32, u32)>), DecodeError> {
+    ) -> Result<ItemBytes, DecodeError> {
         let mut example = Vec::new();
         let mut cells = Vec::new();
         split.features(rows, row, |name, f| {

@@ -25,7 +25,7 @@ pub(super) struct Split<'r> {
 impl<'r> Split<'r> {
     fn lists(&mut self, batch: &'r [u8]) -> Result<&Lists<'r>, DecodeError> {
         let key = batch.as_ptr() as usize;
-        if !self.batches.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.batches.entry(key) {
             let view = ExampleBatchView::parse(batch)?;
             let mut lists = Vec::new();
             for entry in view.lists() {
@@ -33,7 +33,7 @@ impl<'r> Split<'r> {
                 let (ty, features) = entry.features()?;
                 lists.push((entry.name()?, ty, features));
             }
-            self.batches.insert(key, Lists { lists });
+            slot.insert(Lists { lists });
         }
         Ok(&self.batches[&key])
     }
