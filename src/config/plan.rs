@@ -143,7 +143,7 @@ pub struct Plan {
     pub files: Vec<std::path::PathBuf>,
     pub(crate) identity: Identity,
     /// The `offline:` section: sample transforms for offline runs.
-    pub offline: super::offline::Offline,
+    pub offline: crate::config::offline::Offline,
 }
 
 /// What a model is, for the server's reports and for training data to carry:
