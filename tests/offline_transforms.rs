@@ -432,3 +432,30 @@ offline:
         offline.transforms[8]: negative_gen after batch; row transforms come before shuffle and batch"#]]
     .assert_eq(&lines.join("\n"));
 }
+
+/// README's `offline:` example is a valid section.
+#[test]
+fn readme_offline_example_is_valid() {
+    let readme = include_str!("../README.md");
+    let section = &readme[readme.find("### Offline transforms").expect("the README section")..];
+    let begin = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let block = &section[begin..begin + section[begin..].find("```").unwrap()];
+    let text = format!("name: t\nfeatures:\n  - {{name: item, kind: sparse}}\n{block}");
+    // chnids.pb: FilterValues { int64_list { value: [1] } }.
+    let files: fex::files::InMemory = [("m/chnids.pb", vec![0x12, 0x03, 0x0a, 0x01, 0x01])].into_iter().collect();
+    let p = Plan::from_yaml_with(&text, "m".as_ref(), &files).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = p.offline.transforms.iter().map(|t| t.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "filter_by_fids",
+            "filter_by_value",
+            "filter_by_value",
+            "add_label",
+            "filter_by_label",
+            "negative_gen",
+            "shuffle",
+            "batch"
+        ]
+    );
+}
