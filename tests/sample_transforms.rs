@@ -6,7 +6,7 @@
 mod common;
 
 use common::{batch, examples};
-use fex::offline::{TransformCount, Transforms};
+use fex::samples::{TransformCount, Transforms};
 use fex::{Extracted, Extractor, Input, Plan, Policy};
 
 /// A model with `features` and an `offline:` section of `transforms`.
@@ -24,7 +24,7 @@ fn run(plan: &Plan, inputs: &[Vec<Vec<u8>>], t: &mut Transforms) -> Vec<Extracte
         .map(|input| {
             let slices: Vec<&[u8]> = input.iter().map(Vec::as_slice).collect();
             let mut rows = ex.index(plan, Input::Examples(&slices), None).unwrap();
-            t.apply(plan, &mut rows).unwrap();
+            t.apply(&mut rows).unwrap();
             let mut out = Extracted::default();
             ex.write(plan, &rows, Policy::default(), &mut out).unwrap();
             out
@@ -235,7 +235,7 @@ fn add_label_samples_negatives_as_action_label_does_online() {
 fn run_one(plan: &Plan, input: Input<'_>, t: &mut Transforms) -> Extracted {
     let mut ex = Extractor::new();
     let mut rows = ex.index(plan, input, None).unwrap();
-    t.apply(plan, &mut rows).unwrap();
+    t.apply(&mut rows).unwrap();
     let mut out = Extracted::default();
     ex.write(plan, &rows, Policy::default(), &mut out).unwrap();
     out
@@ -360,7 +360,7 @@ fn shuffle_and_batch_reorder_rows_across_inputs() {
             let owners: Vec<bytes::Bytes> = examples(&text).into_iter().map(bytes::Bytes::from).collect();
             let slices: Vec<&[u8]> = owners.iter().map(|b| &b[..]).collect();
             let mut rows = ex.index(&p, Input::Examples(&slices), None).unwrap();
-            t.apply(&p, &mut rows).unwrap();
+            t.apply(&mut rows).unwrap();
             let owned = rows.into_owned(&owners);
             batches.extend(t.reorder().unwrap().push(owned));
         }

@@ -17,7 +17,6 @@ use super::Rng;
 use super::filters::actions;
 use super::label::{owned, rewrite};
 use super::row::Split;
-use crate::config::Plan;
 use crate::config::offline::NegativeGen;
 use crate::extract::Rows;
 use crate::view::LineIdView;
@@ -52,6 +51,8 @@ struct Channel {
 #[derive(Debug)]
 pub(super) struct NegativeGenState {
     t: NegativeGen,
+    /// Each item feature's source in the plan, if the plan reads it.
+    item_sources: Vec<Option<usize>>,
     channels: HashMap<u64, Channel>,
     /// Channels in the order first seen, for easy negatives.
     order: Vec<u64>,
@@ -71,9 +72,10 @@ struct Seen {
 }
 
 impl NegativeGenState {
-    pub fn new(t: NegativeGen) -> Self {
+    pub fn new(plan: &crate::config::Plan, t: NegativeGen) -> Self {
         let rng = Rng::new(t.seed);
-        Self { t, channels: HashMap::new(), order: Vec::new(), rng, generated: 0 }
+        let item_sources = t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect();
+        Self { t, item_sources, channels: HashMap::new(), order: Vec::new(), rng, generated: 0 }
     }
 
     /// The pooled item ids of `channel`, oldest first.
@@ -84,13 +86,13 @@ impl NegativeGenState {
     /// Rewrites `rows` in Monolith's output order: for each row, its
     /// negatives (when positive), then the row itself (unless thrown).
     /// Returns the rows dropped by `throw_origin` / `throw_origin_neg`.
-    pub fn apply(&mut self, plan: &Plan, rows: &mut Rows<'_>) -> Result<u64, (usize, DecodeError)> {
+    pub fn apply(&mut self, rows: &mut Rows<'_>) -> Result<u64, (usize, DecodeError)> {
         let n = rows.len();
         let mut seen = Vec::with_capacity(n);
         {
             let mut split = Split::default();
             for row in 0..n {
-                seen.push(self.read(plan, &mut split, rows, row).map_err(|e| (row, e))?);
+                seen.push(self.read(&mut split, rows, row).map_err(|e| (row, e))?);
             }
         }
         // Negatives go after the input rows first, then every row is placed.
@@ -127,13 +129,7 @@ impl NegativeGenState {
         Ok(dropped)
     }
 
-    fn read<'r>(
-        &self,
-        plan: &Plan,
-        split: &mut Split<'r>,
-        rows: &'r Rows<'_>,
-        row: usize,
-    ) -> Result<Seen, DecodeError> {
+    fn read<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen, DecodeError> {
         let t = &self.t;
         let line_id = split.line_id(rows, row)?;
         let acts = actions(line_id.as_ref())?;
@@ -161,30 +157,22 @@ impl NegativeGenState {
         {
             gid = g;
         }
-        let item = if cacheable { Some(self.item(plan, split, rows, row)?) } else { None };
+        let item = if cacheable { Some(self.item(split, rows, row)?) } else { None };
         let line_id = line_id.map_or_else(Vec::new, |l| l.bytes().to_vec());
         Ok(Seen { positive, gid, cid, cacheable, item, line_id, labels })
     }
 
     /// The row's item features as a small owned Example.
-    fn item<'r>(
-        &self,
-        plan: &Plan,
-        split: &mut Split<'r>,
-        rows: &'r Rows<'_>,
-        row: usize,
-    ) -> Result<ItemBytes, DecodeError> {
+    fn item<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<ItemBytes, DecodeError> {
         let mut example = Vec::new();
         let mut cells = Vec::new();
         split.features(rows, row, |name, f| {
-            if !self.t.item_features.iter().any(|n| n.as_bytes() == name) {
-                return;
-            }
+            let Some(i) = self.t.item_features.iter().position(|n| n.as_bytes() == name) else { return };
             let body = f.bytes();
             let mut named = frame(1, name);
             named.extend(frame(2, body));
             example.extend(frame(1, &named));
-            if let Some(source) = plan.source_of(name) {
+            if let Some(source) = self.item_sources[i] {
                 let end = example.len() as u32;
                 cells.push((source, end - body.len() as u32, end));
             }

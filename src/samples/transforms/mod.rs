@@ -35,6 +35,17 @@ pub struct TransformError {
     pub error: DecodeError,
 }
 
+impl From<TransformError> for crate::ExtractError {
+    /// For callers that report every failure as an `ExtractError` (the
+    /// offline pipeline's hook): an operator error naming the transform,
+    /// at the row.
+    fn from(e: TransformError) -> Self {
+        let name = format!("offline.transforms[{}] ({})", e.index, e.name);
+        let kind = crate::ErrorKind::Operator { name, message: e.error.to_string() };
+        crate::ExtractError::from(kind).at_row(e.row)
+    }
+}
+
 /// What each transform did, for a run's summary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TransformCount {
@@ -67,7 +78,7 @@ impl Transforms {
             match t {
                 SampleTransform::AddLabel(a) => stages.push((i, Stage::AddLabel(a.clone()))),
                 SampleTransform::NegativeGen(n) => {
-                    stages.push((i, Stage::NegativeGen(Box::new(negative::NegativeGenState::new(n.clone())))))
+                    stages.push((i, Stage::NegativeGen(Box::new(negative::NegativeGenState::new(plan, n.clone())))))
                 }
                 SampleTransform::Shuffle { buffer_size, seed } => shuffle = Some((*buffer_size, *seed)),
                 SampleTransform::Batch { batch_size, drop_remainder } => batch = Some((*batch_size, *drop_remainder)),
@@ -86,7 +97,7 @@ impl Transforms {
     }
 
     /// Runs the row transforms on one input's rows, in config order.
-    pub fn apply(&mut self, plan: &Plan, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+    pub fn apply(&mut self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
         for (index, stage) in &mut self.stages {
             let count = &mut self.counts[*index];
             let at =
@@ -96,7 +107,7 @@ impl Transforms {
                 Stage::AddLabel(t) => add_label(t, rows).map_err(at)?,
                 Stage::NegativeGen(state) => {
                     let before = state.generated;
-                    count.dropped += state.apply(plan, rows).map_err(at)?;
+                    count.dropped += state.apply(rows).map_err(at)?;
                     count.generated += state.generated - before;
                 }
             }
@@ -121,6 +132,19 @@ impl Transforms {
                 _ => None,
             })
             .unwrap_or_default()
+    }
+
+    /// The counts as `("<transform>: dropped", n)` and
+    /// `("negative_gen: generated", n)`, in config order: a run's summary.
+    pub fn summary(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for c in self.counts() {
+            out.push((format!("{}: dropped", c.name), c.dropped));
+            if c.name == "negative_gen" {
+                out.push((format!("{}: generated", c.name), c.generated));
+            }
+        }
+        out
     }
 
     /// Per transform, in config order: rows dropped and generated so far.
