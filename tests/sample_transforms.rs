@@ -459,3 +459,23 @@ fn readme_offline_example_is_valid() {
         ]
     );
 }
+
+/// A row a transform cannot read is an error naming the transform and the
+/// row, never a panic; as an `ExtractError` (what the pipeline reports) it
+/// keeps both.
+#[test]
+fn an_unreadable_line_id_is_an_error_naming_the_transform_and_row() {
+    let p = plan(LINE_ID, "    - {transform: filter_by_value, field: req_time, op: gt, operand: 0}\n");
+    let good = examples("    - {line_id: {req_time: 3}}\n").remove(0);
+    // Example field 100 holding a LineId whose req_time field is cut short.
+    let bad: Vec<u8> = vec![0xa2, 0x06, 0x02, 0x18, 0x80];
+    let inputs: [&[u8]; 2] = [&good, &bad];
+    let mut ex = Extractor::new();
+    let mut rows = ex.index(&p, Input::Examples(&inputs), None).unwrap();
+    let err = Transforms::new(&p).apply(&mut rows).unwrap_err();
+    assert_eq!((err.index, err.name, err.row), (0, "filter_by_value", 1));
+    let as_extract = fex::ExtractError::from(err.clone());
+    assert_eq!(as_extract.row(), Some(1));
+    assert!(as_extract.to_string().contains("offline.transforms[0] (filter_by_value)"), "{as_extract}");
+    assert!(err.to_string().starts_with("offline.transforms[0] (filter_by_value): row 1: "), "{err}");
+}
