@@ -39,7 +39,7 @@ fn ids(out: &Extracted, name: &str) -> Vec<Vec<u64>> {
 const FIDS: &str = "  - {name: user, kind: sparse}\n  - {name: item, kind: sparse}\n";
 
 /// `IsInstanceOfInterest` (training_instance/cc/instance_utils.h, lines
-/// 117-190): req_time below req_time_min drops; any filter_fid drops; some
+/// 117-197): req_time below req_time_min drops; any filter_fid drops; some
 /// has_fid, every select_fid, every select_slot and some has_action are
 /// required. Slots are read v1 (>> 54) or v2 (>> 48) by the list's variant.
 #[test]
@@ -87,7 +87,7 @@ fn value_filter(transform: &str, line_ids: &[&str]) -> Vec<i64> {
 }
 
 /// `LineIdValueFilter` (kernels/internal/value_filter_by_line_id.cc, lines
-/// 150-290) with relational_utils.h's `compare`/`contains`: `between` is
+/// 165-293) with relational_utils.h's `compare`/`contains`: `between` is
 /// [lo, hi); singular fields read their default when absent (sample_rate
 /// 1.0); repeated fields take any/all/diff, and keep_empty decides rows
 /// without values.
@@ -155,10 +155,10 @@ fn labelled(labels: &[&str]) -> Vec<Vec<u8>> {
     examples(&labels.iter().map(|l| format!("    - {{label: {l}}}\n")).collect::<String>())
 }
 
-/// filter_by_label's docstring (feature_utils.py, lines 445-452):
+/// filter_by_label's docstring (feature_utils.py, lines 443-449):
 /// thresholds [-100.0, 0.0]; [-1000, -1] is dropped, [-1000, 0], [-1, -1]
 /// and [-1, 1] are kept; filter_equal drops a label equal to its threshold
-/// (filter_by_label_kernel.cc, lines 74-79); fewer labels than thresholds
+/// (filter_by_label_kernel.cc, lines 74-80); fewer labels than thresholds
 /// drop the row.
 #[test]
 fn filter_by_label_follows_the_docstring() {
@@ -173,8 +173,8 @@ fn filter_by_label_follows_the_docstring() {
 
 const INVALID: f32 = f32::MIN;
 
-/// add_label's docstring (feature_utils.py, lines 338-353) and kernel
-/// (add_label_kernel.cc, lines 83-121): config "1,2:3:1.0;4::0.5" is two
+/// add_label's docstring (feature_utils.py, lines 338-352) and kernel
+/// (add_label_kernel.cc, lines 84-125): config "1,2:3:1.0;4::0.5" is two
 /// tasks; a label per task is appended to the row's labels (a first label
 /// <= 0 becomes INVALID_LABEL); task 1 gives 1 with action 1 or 2, the
 /// negative value with 3, INVALID_LABEL with neither; LineId.sample_rate
@@ -251,15 +251,16 @@ const NEG_FEATURES: &str = "  - {name: f_user_id, kind: sparse}
 
 /// negative_gen as negative_gen_dataset_kernel.cc and its pool
 /// (kernels/internal/cache_mgr.cc) do it, on negative_gen_test.py's setup
-/// (lines 60-75: per_channel on a channel feature, goods features as item
+/// (lines 58-70: per_channel on a channel feature, goods features as item
 /// features, cache_only_pos): every cacheable row's item joins its
-/// channel's pool (`SaveToCache`, lines 381-424) unless already there; a
+/// channel's pool (`SaveToCache`, lines 404-453) unless already there; a
 /// pool of no more than start_num items gives no negatives
-/// (`RandomSelectOne`); past max_item_num the oldest item leaves (`Push`);
+/// (`RandomSelectOne`, cache_mgr.cc line 123); past max_item_num the oldest
+/// item leaves (`Push`, line 95);
 /// each positive is preceded by neg_num negatives (`GetNext`, lines
-/// 187-225): its own features with a pooled item's, label[label_index] =
+/// 177-235): its own features with a pooled item's, label[label_index] =
 /// negative_label, LineId item_id = the item's, actions = [negative_action]
-/// (`SetLabelAndLineId`, lines 426-441). The pool outlives each input.
+/// (`SetLabelAndLineId`, lines 455-470). The pool outlives each input.
 #[test]
 fn negative_gen_pools_items_per_channel_with_start_num_and_fifo_eviction() {
     let p = plan(
@@ -314,10 +315,10 @@ lists:
     assert_eq!(counts, [TransformCount { name: "negative_gen", dropped: 0, generated: 4 }]);
 }
 
-/// throw_origin_neg drops real negatives (`Emitable`, kernel line 307);
+/// throw_origin_neg drops real negatives (`Emitable`, kernel line 334);
 /// without sampled_neg_instance_weight and with unbias_sampled_neg (the
 /// default) a negative weighs 1 + neg_num * time_factor^decay *
-/// freq_factor (`BuildNegativeTensor`, lines 455-466), where freq_factor is
+/// freq_factor (`BuildNegativeTensor`, lines 492-503), where freq_factor is
 /// 1 / times the item was drawn and time_factor its queue position / size.
 #[test]
 fn negative_gen_weights_and_throws_as_the_kernel() {
