@@ -112,11 +112,13 @@ fn select_errors_are_typed() {
 }
 
 /// Each config stage and the modules it must not import: the stages run
-/// raw → check → compile → plan, and plan is pure data.
+/// raw → check → compile → plan, and plan (with offline) is pure data.
 #[test]
 fn config_stages_import_one_way() {
     let cases: &[(&str, &[&str])] = &[
         ("plan.rs", &["super::", "config::raw", "config::check", "config::compile"]),
+        // The compiled `offline:` section, pure data beside the plan.
+        ("offline.rs", &["config::raw", "config::check", "config::compile"]),
         ("raw", &["check", "compile", "plan::"]),
         ("check", &["compile"]),
     ];

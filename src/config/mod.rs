@@ -6,10 +6,12 @@
 mod check;
 mod compile;
 mod errors;
+pub mod offline;
 mod plan;
 mod raw;
 
 pub use errors::{ConfigError, ConfigErrors};
+pub use offline::{Offline, SampleTransform};
 pub use plan::{Compat, Identity, Limits, LineIdField, Op, Output, Plan, SelectError, Source, Task};
 
 /// The embedded default model: a ranking model with shared user and context

@@ -147,6 +147,8 @@ pub struct Plan {
     /// Files the config refers to (vocabularies), in config order.
     pub files: Vec<std::path::PathBuf>,
     pub(crate) identity: Identity,
+    /// The `offline:` section: sample transforms for offline runs.
+    pub offline: crate::config::offline::Offline,
 }
 
 /// What a model is, for the server's reports and for training data to carry:

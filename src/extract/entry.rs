@@ -5,8 +5,8 @@
 //! serving policy rather than model (which outputs, how SHARED features come
 //! back, the bounds) is an argument of the call, a [`Policy`].
 
-use super::gather::{Cell, ExampleRow, Index, InputKind};
-use super::{ExtractError, Extracted, Extractor, Stats};
+use super::rows::Rows;
+use super::{ExtractError, Extracted, Extractor};
 use crate::config::{Limits, Plan};
 use crate::error::ErrorKind;
 
@@ -129,7 +129,8 @@ impl Extractor {
         }
         let mut index = std::mem::take(&mut self.rows_index);
         rows.lay_out(&mut index, limits);
-        let result = self.run(plan, Some(&index), &rows.bufs, &policy, out);
+        let bufs = rows.slices();
+        let result = self.run(plan, Some(&index), &bufs, &policy, out);
         self.rows_index = index;
         result
     }
@@ -158,133 +159,4 @@ fn check_selection(plan: &Plan, outputs: &[usize]) -> Result<(), ExtractError> {
         }
     }
     Ok(())
-}
-
-/// Rows of one or more inputs, editable: every row holds, for each source
-/// the plan reads, where its Feature is (or that it has none).
-#[derive(Debug, Clone)]
-pub struct Rows<'a> {
-    /// The digest of the plan that indexed them.
-    plan: u64,
-    kind: InputKind,
-    sources: usize,
-    /// Row-major: `cells[row * sources + source]`.
-    cells: Vec<Cell>,
-    example_rows: Vec<ExampleRow>,
-    /// The buffer of each row's sample.
-    row_buf: Vec<u32>,
-    /// Sources any sample had (a list present in the batch).
-    present: Vec<bool>,
-    bufs: Vec<&'a [u8]>,
-    stats: Stats,
-}
-
-/// A row that cannot join: from another kind of input or another plan, or
-/// not there at all.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RowsMismatch {
-    #[error("rows indexed from {found} cannot join rows indexed from {expected}")]
-    Source { found: String, expected: String },
-    #[error("row {row} asked for, the rows hold {rows}")]
-    NoRow { row: usize, rows: usize },
-}
-
-impl<'a> Rows<'a> {
-    fn from_index(plan: &Plan, ix: &Index, bufs: Vec<&'a [u8]>) -> Self {
-        let (rows, sources) = (ix.rows, ix.columns.len());
-        let mut cells = Vec::with_capacity(rows * sources);
-        for row in 0..rows {
-            cells.extend((0..sources).map(|s| ix.cell(s, row).unwrap_or(Cell::NONE)));
-        }
-        let batch = ix.kind == InputKind::Batch;
-        let example_rows = if batch { vec![ExampleRow::default(); rows] } else { ix.example_rows.clone() };
-        Rows {
-            plan: plan.identity().digest,
-            kind: ix.kind,
-            sources,
-            cells,
-            row_buf: (0..rows).map(|r| if batch { 0 } else { r as u32 }).collect(),
-            example_rows,
-            present: ix.columns.iter().map(|c| c.present).collect(),
-            bufs,
-            stats: ix.stats,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.row_buf.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Keeps the rows for which `keep(row)` is true, in order.
-    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
-        let mut at = 0;
-        for row in 0..self.len() {
-            if keep(row) {
-                self.cells.copy_within(row * self.sources..(row + 1) * self.sources, at * self.sources);
-                self.example_rows[at] = self.example_rows[row];
-                self.row_buf[at] = self.row_buf[row];
-                at += 1;
-            }
-        }
-        self.cells.truncate(at * self.sources);
-        self.example_rows.truncate(at);
-        self.row_buf.truncate(at);
-    }
-
-    /// Appends row `row` of `other` (indexed from the same kind of input by
-    /// the same plan) after the last row.
-    pub fn push_row(&mut self, other: &Rows<'a>, row: usize) -> Result<(), RowsMismatch> {
-        if row >= other.len() {
-            return Err(RowsMismatch::NoRow { row, rows: other.len() });
-        }
-        if other.kind != self.kind || other.sources != self.sources || other.plan != self.plan {
-            let describe =
-                |r: &Rows<'_>| format!("{:?} input reading {} features (model {:016x})", r.kind, r.sources, r.plan);
-            return Err(RowsMismatch::Source { found: describe(other), expected: describe(self) });
-        }
-        let old = other.row_buf[row];
-        let new = self.bufs.len() as u32;
-        self.bufs.push(other.bufs[old as usize]);
-        let moved = |c: Cell| if c.is_none() { c } else { Cell { buf: new, ..c } };
-        let cells = &other.cells[row * other.sources..(row + 1) * other.sources];
-        self.cells.extend(cells.iter().map(|&c| moved(c)));
-        let e = other.example_rows[row];
-        self.example_rows.push(ExampleRow { buf: new, line_id: moved(e.line_id), ..e });
-        self.row_buf.push(new);
-        for (mine, theirs) in self.present.iter_mut().zip(&other.present) {
-            *mine |= *theirs;
-        }
-        Ok(())
-    }
-
-    /// Lays the rows out column by column, as extraction reads them.
-    fn lay_out(&self, ix: &mut Index, limits: Limits) {
-        let (rows, sources) = (self.len(), self.sources);
-        ix.limits = limits;
-        ix.kind = self.kind;
-        ix.rows = rows;
-        ix.stats = self.stats;
-        ix.cells.clear();
-        ix.cells.resize(rows * sources, Cell::NONE);
-        for row in 0..rows {
-            for s in 0..sources {
-                ix.cells[s * rows + row] = self.cells[row * sources + s];
-            }
-        }
-        ix.columns.clear();
-        ix.columns.extend((0..sources).map(|s| super::gather::Column {
-            present: self.present[s],
-            shared: false,
-            first: s * rows,
-            len: rows,
-            list_index: 0,
-            body: None,
-        }));
-        ix.example_rows.clear();
-        ix.example_rows.extend_from_slice(&self.example_rows);
-    }
 }

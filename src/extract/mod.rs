@@ -14,6 +14,7 @@ mod label;
 mod line_id;
 mod monolith;
 mod monolith_label;
+mod rows;
 mod sequence;
 mod sparse;
 mod strings;
@@ -24,7 +25,8 @@ mod walk_tests;
 mod write;
 
 pub use crate::error::ExtractError;
-pub use entry::{Input, Policy, Rows, RowsMismatch, SharedRows};
+pub use entry::{Input, Policy, SharedRows};
+pub use rows::{RowBuf, Rows, RowsMismatch, Sample};
 
 use gather::{Cell, ExampleRow, Index, InputKind};
 

@@ -140,6 +140,11 @@ impl<'a> FeatureView<'a> {
         Ok(view)
     }
 
+    /// The Feature's bytes as they came, for callers that move it whole.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.msg
+    }
+
     /// The variant set, or `None` for an empty Feature.
     pub fn kind(&self) -> Option<FeatureKind> {
         self.kind

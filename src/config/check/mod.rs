@@ -6,6 +6,7 @@
 mod kinds;
 mod line_id;
 mod numeric;
+mod offline;
 mod ops;
 mod transforms;
 mod values;
@@ -30,6 +31,7 @@ pub(super) struct Checked {
     pub source_names: Vec<String>,
     /// Files the config read (vocabularies), with their digests.
     pub files: Vec<(PathBuf, u64)>,
+    pub offline: super::offline::Offline,
 }
 
 /// Where files named in the config are read from.
@@ -70,11 +72,12 @@ pub(super) fn check(raw: RawModel, files: Files<'_>, errors: Vec<ConfigError>) -
     }
     kinds::expand_positions(&mut outputs, &per_position);
     ops::resolve(&mut cx, &mut outputs, op_entries, ops::Declared { names, failed }, files);
+    let offline = cx.offline(&raw.offline, files);
     if !cx.errors.is_empty() {
         return Err(cx.errors);
     }
     let Checker { compat, files, sources, .. } = cx;
-    Ok(Checked { name: raw.name, version: raw.version, compat, limits, outputs, source_names: sources, files })
+    Ok(Checked { name: raw.name, version: raw.version, compat, limits, outputs, source_names: sources, files, offline })
 }
 
 /// Collects errors while the stages check a model.

@@ -8,6 +8,7 @@
 mod dispatch;
 pub(super) mod entries;
 mod keys;
+pub(super) mod offline;
 
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
@@ -32,6 +33,7 @@ struct TopLevel {
     compat: Option<String>,
     limits: Option<Mapping>,
     features: Option<Vec<Value>>,
+    offline: Option<Mapping>,
 }
 
 /// Per-request bounds the extractor enforces.
@@ -51,6 +53,8 @@ pub(super) struct RawModel {
     pub limits: RawLimits,
     /// Every named feature, in file order, names unique.
     pub features: Vec<RawEntry>,
+    /// The `offline:` section's transforms, in order.
+    pub offline: Vec<offline::RawTransform>,
 }
 
 /// One feature entry, read into the struct of its kind or op.
@@ -99,7 +103,8 @@ pub(super) fn parse(text: &str, errors: &mut Vec<ConfigError>) -> Option<RawMode
             Vec::new()
         }
     };
-    Some(RawModel { name, version: top.version.unwrap_or_default(), compat: top.compat, limits, features })
+    let offline = top.offline.map(|o| offline::parse(&o, errors)).unwrap_or_default();
+    Some(RawModel { name, version: top.version.unwrap_or_default(), compat: top.compat, limits, features, offline })
 }
 
 fn fail<T>(errors: &mut Vec<ConfigError>, path: &str, message: String) -> Option<T> {

@@ -1,0 +1,458 @@
+//! `Rows`: the index of one or more inputs, row by row, for callers that edit
+//! it between `Extractor::index` and `Extractor::write` (the offline
+//! transforms). Rows are dropped (`retain`), appended from other rows
+//! (`push_row`, `push_with`), and given new labels, LineIds or weights
+//! (`set_labels`, `set_line_id`, `set_weight`): an override is a small owned
+//! buffer the writers read like any sample's bytes, so the writers do not
+//! know overrides exist.
+
+use bytes::Bytes;
+
+use super::Stats;
+use super::gather::{Cell, ExampleRow, Index, InputKind};
+use crate::config::{Limits, Plan};
+
+/// A buffer rows point into: the caller's input, or bytes the rows own
+/// (overrides, pooled items, rows kept past their input).
+#[derive(Debug, Clone)]
+pub enum RowBuf<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Bytes),
+}
+
+impl RowBuf<'_> {
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Borrowed(b) => b,
+            Self::Owned(b) => b,
+        }
+    }
+}
+
+/// Where a row's sample is, for callers that read more of it than the plan
+/// does (the offline transforms' predicates).
+#[derive(Debug, Clone, Copy)]
+pub enum Sample<'r> {
+    /// Row `row` of a serialized `ExampleBatch`.
+    BatchRow { batch: &'r [u8], row: usize },
+    /// A serialized `Example`.
+    Example(&'r [u8]),
+}
+
+/// What a row carries besides its cells.
+#[derive(Debug, Clone, Default)]
+struct RowMeta {
+    /// The buffer of its sample.
+    sample: u32,
+    /// Its row in that batch (0 for Examples).
+    batch_row: u32,
+    /// A LineId that replaces the sample's (an owned buffer).
+    line_id: Option<u32>,
+    /// Labels that replace the sample's.
+    labels: Option<std::sync::Arc<[f32]>>,
+    /// An owned Example of named features that replace the sample's
+    /// same-named ones (a pooled item of negative generation).
+    features: Option<u32>,
+}
+
+/// Rows of one or more inputs, editable: every row holds, for each source
+/// the plan reads, where its Feature is (or that it has none).
+#[derive(Debug, Clone)]
+pub struct Rows<'a> {
+    /// The digest of the plan that indexed them.
+    pub(super) plan: u64,
+    kind: InputKind,
+    pub(super) sources: usize,
+    /// The plan's reserved sources, which overrides replace.
+    reserved: Reserved,
+    /// Row-major: `cells[row * sources + source]`.
+    cells: Vec<Cell>,
+    example_rows: Vec<ExampleRow>,
+    meta: Vec<RowMeta>,
+    /// Sources any sample had (a list present in the batch).
+    present: Vec<bool>,
+    pub(super) bufs: Vec<RowBuf<'a>>,
+    stats: Stats,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Reserved {
+    line_id: Option<usize>,
+    label: Option<usize>,
+    weight: Option<usize>,
+}
+
+/// A row that cannot join: from another kind of input or another plan, or
+/// not there at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowsMismatch {
+    #[error("rows indexed from {found} cannot join rows indexed from {expected}")]
+    Source { found: String, expected: String },
+    #[error("row {row} asked for, the rows hold {rows}")]
+    NoRow { row: usize, rows: usize },
+}
+
+impl<'a> Rows<'a> {
+    pub(super) fn from_index(plan: &Plan, ix: &Index, bufs: Vec<&'a [u8]>) -> Self {
+        let (rows, sources) = (ix.rows, ix.columns.len());
+        let mut cells = Vec::with_capacity(rows * sources);
+        for row in 0..rows {
+            cells.extend((0..sources).map(|s| ix.cell(s, row).unwrap_or(Cell::NONE)));
+        }
+        let batch = ix.kind == InputKind::Batch;
+        let example_rows = if batch { vec![ExampleRow::default(); rows] } else { ix.example_rows.clone() };
+        let meta = (0..rows as u32)
+            .map(|r| {
+                if batch {
+                    RowMeta { batch_row: r, ..RowMeta::default() }
+                } else {
+                    RowMeta { sample: r, ..RowMeta::default() }
+                }
+            })
+            .collect();
+        Rows {
+            plan: plan.identity().digest,
+            kind: ix.kind,
+            sources,
+            reserved: Reserved { line_id: plan.line_id_source, label: plan.label_source, weight: plan.weight_source },
+            cells,
+            meta,
+            example_rows,
+            present: ix.columns.iter().map(|c| c.present).collect(),
+            bufs: bufs.into_iter().map(RowBuf::Borrowed).collect(),
+            stats: ix.stats,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.meta.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffers the rows point into, as `write` hands them to the writers.
+    pub(super) fn slices(&self) -> Vec<&[u8]> {
+        self.bufs.iter().map(RowBuf::as_slice).collect()
+    }
+
+    /// Keeps the rows for which `keep(row)` is true, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        let mut at = 0;
+        for row in 0..self.len() {
+            if keep(row) {
+                self.cells.copy_within(row * self.sources..(row + 1) * self.sources, at * self.sources);
+                self.example_rows[at] = self.example_rows[row];
+                self.meta.swap(at, row);
+                at += 1;
+            }
+        }
+        self.cells.truncate(at * self.sources);
+        self.example_rows.truncate(at);
+        self.meta.truncate(at);
+    }
+
+    /// Removes row `row`, moving the last row into its place: O(sources).
+    pub fn swap_remove(&mut self, row: usize) {
+        let last = self.len() - 1;
+        if row != last {
+            let s = self.sources;
+            self.cells.copy_within(last * s..(last + 1) * s, row * s);
+            self.example_rows[row] = self.example_rows[last];
+            self.meta.swap(row, last);
+        }
+        self.cells.truncate(last * self.sources);
+        self.example_rows.truncate(last);
+        self.meta.truncate(last);
+        self.compact_if_sparse();
+    }
+
+    /// Drops buffers no row points into any more, once they outnumber the
+    /// rows: rows that live long (a shuffle buffer) stay bounded.
+    fn compact_if_sparse(&mut self) {
+        if self.bufs.len() <= 4 * self.len() + 64 {
+            return;
+        }
+        let old = std::mem::take(&mut self.bufs);
+        let mut map = vec![u32::MAX; old.len()];
+        let mut bufs = Vec::new();
+        let mut remap = |b: u32| -> u32 {
+            if b == u32::MAX {
+                return b;
+            }
+            if map[b as usize] == u32::MAX {
+                map[b as usize] = bufs.len() as u32;
+                bufs.push(old[b as usize].clone());
+            }
+            map[b as usize]
+        };
+        for c in self.cells.iter_mut().filter(|c| !c.is_none()) {
+            c.buf = remap(c.buf);
+        }
+        for e in &mut self.example_rows {
+            e.buf = remap(e.buf);
+            if !e.line_id.is_none() {
+                e.line_id.buf = remap(e.line_id.buf);
+            }
+        }
+        for m in &mut self.meta {
+            m.sample = remap(m.sample);
+            m.line_id = m.line_id.map(&mut remap);
+            m.features = m.features.map(&mut remap);
+        }
+        self.bufs = bufs;
+    }
+
+    /// Appends row `row` of `other` (indexed from the same kind of input by
+    /// the same plan) after the last row.
+    pub fn push_row(&mut self, other: &Rows<'a>, row: usize) -> Result<(), RowsMismatch> {
+        self.check_join(other, row, true)?;
+        self.push_copy(other, row, &mut Vec::new());
+        self.compact_if_sparse();
+        Ok(())
+    }
+
+    /// Appends a copy of this rows' `base` row whose Features of the sources
+    /// in `features` (an Example of named features this row now owns, and
+    /// the byte range of each source's Feature in it) replace its own: how
+    /// negative generation pairs a user's features with a pooled item's.
+    pub fn push_with(&mut self, base: usize, example: Bytes, features: &[(usize, u32, u32)]) {
+        let at = self.len();
+        let (cells, meta, example_row) =
+            (self.row_cells(base).to_vec(), self.meta[base].clone(), self.example_rows[base]);
+        self.cells.extend(cells);
+        self.meta.push(meta);
+        self.example_rows.push(example_row);
+        let buf = self.own(example);
+        self.meta[at].features = Some(buf);
+        for &(source, start, end) in features {
+            if source < self.sources {
+                self.cells[at * self.sources + source] = Cell { buf, start, end, index: 0, list: 0 };
+                self.present[source] = true;
+            }
+        }
+    }
+
+    /// Makes `rows` hold no borrowed bytes: each borrowed buffer becomes a
+    /// slice of the owner in `owners` that holds it (no copy), or a copy.
+    /// Rows kept past their input (shuffling, batching) need this.
+    pub fn into_owned(self, owners: &[Bytes]) -> Rows<'static> {
+        let owned = |b: RowBuf<'a>| match b {
+            RowBuf::Owned(b) => RowBuf::Owned(b),
+            RowBuf::Borrowed(s) => {
+                let range = s.as_ptr_range();
+                let within = |o: &&Bytes| {
+                    let r = o.as_ptr_range();
+                    r.start <= range.start && range.end <= r.end
+                };
+                RowBuf::Owned(owners.iter().find(within).map_or_else(|| Bytes::copy_from_slice(s), |o| o.slice_ref(s)))
+            }
+        };
+        Rows {
+            plan: self.plan,
+            kind: self.kind,
+            sources: self.sources,
+            reserved: self.reserved,
+            cells: self.cells,
+            example_rows: self.example_rows,
+            meta: self.meta,
+            present: self.present,
+            bufs: self.bufs.into_iter().map(owned).collect(),
+            stats: self.stats,
+        }
+    }
+
+    /// Empty rows of the same plan and kind, to collect rows into.
+    pub fn empty_like(&self) -> Self {
+        Rows {
+            plan: self.plan,
+            kind: self.kind,
+            sources: self.sources,
+            reserved: self.reserved,
+            cells: Vec::new(),
+            example_rows: Vec::new(),
+            meta: Vec::new(),
+            present: vec![false; self.sources],
+            bufs: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Where row `row`'s sample is.
+    pub fn sample(&self, row: usize) -> Sample<'_> {
+        let m = &self.meta[row];
+        let bytes = self.bufs[m.sample as usize].as_slice();
+        match self.kind {
+            InputKind::Batch => Sample::BatchRow { batch: bytes, row: m.batch_row as usize },
+            InputKind::Examples => Sample::Example(bytes),
+        }
+    }
+
+    /// The LineId that replaced the sample's (`set_line_id`), if any.
+    pub fn line_id_override(&self, row: usize) -> Option<&[u8]> {
+        self.meta[row].line_id.map(|b| self.bufs[b as usize].as_slice())
+    }
+
+    /// The labels that replaced the sample's (`set_labels`), if any.
+    pub fn labels_override(&self, row: usize) -> Option<&[f32]> {
+        self.meta[row].labels.as_deref()
+    }
+
+    /// The Example of named features that replace the sample's (`push_with`).
+    pub fn features_override(&self, row: usize) -> Option<&[u8]> {
+        self.meta[row].features.map(|b| self.bufs[b as usize].as_slice())
+    }
+
+    /// Replaces the row's labels: what the plan's label outputs write.
+    pub fn set_labels(&mut self, row: usize, labels: &[f32]) {
+        self.meta[row].labels = Some(labels.into());
+        let floats: Vec<u8> = labels.iter().flat_map(|v| v.to_le_bytes()).collect();
+        if self.kind == InputKind::Examples {
+            // Example field 101, packed: the label writer reads it from the
+            // buffer the row's ExampleRow names.
+            let buf = self.own(frame(101, &floats).into());
+            self.example_rows[row].buf = buf;
+            self.set_cell(row, self.reserved.label, None);
+        } else {
+            let feature = frame(3, &frame(1, &floats));
+            self.set_feature(row, self.reserved.label, feature);
+        }
+    }
+
+    /// Replaces the row's instance weight.
+    pub fn set_weight(&mut self, row: usize, weight: f32) {
+        self.example_rows[row].weight = weight;
+        self.set_feature(row, self.reserved.weight, frame(3, &frame(1, &weight.to_le_bytes())));
+    }
+
+    /// Replaces the row's LineId with a serialized one.
+    pub fn set_line_id(&mut self, row: usize, line_id: Bytes) {
+        let len = line_id.len() as u32;
+        let buf = self.own(line_id.clone());
+        self.meta[row].line_id = Some(buf);
+        if self.kind == InputKind::Examples {
+            self.example_rows[row].line_id = Cell { buf, start: 0, end: len, index: 0, list: 0 };
+        }
+        // As `__LINE_ID__` holds it: a bytes_list of one value.
+        self.set_feature(row, self.reserved.line_id, frame(6, &frame(1, &line_id)));
+    }
+
+    fn set_feature(&mut self, row: usize, source: Option<usize>, feature: Vec<u8>) {
+        if let Some(s) = source {
+            let len = feature.len() as u32;
+            let buf = self.own(feature.into());
+            self.set_cell(row, Some(s), Some(Cell { buf, start: 0, end: len, index: 0, list: 0 }));
+        }
+    }
+
+    fn set_cell(&mut self, row: usize, source: Option<usize>, cell: Option<Cell>) {
+        if let Some(s) = source {
+            self.cells[row * self.sources + s] = cell.unwrap_or(Cell::NONE);
+            self.present[s] |= cell.is_some();
+        }
+    }
+
+    fn own(&mut self, bytes: Bytes) -> u32 {
+        self.bufs.push(RowBuf::Owned(bytes));
+        (self.bufs.len() - 1) as u32
+    }
+
+    fn row_cells(&self, row: usize) -> &[Cell] {
+        &self.cells[row * self.sources..(row + 1) * self.sources]
+    }
+
+    fn check_join(&self, other: &Rows<'_>, row: usize, same_kind: bool) -> Result<(), RowsMismatch> {
+        if row >= other.len() {
+            return Err(RowsMismatch::NoRow { row, rows: other.len() });
+        }
+        if (same_kind && other.kind != self.kind) || other.sources != self.sources || other.plan != self.plan {
+            let describe =
+                |r: &Rows<'_>| format!("{:?} input reading {} features (model {:016x})", r.kind, r.sources, r.plan);
+            return Err(RowsMismatch::Source { found: describe(other), expected: describe(self) });
+        }
+        Ok(())
+    }
+
+    /// Copies row `row` of `other`, adopting each buffer it points into once.
+    fn push_copy(&mut self, other: &Rows<'a>, row: usize, map: &mut Vec<(u32, u32)>) {
+        map.clear();
+        let mut adopt = |this: &mut Self, old: u32| -> u32 {
+            if old == u32::MAX {
+                return old;
+            }
+            if let Some(&(_, new)) = map.iter().find(|(o, _)| *o == old) {
+                return new;
+            }
+            this.bufs.push(other.bufs[old as usize].clone());
+            let new = (this.bufs.len() - 1) as u32;
+            map.push((old, new));
+            new
+        };
+        for &c in other.row_cells(row) {
+            let moved = if c.is_none() { c } else { Cell { buf: adopt(self, c.buf), ..c } };
+            self.cells.push(moved);
+        }
+        let e = other.example_rows[row];
+        let line_id =
+            if e.line_id.is_none() { e.line_id } else { Cell { buf: adopt(self, e.line_id.buf), ..e.line_id } };
+        let buf = adopt(self, e.buf);
+        self.example_rows.push(ExampleRow { buf, line_id, ..e });
+        let m = &other.meta[row];
+        let meta = RowMeta {
+            sample: adopt(self, m.sample),
+            batch_row: m.batch_row,
+            line_id: m.line_id.map(|b| adopt(self, b)),
+            labels: m.labels.clone(),
+            features: m.features.map(|b| adopt(self, b)),
+        };
+        self.meta.push(meta);
+        for (mine, theirs) in self.present.iter_mut().zip(&other.present) {
+            *mine |= *theirs;
+        }
+    }
+
+    /// Lays the rows out column by column, as extraction reads them.
+    pub(super) fn lay_out(&self, ix: &mut Index, limits: Limits) {
+        let (rows, sources) = (self.len(), self.sources);
+        ix.limits = limits;
+        ix.kind = self.kind;
+        ix.rows = rows;
+        ix.stats = self.stats;
+        ix.cells.clear();
+        ix.cells.resize(rows * sources, Cell::NONE);
+        for row in 0..rows {
+            for s in 0..sources {
+                ix.cells[s * rows + row] = self.cells[row * sources + s];
+            }
+        }
+        ix.columns.clear();
+        ix.columns.extend((0..sources).map(|s| super::gather::Column {
+            present: self.present[s],
+            shared: false,
+            first: s * rows,
+            len: rows,
+            list_index: 0,
+            body: None,
+        }));
+        ix.example_rows.clear();
+        ix.example_rows.extend_from_slice(&self.example_rows);
+    }
+}
+
+/// A length-delimited protobuf field: key, length, body.
+fn frame(field: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 8);
+    varint(&mut out, u64::from(field << 3 | 2));
+    varint(&mut out, body.len() as u64);
+    out.extend_from_slice(body);
+    out
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}

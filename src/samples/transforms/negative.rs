@@ -1,0 +1,300 @@
+//! `negative_gen` (kernels/negative_gen_dataset_kernel.cc, its item pool
+//! kernels/internal/cache_mgr.cc): every row's item features go into a
+//! per-channel FIFO pool that outlives one input; each positive is followed
+//! by `neg_num` negatives, each the positive's own features with a pooled
+//! item's features in place of its item features.
+//!
+//! Ownership: a pooled item is an owned `Bytes` holding a small Example of
+//! the item's named features (their Feature bytes copied, not re-encoded),
+//! with the byte range of each feature the plan reads; a negative row points
+//! into it (`Rows::push_with`), so rows outlive nothing they index.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+
+use super::Rng;
+use super::filters::actions;
+use super::label::{owned, rewrite};
+use super::row::Split;
+use crate::config::offline::NegativeGen;
+use crate::extract::Rows;
+use crate::view::LineIdView;
+use crate::wire::DecodeError;
+
+/// Monolith's default channel when none is found.
+const DEFAULT_CHANNEL: u64 = 3;
+const ITEM_ID: u32 = 4;
+const ACTIONS: u32 = 6;
+
+/// A pooled item's Example, and the (source, start, end) of each feature
+/// the plan reads in it.
+type ItemBytes = (Bytes, Vec<(usize, u32, u32)>);
+
+/// One cached item.
+#[derive(Debug)]
+struct Item {
+    example: Bytes,
+    /// (source, start, end) of each feature the plan reads.
+    cells: Vec<(usize, u32, u32)>,
+    sample_cnt: u64,
+}
+
+/// One channel's items, oldest first (`CacheWithGid`).
+#[derive(Debug, Default)]
+struct Channel {
+    queue: VecDeque<u64>,
+    items: HashMap<u64, Item>,
+}
+
+/// Negative generation's state across inputs.
+#[derive(Debug)]
+pub(super) struct NegativeGenState {
+    t: NegativeGen,
+    /// Each item feature's source in the plan, if the plan reads it.
+    item_sources: Vec<Option<usize>>,
+    channels: HashMap<u64, Channel>,
+    /// Channels in the order first seen, for easy negatives.
+    order: Vec<u64>,
+    rng: Rng,
+    pub generated: u64,
+}
+
+/// What one input row contributes.
+struct Seen {
+    positive: bool,
+    gid: u64,
+    cid: u64,
+    cacheable: bool,
+    item: Option<ItemBytes>,
+    line_id: Vec<u8>,
+    labels: Vec<f32>,
+}
+
+impl NegativeGenState {
+    pub fn new(plan: &crate::config::Plan, t: NegativeGen) -> Self {
+        let rng = Rng::new(t.seed);
+        let item_sources = t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect();
+        Self { t, item_sources, channels: HashMap::new(), order: Vec::new(), rng, generated: 0 }
+    }
+
+    /// The pooled item ids of `channel`, oldest first.
+    pub fn pool_ids(&self, channel: u64) -> Vec<u64> {
+        self.channels.get(&channel).map_or_else(Vec::new, |c| c.queue.iter().copied().collect())
+    }
+
+    /// Rewrites `rows` in Monolith's output order: for each row, its
+    /// negatives (when positive), then the row itself (unless thrown).
+    /// Returns the rows dropped by `throw_origin` / `throw_origin_neg`.
+    pub fn apply(&mut self, rows: &mut Rows<'_>) -> Result<u64, (usize, DecodeError)> {
+        let n = rows.len();
+        let mut seen = Vec::with_capacity(n);
+        {
+            let mut split = Split::default();
+            for row in 0..n {
+                seen.push(self.read(&mut split, rows, row).map_err(|e| (row, e))?);
+            }
+        }
+        // Negatives go after the input rows first, then every row is placed.
+        let mut placed: Vec<usize> = Vec::with_capacity(n);
+        let mut dropped = 0;
+        for (row, s) in seen.iter().enumerate() {
+            if s.cacheable {
+                self.save(s);
+            }
+            if s.positive {
+                for _ in 0..self.t.neg_num {
+                    if let Some(neg) = self.negative(rows, row, s).map_err(|e| (row, e))? {
+                        placed.push(neg);
+                    }
+                }
+            }
+            if !self.t.throw_origin && (!self.t.throw_origin_neg || s.positive) {
+                let weight = match (s.positive, self.t.real_neg_instance_weight) {
+                    (true, _) => 1.0,
+                    (false, w) if w > 0.00001 => w,
+                    _ => 1.0,
+                };
+                rows.set_weight(row, weight);
+                placed.push(row);
+            } else {
+                dropped += 1;
+            }
+        }
+        let mut out = rows.empty_like();
+        for &row in &placed {
+            out.push_row(rows, row).expect("rows of one Rows join");
+        }
+        *rows = out;
+        Ok(dropped)
+    }
+
+    fn read<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen, DecodeError> {
+        let t = &self.t;
+        let line_id = split.line_id(rows, row)?;
+        let acts = actions(line_id.as_ref())?;
+        let labels = split.labels(rows, row)?;
+        let positive = if !t.positive_actions.is_empty() {
+            most_prior(line_id.as_ref(), &t.action_priority)?.is_some_and(|a| t.positive_actions.contains(&a))
+        } else {
+            labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32)
+        };
+        let cacheable =
+            !t.cache_only_pos || positive || t.cache_negative_actions.iter().any(|a| acts.contains(&i64::from(*a)));
+        let mut gid =
+            match line_id.as_ref().map(|l| l.last(ITEM_ID, crate::view::FieldType::Fixed64)).transpose()?.flatten() {
+                Some(crate::view::Value::Int(g)) => g as u64,
+                _ => 0,
+            };
+        let mut cid = DEFAULT_CHANNEL;
+        if t.per_channel
+            && let Some(c) = split.first_fid(rows, row, &t.channel_feature)?
+        {
+            cid = c;
+        }
+        if !t.index_feature.is_empty()
+            && let Some(g) = split.first_fid(rows, row, &t.index_feature)?
+        {
+            gid = g;
+        }
+        let item = if cacheable { Some(self.item(split, rows, row)?) } else { None };
+        let line_id = line_id.map_or_else(Vec::new, |l| l.bytes().to_vec());
+        Ok(Seen { positive, gid, cid, cacheable, item, line_id, labels })
+    }
+
+    /// The row's item features as a small owned Example.
+    fn item<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<ItemBytes, DecodeError> {
+        let mut example = Vec::new();
+        let mut cells = Vec::new();
+        split.features(rows, row, |name, f| {
+            let Some(i) = self.t.item_features.iter().position(|n| n.as_bytes() == name) else { return };
+            let body = f.bytes();
+            let mut named = frame(1, name);
+            named.extend(frame(2, body));
+            example.extend(frame(1, &named));
+            if let Some(source) = self.item_sources[i] {
+                let end = example.len() as u32;
+                cells.push((source, end - body.len() as u32, end));
+            }
+        })?;
+        Ok((Bytes::from(example), cells))
+    }
+
+    /// `CacheWithGid::Push`: a new item joins the back; an item already
+    /// there is left as it is; past `max_item_num` the oldest leaves.
+    fn save(&mut self, s: &Seen) {
+        let t = &self.t;
+        if s.cid == 0 {
+            return;
+        }
+        if !s.positive && (0.0..1.0).contains(&t.origin_neg_in_pool_proba) {
+            // The kernel keeps a real negative with this probability, in
+            // steps of 1/100.
+            let proba = (self.rng.next() % 100) as f32 / 100.0;
+            if proba > t.origin_neg_in_pool_proba {
+                return;
+            }
+        }
+        let Some((example, cells)) = s.item.clone() else { return };
+        if !self.channels.contains_key(&s.cid) {
+            self.order.push(s.cid);
+        }
+        let max = t.max_item_num;
+        let channel = self.channels.entry(s.cid).or_default();
+        if !channel.items.contains_key(&s.gid) {
+            channel.queue.push_back(s.gid);
+            channel.items.insert(s.gid, Item { example, cells, sample_cnt: 0 });
+        }
+        if channel.queue.len() > max
+            && let Some(old) = channel.queue.pop_front()
+        {
+            channel.items.remove(&old);
+        }
+    }
+
+    /// One negative for positive `row`, appended to `rows`; `None` when the
+    /// pool holds no more than `start_num` items.
+    fn negative(&mut self, rows: &mut Rows<'_>, row: usize, s: &Seen) -> Result<Option<usize>, DecodeError> {
+        let t = &self.t;
+        let mut cid = s.cid;
+        if t.per_channel && t.easy_hard_ratio > 0.0 && self.rng.unit() < t.easy_hard_ratio && !self.order.is_empty() {
+            cid = self.order[(self.rng.next() % self.order.len() as u64) as usize];
+        }
+        if cid == 0 {
+            return Ok(None);
+        }
+        let Some(channel) = self.channels.get_mut(&cid) else { return Ok(None) };
+        let len = channel.queue.len();
+        if len <= t.start_num {
+            return Ok(None);
+        }
+        let index = (self.rng.next() % len as u64) as usize;
+        let gid = channel.queue[index];
+        let item = channel.items.get_mut(&gid).expect("queued items are in the map");
+        item.sample_cnt += 1;
+        let freq = 1.0 / item.sample_cnt as f64;
+        let time = (index as f64 + 1.0) / len as f64;
+        let (example, cells) = (item.example.clone(), item.cells.clone());
+        let weight = if t.sampled_neg_instance_weight > 0.00001 {
+            t.sampled_neg_instance_weight
+        } else if t.unbias_sampled_neg {
+            (1.0 + t.neg_num as f64 * time.powf(f64::from(t.neg_sample_declay_factor)) * freq) as f32
+        } else {
+            1.0
+        };
+        let at = rows.len();
+        rows.push_with(row, example, &cells);
+        let mut labels = s.labels.clone();
+        if let Some(l) = labels.get_mut(t.label_index) {
+            *l = t.negative_label as f32;
+        }
+        rows.set_labels(at, &labels);
+        let drop: &[u32] = if t.negative_action.is_some() { &[ITEM_ID, ACTIONS] } else { &[ITEM_ID] };
+        let mut line_id = rewrite(&s.line_id, drop)?;
+        line_id.push((ITEM_ID << 3 | 1) as u8);
+        line_id.extend_from_slice(&gid.to_le_bytes());
+        if let Some(a) = t.negative_action {
+            line_id.push((ACTIONS << 3) as u8);
+            varint(&mut line_id, a as i64 as u64);
+        }
+        rows.set_line_id(at, owned(line_id));
+        rows.set_weight(at, weight);
+        self.generated += 1;
+        Ok(Some(at))
+    }
+}
+
+/// `FindMostPriorAction`: the first action, or with a priority list and
+/// several actions, the one listed first.
+fn most_prior(line_id: Option<&LineIdView<'_>>, priority: &[i32]) -> Result<Option<i32>, DecodeError> {
+    let mut all = Vec::new();
+    if let Some(l) = line_id {
+        l.values(ACTIONS, crate::view::FieldType::Int32, |v| {
+            if let crate::view::Value::Int(a) = v {
+                all.push(a as i32);
+            }
+        })?;
+    }
+    let Some(&first) = all.first() else { return Ok(None) };
+    if priority.is_empty() || all.len() == 1 {
+        return Ok(Some(first));
+    }
+    let best = priority.iter().find(|p| all.contains(p));
+    Ok(Some(best.copied().unwrap_or(first)))
+}
+
+fn frame(field: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 6);
+    varint(&mut out, u64::from(field << 3 | 2));
+    varint(&mut out, body.len() as u64);
+    out.extend_from_slice(body);
+    out
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}

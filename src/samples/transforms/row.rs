@@ -1,0 +1,156 @@
+//! One row read as the Example it stands for, as Monolith splits an
+//! ExampleBatch into Examples before its row transforms: every named feature
+//! (an INDIVIDUAL list's Feature at the row, a SHARED list's first), the
+//! LineId and the labels; overrides (`Rows::set_labels`, `set_line_id`,
+//! `push_with`) win over the sample's own. Read in place through `view`.
+
+use std::collections::HashMap;
+
+use crate::extract::{Rows, Sample};
+use crate::view::{ExampleBatchView, ExampleView, FeatureKind, FeatureView, LineIdView, ListType};
+use crate::wire::DecodeError;
+
+/// A batch's lists, each Feature located once: the split every row of the
+/// batch reads.
+struct Lists<'r> {
+    lists: Vec<(&'r [u8], ListType, Vec<FeatureView<'r>>)>,
+}
+
+/// The batches of some rows, split once per call.
+#[derive(Default)]
+pub(super) struct Split<'r> {
+    batches: HashMap<usize, Lists<'r>>,
+}
+
+impl<'r> Split<'r> {
+    fn lists(&mut self, batch: &'r [u8]) -> Result<&Lists<'r>, DecodeError> {
+        let key = batch.as_ptr() as usize;
+        if let std::collections::hash_map::Entry::Vacant(slot) = self.batches.entry(key) {
+            let view = ExampleBatchView::parse(batch)?;
+            let mut lists = Vec::new();
+            for entry in view.lists() {
+                let entry = entry?;
+                let (ty, features) = entry.features()?;
+                lists.push((entry.name()?, ty, features));
+            }
+            slot.insert(Lists { lists });
+        }
+        Ok(&self.batches[&key])
+    }
+
+    /// Calls `f` with each named feature of `row`.
+    pub fn features(
+        &mut self,
+        rows: &'r Rows<'_>,
+        row: usize,
+        mut f: impl FnMut(&'r [u8], &FeatureView<'r>),
+    ) -> Result<(), DecodeError> {
+        let replaced = match rows.features_override(row) {
+            Some(example) => named(example)?,
+            None => Vec::new(),
+        };
+        let mut own = |name: &'r [u8], feature: &FeatureView<'r>| {
+            if !replaced.iter().any(|(n, _)| *n == name) {
+                f(name, feature);
+            }
+        };
+        match rows.sample(row) {
+            Sample::BatchRow { batch, row } => {
+                for (name, ty, features) in &self.lists(batch)?.lists {
+                    let at = if *ty == ListType::Shared { 0 } else { row };
+                    if let Some(feature) = features.get(at) {
+                        own(name, feature);
+                    }
+                }
+            }
+            Sample::Example(bytes) => {
+                for (name, feature) in named(bytes)? {
+                    own(name, &feature);
+                }
+            }
+        }
+        for (name, feature) in &replaced {
+            f(name, feature);
+        }
+        Ok(())
+    }
+
+    /// The first fid of feature `name` of `row` (fid_v1_list or
+    /// fid_v2_list), as negative generation reads channel and index features.
+    pub fn first_fid(&mut self, rows: &'r Rows<'_>, row: usize, name: &str) -> Result<Option<u64>, DecodeError> {
+        let mut first = None;
+        let mut result = Ok(());
+        self.features(rows, row, |n, f| {
+            if n == name.as_bytes() && matches!(f.kind(), Some(FeatureKind::FidV1List | FeatureKind::FidV2List)) {
+                match f.fids() {
+                    Ok(fids) => first = fids.first().copied(),
+                    Err(e) => result = Err(e),
+                }
+            }
+        })?;
+        result.map(|()| first)
+    }
+
+    /// The row's LineId, if it has one: a `__LINE_ID__` feature (a
+    /// bytes_list holding it), else an Example's field 100, as the LineId
+    /// writer finds it.
+    pub fn line_id(&mut self, rows: &'r Rows<'_>, row: usize) -> Result<Option<LineIdView<'r>>, DecodeError> {
+        if let Some(b) = rows.line_id_override(row) {
+            return Ok(Some(LineIdView::new(b, 0)));
+        }
+        let mut found = None;
+        self.features(rows, row, |name, f| {
+            if name == b"__LINE_ID__" {
+                found = Some(*f);
+            }
+        })?;
+        if let Some(f) = found
+            && let Some(b) = f.first_bytes()?
+        {
+            return Ok(Some(LineIdView::new(b, 0)));
+        }
+        match rows.sample(row) {
+            Sample::Example(bytes) => {
+                let view = ExampleView::parse(bytes, 0)?;
+                Ok(view.line_id().map(|(b, at)| LineIdView::new(b, at)))
+            }
+            Sample::BatchRow { .. } => Ok(None),
+        }
+    }
+
+    /// The row's labels: Example field 101, then a `__LABEL__` float_list, as
+    /// the label writer reads them.
+    pub fn labels(&mut self, rows: &'r Rows<'_>, row: usize) -> Result<Vec<f32>, DecodeError> {
+        if let Some(l) = rows.labels_override(row) {
+            return Ok(l.to_vec());
+        }
+        let mut out = Vec::new();
+        if let Sample::Example(bytes) = rows.sample(row) {
+            ExampleView::parse(bytes, 0)?.labels(|v| out.push(v))?;
+        }
+        let mut list = None;
+        self.features(rows, row, |name, f| {
+            if name == b"__LABEL__" {
+                list = Some(*f);
+            }
+        })?;
+        if let Some(f) = list
+            && f.kind() == Some(FeatureKind::FloatList)
+        {
+            out.extend(f.floats()?);
+        }
+        Ok(out)
+    }
+}
+
+/// The named features of a serialized Example, parsed.
+fn named(bytes: &[u8]) -> Result<Vec<(&[u8], FeatureView<'_>)>, DecodeError> {
+    let view = ExampleView::parse(bytes, 0)?;
+    let mut out = Vec::new();
+    for entry in view.features() {
+        let entry = entry?;
+        let (body, at) = entry.feature.unwrap_or((&[], 0));
+        out.push((entry.name, FeatureView::parse(body, at)?));
+    }
+    Ok(out)
+}
