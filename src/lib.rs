@@ -12,6 +12,7 @@ pub mod files;
 pub mod ops;
 pub mod proto;
 pub mod tensor;
+pub mod text;
 pub mod view;
 pub mod wire;
 
