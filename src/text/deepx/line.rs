@@ -97,6 +97,7 @@ impl Parsed {
             from = end + 1;
         }
         let found = self.group_ends.len();
+        let start = line[start..].iter().position(|&b| b != b' ' && b != b'\t').map_or(line.len(), |i| start + i);
         match cfg.format {
             Format::LibsvmEx if found != cfg.groups => {
                 let m = format!("found {found} feature groups, x_size is {}", cfg.groups);
