@@ -17,10 +17,10 @@
 use std::io::{BufReader, Write};
 use std::path::Path;
 
+use fex::Values;
 use fex::columns::{Column, KeyedJagged};
 use fex::text::criteo::{self, CriteoReader, Fit, FitOptions};
 use fex::text::deepx::ReadOptions;
-use fex::Values;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

@@ -144,7 +144,7 @@ impl Fit {
     pub fn write(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         std::fs::create_dir_all(dir)?;
         let mut written = Vec::new();
-        for c in (0..CAT_FEATURES).filter(|&c| matches!(self.columns[c], Some(_))) {
+        for c in (0..CAT_FEATURES).filter(|&c| self.columns[c].is_some()) {
             let path = dir.join(vocab_file_name(c));
             let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
             for x in self.vocabulary(c) {
