@@ -447,3 +447,56 @@ fn loading_vocabularies_needs_all_26_files() {
     let e = criteo::load_vocabs(dir.path()).unwrap_err();
     assert!(e.to_string().contains("cat_2.txt"), "{e}");
 }
+
+// ---------------------------------------------------------------- never panic
+
+use proptest::prelude::*;
+
+fn token() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("1".to_string()),
+        Just("-1:0.5".to_string()),
+        Just("uuid:x".to_string()),
+        Just("uuid:".to_string()),
+        Just("|".to_string()),
+        Just(" ".to_string()),
+        Just("\t".to_string()),
+        Just(":".to_string()),
+        Just("nan".to_string()),
+        "[0-9]{1,21}(:[-0-9.e]{0,6})?",
+        "[ -~]{0,6}",
+    ]
+}
+
+proptest! {
+    /// Any line either reads or fails with a location inside it: never a
+    /// panic, and every batch has consistent shapes.
+    #[test]
+    fn deepx_lines_never_panic(tokens in prop::collection::vec(token(), 0..12), format in 0..3usize, skip: bool) {
+        let line = tokens.concat();
+        let (name, cfg) = [("libsvm", "w=1;uuid=1"), ("libsvm_ex", "x_size=2;uuid=1"), ("uch", "x_hist_item_size=2")][format];
+        let opts = ReadOptions { on_error: if skip { OnError::Skip } else { OnError::Fail }, ..ReadOptions::default() };
+        let mut r = deepx::open(name, cfg, Cursor::new(format!("{line}\n{line}\n")), "p", opts).unwrap();
+        match r.next_batch() {
+            Ok(Some(b)) => {
+                let rows = b[0].column.rows();
+                prop_assert!(b.iter().all(|c| c.column.rows() == rows));
+                prop_assert_eq!(rows as u64 + r.skipped(), 2);
+            }
+            Ok(None) => prop_assert_eq!(r.skipped(), 2),
+            Err(e) => {
+                prop_assert!(!skip);
+                prop_assert!(e.line() == 1 && e.column() >= 1 && e.column() <= line.len() + 1, "{}", e);
+            }
+        }
+    }
+
+    #[test]
+    fn criteo_lines_never_panic(fields in prop::collection::vec("[-0-9a-fA-Fx ]{0,18}", 0..45)) {
+        let line = fields.join("\t");
+        let mut row = RawRow::default();
+        if let Err((span, _)) = criteo::parse(line.as_bytes(), &mut row) {
+            prop_assert!(span.end <= line.len());
+        }
+    }
+}

@@ -69,6 +69,9 @@ impl Options {
 
 /// What the reader makes of a case: every batch, then how it ended.
 fn run(case: &Case) -> String {
+    if case.reader == "criteo" {
+        return run_criteo(case);
+    }
     let mut out = String::new();
     let input = std::io::Cursor::new(case.input.as_bytes());
     let mut reader =
@@ -91,6 +94,32 @@ fn run(case: &Case) -> String {
         }
     }
     out.push_str(&format!("rows: {}, skipped: {}\n", reader.rows(), reader.skipped()));
+    out
+}
+
+/// A Criteo case: `config` is `batch=N`; ids are the raw values (no
+/// vocabularies), so the case shows parsing, the dense rule and the layout.
+fn run_criteo(case: &Case) -> String {
+    let batch: usize =
+        case.config.strip_prefix("batch=").and_then(|n| n.parse().ok()).expect("criteo config is batch=N");
+    let input = std::io::Cursor::new(case.input.as_bytes());
+    let mut reader = fex::text::criteo::CriteoReader::new(input, "input.tsv", None, batch, case.options.read_options());
+    let mut out = String::new();
+    let mut n = 0;
+    loop {
+        match reader.next_batch() {
+            Ok(Some(columns)) => {
+                out.push_str(&format!("batch {n}:\n{}", render_columns(&columns)));
+                n += 1;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                out.push_str(&format!("error: {e}\n"));
+                return out;
+            }
+        }
+    }
+    out.push_str(&format!("skipped: {}\n", reader.skipped()));
     out
 }
 
