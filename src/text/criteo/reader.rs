@@ -40,6 +40,10 @@ pub struct CriteoReader<R> {
 impl<R: BufRead> CriteoReader<R> {
     /// `vocabs`: 26, in column order (`None`: raw values as ids). The
     /// options' `splits` is unused (KJT offsets are i64).
+    ///
+    /// # Panics
+    ///
+    /// When `vocabs` does not hold 26 vocabularies (`load_vocabs` gives 26).
     pub fn new(
         input: R,
         file: impl Into<String>,

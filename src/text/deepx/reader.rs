@@ -95,7 +95,7 @@ impl<R: BufRead> DeepxReader<R> {
 
     /// The next batch's columns, `None` when the input is done.
     pub fn next_batch(&mut self) -> Result<Option<Vec<NamedColumn>>, TextError> {
-        self.batch.clear(&self.cfg, self.opts.splits);
+        self.batch.clear(self.opts.splits);
         while self.batch.rows < self.cfg.batch {
             match self.lines.advance() {
                 Ok(true) => {}
@@ -148,11 +148,11 @@ impl Batch {
             .map(|_| Ragged { splits: Splits::new(splits), values: Values::new(DataType::U64), ..Ragged::default() })
             .collect();
         let mut b = Self { rows: 0, x, hist_size: Vec::new(), y: Vec::new(), w: Vec::new(), uuid: Strings::default() };
-        b.clear(cfg, splits);
+        b.clear(splits);
         b
     }
 
-    fn clear(&mut self, cfg: &DeepxConfig, splits: DataType) {
+    fn clear(&mut self, splits: DataType) {
         self.rows = 0;
         for r in &mut self.x {
             r.splits.reset(splits);
@@ -165,7 +165,6 @@ impl Batch {
         self.w.clear();
         self.uuid = Strings::default();
         self.uuid.end_row();
-        let _ = cfg;
     }
 
     /// Appends one parsed line; fails only when i32 row offsets overflow.
