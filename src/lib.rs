@@ -13,6 +13,7 @@ pub mod ops;
 pub mod proto;
 pub mod samples;
 pub mod tensor;
+pub mod text;
 pub mod view;
 pub mod wire;
 

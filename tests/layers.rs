@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Lowest first. A module may import only modules before it.
 const LAYERS: &[&str] = &[
     "proto", "wire", "fid", "view", "files", "columns", "tensor", "error", "ops", "config", "extract", "samples",
-    "corpus",
+    "text", "corpus",
 ];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;

@@ -32,7 +32,7 @@ use serde::Deserialize;
 
 pub use feature::Feature;
 pub use line_id::LineIdFields;
-pub use render::{render, render_error};
+pub use render::{render, render_columns, render_error};
 pub use sample::{Batch, Encoded, Example, Input, List, ListType};
 
 use crate::Plan;

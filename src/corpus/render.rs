@@ -19,6 +19,16 @@ pub fn render(out: &Extracted) -> String {
     s
 }
 
+/// The text of columns produced outside an extraction (the text readers'
+/// batches), each as `render` prints it.
+pub fn render_columns(columns: &[NamedColumn]) -> String {
+    let mut s = String::new();
+    for c in columns {
+        column(&mut s, c);
+    }
+    s
+}
+
 /// The text of a failed extraction or a rejected model.
 pub fn render_error(e: &dyn std::fmt::Display) -> String {
     format!("error: {e}\n")
