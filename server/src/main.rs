@@ -25,7 +25,13 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(errors) => return config_errors(&errors),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    // The runtime serves I/O only; extraction runs on the pool's own threads.
+    let io_threads = args.threads().io;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(io_threads)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match runtime.block_on(run(args, Arc::new(registry))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<TlsError>() => {
