@@ -37,8 +37,8 @@ FLOOR = "name: floor\nversion: \"1\"\nfeatures:\n  - {name: not_in_any_request, 
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def start_server(models, extra):
-    cmd = [SERVER, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
+def start_server(server, models, extra):
+    cmd = [server, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
            "--log", "warn,fex_server::serve=info", "--models", models, "--max-concurrency", "4096",
            "--request-timeout", "10s", "--reload-interval", "0s"] + extra
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
@@ -71,9 +71,9 @@ def answered(metrics_addr):
 
 def bench(args, models, model, mode_args, requests_file):
     """One run against a fresh server."""
-    proc, addr, metrics_addr = start_server(models, shlex.split(args.server_args))
+    proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args))
     try:
-        cmd = [CLIENT, "bench", "--addr", addr, "--model", model, "--duration", args.duration, "--warmup", "2s",
+        cmd = [args.client_bin, "bench", "--addr", addr, "--model", model, "--duration", args.duration, "--warmup", "2s",
                "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections), "--output", "json",
                "--no-progress"] + mode_args
         client = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
@@ -114,6 +114,9 @@ def main():
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--open-rate", type=float, help="open-loop rate (default: half the default model's closed loop)")
     ap.add_argument("--server-args", default="", help="more fex-server flags, e.g. '--io-threads 2'")
+    ap.add_argument("--closed-only", action="store_true", help="skip the open-loop rounds (for tuning sweeps)")
+    ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")
+    ap.add_argument("--client-bin", default=CLIENT, help="another fex-client binary")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
     if not args.no_build:
@@ -126,14 +129,15 @@ def main():
         with open(os.path.join(models, "floor.yaml"), "w") as f:
             f.write(FLOOR)
         requests_file = os.path.join(tmp, "requests.bin")
-        subprocess.run([CLIENT, "gen", "--count", "32", "--batch-size", str(args.batch_size), "--out", requests_file],
+        subprocess.run([args.client_bin, "gen", "--count", "32", "--batch-size", str(args.batch_size), "--out", requests_file],
                        check=True, capture_output=True)
         results = []
         closed = f"closed c={args.concurrency}"
         rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
         rate = args.open_rate or round(median(results, "default", closed, lambda r: r["throughput"]) / 2)
         opened = f"rate {rate:.0f}"
-        rounds(args, models, requests_file, ["--rate", str(rate)], opened, results)
+        if not args.closed_only:
+            rounds(args, models, requests_file, ["--rate", str(rate)], opened, results)
     finally:
         shutil.rmtree(tmp)
 
@@ -151,7 +155,7 @@ def main():
     print()
     print("| load | model | answered/s | p50 ms | p99 ms | p99.9 ms | server CPU µs/req |")
     print("|---|---|---|---|---|---|---|")
-    for label in (closed, opened):
+    for label in (closed,) if args.closed_only else (closed, opened):
         for model in ("default", "floor"):
             m = lambda key: median(results, model, label, key)  # noqa: E731
             print(f"| {label} | {model} | {m(lambda r: r['throughput']):.0f} | "
@@ -160,11 +164,13 @@ def main():
     print()
     tput = median(results, "default", closed, lambda r: r["throughput"]) / median(
         results, "floor", closed, lambda r: r["throughput"])
+    print(f"closed-loop throughput default/floor: {tput:.2f} (target >= 0.8)")
+    if args.closed_only:
+        return 0
     p99 = median(results, "default", opened, lambda r: r["latency_ms"]["p99"]) / median(
         results, "floor", opened, lambda r: r["latency_ms"]["p99"])
     p999 = median(results, "default", opened, lambda r: r["latency_ms"]["p999"]) / median(
         results, "floor", opened, lambda r: r["latency_ms"]["p999"])
-    print(f"closed-loop throughput default/floor: {tput:.2f} (target >= 0.8)")
     print(f"open loop at {rate:.0f}/s, p99 default/floor: {p99:.2f} (target <= 1.2); p99.9 default/floor: {p999:.2f}")
     return 0
 

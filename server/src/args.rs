@@ -86,7 +86,7 @@ pub struct Args {
 
     /// Largest HTTP/2 frame payload the server accepts, in bytes (16384 to
     /// 16777215); a client sends request bodies in frames up to this size.
-    #[arg(long, env = "FEX_HTTP2_MAX_FRAME_SIZE", default_value_t = 16 << 10, value_parser = parse_frame_size)]
+    #[arg(long, env = "FEX_HTTP2_MAX_FRAME_SIZE", default_value_t = 1 << 20, value_parser = parse_frame_size)]
     pub http2_max_frame_size: u32,
 
     /// Deadline of a request that carries no grpc-timeout (a shorter client

@@ -15,6 +15,12 @@ use tokio::signal::unix::{SignalKind, signal};
 
 const EXIT_CONFIG: u8 = 64;
 
+/// Response buffers are allocated on an extraction thread and freed on an I/O
+/// thread once sent; mimalloc frees across threads without glibc's arena
+/// locks and consolidation (benches/README.md, "Tuning").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = Args::parse();
     init_tracing(&args);
