@@ -98,7 +98,7 @@ def rounds(args, models, requests_file, mode_args, label, results):
         for model in ("default", "floor"):
             r = bench(args, models, model, mode_args, requests_file)
             results.append((model, f"{label} #{i + 1}", r))
-            print(row(model, f"{label} #{i + 1}", r), file=sys.stderr, flush=True)
+            print(row(model, f"{label} #{i + 1}", r), r["status"], r["dropped"], file=sys.stderr, flush=True)
 
 
 def median(results, model, label, key):
@@ -115,6 +115,7 @@ def main():
     ap.add_argument("--open-rate", type=float, help="open-loop rate (default: half the default model's closed loop)")
     ap.add_argument("--server-args", default="", help="more fex-server flags, e.g. '--io-threads 2'")
     ap.add_argument("--closed-only", action="store_true", help="skip the open-loop rounds (for tuning sweeps)")
+    ap.add_argument("--open-only", action="store_true", help="skip the closed loop (needs --open-rate)")
     ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")
     ap.add_argument("--client-bin", default=CLIENT, help="another fex-client binary")
     ap.add_argument("--no-build", action="store_true")
@@ -133,7 +134,8 @@ def main():
                        check=True, capture_output=True)
         results = []
         closed = f"closed c={args.concurrency}"
-        rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
+        if not args.open_only:
+            rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
         rate = args.open_rate or round(median(results, "default", closed, lambda r: r["throughput"]) / 2)
         opened = f"rate {rate:.0f}"
         if not args.closed_only:

@@ -72,7 +72,7 @@ pub struct Args {
     /// Extraction jobs that may wait for a busy pool thread; a call beyond the
     /// threads plus this queue is refused at once with RESOURCE_EXHAUSTED, and
     /// a job whose deadline passes while it waits never runs.
-    #[arg(long, env = "FEX_MAX_QUEUE", default_value_t = 32)]
+    #[arg(long, env = "FEX_MAX_QUEUE", default_value_t = 64)]
     pub max_queue: usize,
 
     /// HTTP/2 receive window of each stream, in bytes: a request larger than
