@@ -252,8 +252,13 @@ mod tests {
         busy.await.unwrap();
         assert_eq!(job.await, Err(Refused::Expired));
         assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
-        let page = metrics.render();
-        assert!(page.contains(r#"fex_pool_jobs_total{outcome="expired"} 1"#), "{page}");
+        // The thread counts the outcome just after the answer goes out.
+        let counted = || metrics.render().contains(r#"fex_pool_jobs_total{outcome="expired"} 1"#);
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while !counted() && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(counted(), "{}", metrics.render());
     }
 
     #[tokio::test]

@@ -115,15 +115,17 @@ impl ExtractorService {
             .pool
             .run(deadline.map(|d| d.at), move |ex| run_extraction(ex, &job_model, &payload, selected.as_deref()))
             .map_err(|refused| self.refused(refused, deadline))?;
-        let out = job.await.map_err(|refused| self.refused(refused, deadline))??;
+        let extracted = job.await.map_err(|refused| self.refused(refused, deadline))?;
+        // Bytes the library read, whether or not they were good.
+        let label = Metrics::model(&model.plan.name);
+        self.metrics.request_bytes.get_or_create(&label).inc_by(bytes as u64);
+        let out = extracted?;
         // A result that comes back after the deadline is not an answer.
         if let Some(d) = deadline
             && Instant::now() >= d.at
         {
             return Err(self.refused(Refused::Expired, deadline));
         }
-        let label = Metrics::model(&model.plan.name);
-        self.metrics.request_bytes.get_or_create(&label).inc_by(bytes as u64);
         let (batch_size, stats) = (out.batch_size, out.stats);
         // The columns' buffers move into the tensors as `Bytes`: prost copies
         // them once, when tonic encodes the response.
