@@ -1,110 +1,179 @@
 #!/usr/bin/env python3
 """End-to-end benchmark: release fex-server and fex-client on this machine.
 
-For the default model and a "floor" model that selects no features (the gRPC
-and framework cost alone), runs fex-client bench at several open-loop rates
-and one closed-loop run, and records throughput, latency percentiles and the
-server's peak RSS during each run (VmHWM of a fresh server process per run). Prints a markdown table for benches/README.md.
+Compares the embedded default model with a "floor" model that reads nothing
+(its only feature is in no request: the server steps over every list and
+answers one empty tensor, so it measures gRPC, HTTP/2 and tonic alone). Both
+are sent the same request file, written once by `fex-client gen` for the
+default model, and the runs are interleaved (default, floor, default, floor,
+...) so that the machine's drift hits both alike:
 
-Usage: python3 scripts/e2e_bench.py [--rates 500,1000,2000] [--duration 10s]
-Everything binds 127.0.0.1 and every run stops by itself."""
+1. closed loop (--concurrency in flight), --rounds rounds of each model;
+2. open loop at half the default model's median closed-loop throughput (or
+   --open-rate), --rounds rounds of each model at that same rate.
+
+Every run gets a fresh server (so its peak RSS and CPU are its own). Prints
+markdown tables (each run, then medians and the default/floor ratios) for
+benches/README.md. Everything binds 127.0.0.1 and every run stops by itself.
+
+Usage: python3 scripts/e2e_bench.py [--rounds 3] [--duration 5s]
+       [--server-args "--extract-threads 1 --io-threads 1"]"""
 
 import argparse
 import json
 import os
+import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "target/release/fex-server")
 CLIENT = os.path.join(ROOT, "target/release/fex-client")
 FLOOR = "name: floor\nversion: \"1\"\nfeatures:\n  - {name: not_in_any_request, kind: sparse}\n"
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def start_server(models):
-    proc = subprocess.Popen(
-        [SERVER, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "off", "--log-format", "json", "--log", "warn,fex_server::serve=info",
-         "--models", models, "--max-concurrency", "4096", "--request-timeout", "10s", "--reload-interval", "0s"],
-        stderr=subprocess.PIPE, text=True)
+def start_server(server, models, extra):
+    cmd = [server, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
+           "--log", "warn,fex_server::serve=info", "--models", models, "--max-concurrency", "4096",
+           "--request-timeout", "10s", "--reload-interval", "0s"] + extra
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
         fields = json.loads(line).get("fields", {})
         if fields.get("message") == "fex-server listening":
-            return proc, fields["addr"]
+            return proc, fields["addr"], fields["metrics"]
     raise RuntimeError("fex-server did not start")
 
 
-def peak_rss_mb(pid):
+def proc_stats(pid):
+    """(peak RSS in MB, CPU seconds) of a process."""
+    rss = 0.0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+                rss = int(line.split()[1]) / 1024
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return rss, (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def bench(models, model, mode_args, duration, batch):
-    """One run against a fresh server, so each peak RSS is that run's own."""
-    proc, addr = start_server(models)
+def answered(metrics_addr):
+    """Extract calls the server answered OK, warm-up included (from /metrics)."""
+    with urllib.request.urlopen(f"http://{metrics_addr}/metrics", timeout=5) as r:
+        page = r.read().decode()
+    return sum(float(l.rsplit(" ", 1)[1]) for l in page.splitlines()
+               if l.startswith("fex_requests_total{") and 'method="Extract"' in l and 'code="Ok"' in l)
+
+
+def bench(args, models, model, mode_args, requests_file):
+    """One run against a fresh server."""
+    proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args))
     try:
-        return run_client(addr, proc.pid, model, mode_args, duration, batch)
+        cmd = [args.client_bin, "bench", "--addr", addr, "--model", model, "--duration", args.duration, "--warmup", "2s",
+               "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections), "--output", "json",
+               "--no-progress"] + mode_args
+        client = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+        report = json.loads(client.stdout)
+        report["peak_rss_mb"], cpu = proc_stats(proc.pid)
+        report["server_cpu_us"] = cpu * 1e6 / max(answered(metrics_addr), 1)
+        return report
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
-def run_client(addr, pid, model, mode_args, duration, batch):
-    cmd = [CLIENT, "bench", "--addr", addr, "--model", model, "--duration", duration, "--warmup", "2s", "--timeout", "10s",
-           "--batch-size", str(batch), "--distinct", "32", "--connections", "2", "--output", "json", "--no-progress"] + mode_args
-    report = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    report["peak_rss_mb"] = peak_rss_mb(pid)
-    return report
-
-
 def row(model, label, r):
     l = r["latency_ms"]
     errors = sum(n for code, n in r["status"].items() if code != "OK") + r["dropped"]
-    statuses = ", ".join(f"{c} {n}" for c, n in sorted(r["status"].items()))
-    return (f"| {model} | {label} | {r['send_rate']:.0f} | {r['throughput']:.0f} | {l['p50']:.2f} | {l['p99']:.2f} | "
-            f"{l['p999']:.2f} | {errors} | {statuses} | {r['peak_rss_mb']:.0f} |")
+    return (f"| {model} | {label} | {r['send_rate']:.0f} | {r['throughput']:.0f} | {l['p50']:.2f} | {l['p90']:.2f} | "
+            f"{l['p99']:.2f} | {l['p999']:.2f} | {errors} | {r['server_cpu_us']:.0f} | {r['peak_rss_mb']:.0f} |")
+
+
+def rounds(args, models, requests_file, mode_args, label, results):
+    for i in range(args.rounds):
+        for model in ("default", "floor"):
+            r = bench(args, models, model, mode_args, requests_file)
+            results.append((model, f"{label} #{i + 1}", r))
+            print(row(model, f"{label} #{i + 1}", r), r["status"], r["dropped"], file=sys.stderr, flush=True)
+
+
+def median(results, model, label, key):
+    return statistics.median(key(r) for m, l, r in results if m == model and l.startswith(label))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rates", default="250,500,1000,2000")
-    ap.add_argument("--duration", default="10s")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", default="5s")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--connections", type=int, default=2)
+    ap.add_argument("--open-rate", type=float, help="open-loop rate (default: half the default model's closed loop)")
+    ap.add_argument("--server-args", default="", help="more fex-server flags, e.g. '--io-threads 2'")
+    ap.add_argument("--closed-only", action="store_true", help="skip the open-loop rounds (for tuning sweeps)")
+    ap.add_argument("--open-only", action="store_true", help="skip the closed loop (needs --open-rate)")
+    ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")
+    ap.add_argument("--client-bin", default=CLIENT, help="another fex-client binary")
+    ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "fex-server", "-p", "fex-client"], cwd=ROOT, check=True)
-    models = tempfile.mkdtemp()
-    shutil.copy(os.path.join(ROOT, "models/default.yaml"), models)
-    with open(os.path.join(models, "floor.yaml"), "w") as f:
-        f.write(FLOOR)
-    results = {}
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "fex-server", "-p", "fex-client"], cwd=ROOT, check=True)
+    tmp = tempfile.mkdtemp()
     try:
-        for model in ("default", "floor"):
-            for rate in args.rates.split(","):
-                results[(model, f"rate {rate}")] = bench(models, model, ["--rate", rate], args.duration, args.batch_size)
-            label = f"closed c={args.concurrency}"
-            results[(model, label)] = bench(models, model, ["--concurrency", str(args.concurrency)], args.duration, args.batch_size)
+        models = os.path.join(tmp, "models")
+        os.mkdir(models)
+        shutil.copy(os.path.join(ROOT, "models/default.yaml"), models)
+        with open(os.path.join(models, "floor.yaml"), "w") as f:
+            f.write(FLOOR)
+        requests_file = os.path.join(tmp, "requests.bin")
+        subprocess.run([args.client_bin, "gen", "--count", "32", "--batch-size", str(args.batch_size), "--out", requests_file],
+                       check=True, capture_output=True)
+        results = []
+        closed = f"closed c={args.concurrency}"
+        if not args.open_only:
+            rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
+        rate = args.open_rate or round(median(results, "default", closed, lambda r: r["throughput"]) / 2)
+        opened = f"rate {rate:.0f}"
+        if not args.closed_only:
+            rounds(args, models, requests_file, ["--rate", str(rate)], opened, results)
     finally:
-        shutil.rmtree(models)
-    print("| model | load | sent/s | answered/s | p50 ms | p99 ms | p99.9 ms | errors+dropped | statuses | server peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for (model, label), r in results.items():
+        shutil.rmtree(tmp)
+
+    ok = lambda r: max(r["ok"], 1)  # noqa: E731
+    req = median(results, "default", closed, lambda r: r["request_bytes"] / ok(r))
+    resp = median(results, "default", closed, lambda r: r["response_bytes"] / ok(r))
+    print(f"server flags: {args.server_args or '(defaults)'}; B = {args.batch_size}; default model: "
+          f"{req / 1000:.1f} KB per request, {resp / 1000:.1f} KB per response")
+    print()
+    print("| model | run | sent/s | answered/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors+dropped "
+          "| server CPU µs/req | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for model, label, r in results:
         print(row(model, label, r))
     print()
-    print("| load | p50 default/floor | p99 default/floor | closed-loop throughput default/floor |")
-    print("|---|---|---|---|")
-    for (model, label), r in results.items():
-        if model != "default":
-            continue
-        f = results[("floor", label)]
-        p50 = r["latency_ms"]["p50"] / max(f["latency_ms"]["p50"], 1e-9)
-        p99 = r["latency_ms"]["p99"] / max(f["latency_ms"]["p99"], 1e-9)
-        tput = r["throughput"] / max(f["throughput"], 1e-9)
-        print(f"| {label} | {p50:.2f} | {p99:.2f} | {tput:.2f} |")
+    print("| load | model | answered/s | p50 ms | p99 ms | p99.9 ms | server CPU µs/req |")
+    print("|---|---|---|---|---|---|---|")
+    for label in (closed,) if args.closed_only else (closed, opened):
+        for model in ("default", "floor"):
+            m = lambda key: median(results, model, label, key)  # noqa: E731
+            print(f"| {label} | {model} | {m(lambda r: r['throughput']):.0f} | "
+                  f"{m(lambda r: r['latency_ms']['p50']):.2f} | {m(lambda r: r['latency_ms']['p99']):.2f} | "
+                  f"{m(lambda r: r['latency_ms']['p999']):.2f} | {m(lambda r: r['server_cpu_us']):.0f} |")
+    print()
+    tput = median(results, "default", closed, lambda r: r["throughput"]) / median(
+        results, "floor", closed, lambda r: r["throughput"])
+    print(f"closed-loop throughput default/floor: {tput:.2f} (target >= 0.8)")
+    if args.closed_only:
+        return 0
+    p99 = median(results, "default", opened, lambda r: r["latency_ms"]["p99"]) / median(
+        results, "floor", opened, lambda r: r["latency_ms"]["p99"])
+    p999 = median(results, "default", opened, lambda r: r["latency_ms"]["p999"]) / median(
+        results, "floor", opened, lambda r: r["latency_ms"]["p999"])
+    print(f"open loop at {rate:.0f}/s, p99 default/floor: {p99:.2f} (target <= 1.2); p99.9 default/floor: {p999:.2f}")
     return 0
 
 

@@ -21,6 +21,9 @@ use tonic_health::pb::health_client::HealthClient;
 
 use crate::views::TensorView;
 
+/// Largest HTTP/2 frame the client accepts (SETTINGS_MAX_FRAME_SIZE).
+const MAX_FRAME_SIZE: u32 = 1 << 20;
+
 /// How to reach a server.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
@@ -54,8 +57,12 @@ impl ConnectOptions {
         } else {
             format!("{}://{}", if tls { "https" } else { "http" }, self.address)
         };
-        let mut endpoint =
-            Endpoint::from_shared(uri.clone()).with_context(|| format!("bad address {uri:?}"))?.tcp_nodelay(true);
+        // Responses of 100 KB to 2 MB arrive in frames of up to 1 MiB rather
+        // than HTTP/2's default 16 KiB (benches/README.md, "Tuning").
+        let mut endpoint = Endpoint::from_shared(uri.clone())
+            .with_context(|| format!("bad address {uri:?}"))?
+            .tcp_nodelay(true)
+            .max_frame_size(MAX_FRAME_SIZE);
         if let Some(t) = self.connect_timeout {
             endpoint = endpoint.connect_timeout(t);
         }

@@ -52,10 +52,42 @@ pub struct Args {
     #[arg(long, env = "FEX_MAX_RESPONSE_BYTES", default_value_t = 64 << 20)]
     pub max_response_bytes: usize,
 
-    /// Requests handled at once across all connections; more are refused at
-    /// once with RESOURCE_EXHAUSTED (no queue).
+    /// Calls admitted at once across all connections (reading their request,
+    /// waiting for or running extraction, or sending their response); more
+    /// are refused at once with RESOURCE_EXHAUSTED. Bounds the memory held
+    /// for requests at --max-request-bytes times this.
     #[arg(long, env = "FEX_MAX_CONCURRENCY", default_value_t = 64)]
     pub max_concurrency: usize,
+
+    /// Extraction threads, each with its own scratch [default: the cores
+    /// left after --io-threads, at least 1].
+    #[arg(long, env = "FEX_EXTRACT_THREADS", value_parser = parse_positive)]
+    pub extract_threads: Option<usize>,
+
+    /// Threads of the async runtime that serve HTTP/2, health, reflection and
+    /// metrics (never extraction) [default: a quarter of the cores, at least 1].
+    #[arg(long, env = "FEX_IO_THREADS", value_parser = parse_positive)]
+    pub io_threads: Option<usize>,
+
+    /// Extraction jobs that may wait for a busy pool thread; a call beyond the
+    /// threads plus this queue is refused at once with RESOURCE_EXHAUSTED, and
+    /// a job whose deadline passes while it waits never runs.
+    #[arg(long, env = "FEX_MAX_QUEUE", default_value_t = 64)]
+    pub max_queue: usize,
+
+    /// HTTP/2 receive window of each stream, in bytes: a request larger than
+    /// this waits a round trip for a WINDOW_UPDATE before the rest is sent.
+    #[arg(long, env = "FEX_HTTP2_STREAM_WINDOW", default_value_t = 4 << 20, value_parser = parse_window)]
+    pub http2_stream_window: u32,
+
+    /// HTTP/2 receive window of each connection (all its streams), in bytes.
+    #[arg(long, env = "FEX_HTTP2_CONNECTION_WINDOW", default_value_t = 16 << 20, value_parser = parse_window)]
+    pub http2_connection_window: u32,
+
+    /// Largest HTTP/2 frame payload the server accepts, in bytes (16384 to
+    /// 16777215); a client sends request bodies in frames up to this size.
+    #[arg(long, env = "FEX_HTTP2_MAX_FRAME_SIZE", default_value_t = 1 << 20, value_parser = parse_frame_size)]
+    pub http2_max_frame_size: u32,
 
     /// Deadline of a request that carries no grpc-timeout (a shorter client
     /// deadline wins).
@@ -104,6 +136,33 @@ fn parse_optional_addr(s: &str) -> Result<OptionalAddr, String> {
     s.parse().map(|a| OptionalAddr(Some(a))).map_err(|e| format!("{e}: expected host:port or off"))
 }
 
+/// A count of at least 1.
+fn parse_positive(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("expected at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?}: {e}")),
+    }
+}
+
+/// An HTTP/2 window: 65535 (the protocol's initial window) to 2^31 - 1.
+fn parse_window(s: &str) -> Result<u32, String> {
+    let n: u32 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if !(65_535..=i32::MAX as u32).contains(&n) {
+        return Err(format!("{n} is outside 65535 to 2147483647 bytes"));
+    }
+    Ok(n)
+}
+
+/// An HTTP/2 SETTINGS_MAX_FRAME_SIZE: 16384 to 16777215 (RFC 9113, 6.5.2).
+fn parse_frame_size(s: &str) -> Result<u32, String> {
+    let n: u32 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if !(16_384..=16_777_215).contains(&n) {
+        return Err(format!("{n} is outside 16384 to 16777215 bytes"));
+    }
+    Ok(n)
+}
+
 /// Parses "250ms", "5s", "2m" or a plain number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
@@ -123,7 +182,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// How many threads do what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threads {
+    pub io: usize,
+    pub extract: usize,
+}
+
+impl Threads {
+    /// The flags' values, or the defaults for `cores` cores: a quarter of
+    /// them for I/O, the rest for extraction, at least 1 each.
+    pub fn resolve(io: Option<usize>, extract: Option<usize>, cores: usize) -> Threads {
+        let io = io.unwrap_or(cores / 4).max(1);
+        let extract = extract.unwrap_or(cores.saturating_sub(io)).max(1);
+        Threads { io, extract }
+    }
+}
+
 impl Args {
+    /// The thread counts on this machine.
+    pub fn threads(&self) -> Threads {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Threads::resolve(self.io_threads, self.extract_threads, cores)
+    }
+
     /// Defaults for tests: loopback, ephemeral ports, no metrics listener.
     pub fn for_tests() -> Self {
         let mut args = Args::parse_from(["fex-server", "--listen-addr", "127.0.0.1:0", "--metrics-addr", "off"]);
@@ -146,6 +228,28 @@ mod tests {
         check("5h", Err(()));
         check("-1s", Err(()));
         check("x", Err(()));
+    }
+
+    #[test]
+    fn thread_defaults_leave_the_io_threads_their_cores() {
+        let t = |io, extract, cores| Threads::resolve(io, extract, cores);
+        assert_eq!(t(None, None, 1), Threads { io: 1, extract: 1 });
+        assert_eq!(t(None, None, 2), Threads { io: 1, extract: 1 });
+        assert_eq!(t(None, None, 8), Threads { io: 2, extract: 6 });
+        assert_eq!(t(Some(3), None, 8), Threads { io: 3, extract: 5 });
+        assert_eq!(t(Some(4), None, 2), Threads { io: 4, extract: 1 });
+        assert_eq!(t(None, Some(7), 2), Threads { io: 1, extract: 7 });
+    }
+
+    #[test]
+    fn bounded_numbers() {
+        assert!(parse_positive("0").is_err());
+        assert_eq!(parse_positive("3"), Ok(3));
+        assert!(parse_window("65534").is_err());
+        assert!(parse_window("2147483648").is_err());
+        assert!(parse_frame_size("16383").is_err());
+        assert!(parse_frame_size("16777216").is_err());
+        assert_eq!(parse_frame_size("65536"), Ok(65536));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! fex-server: the gRPC adapter around the fex library. `args` (flags),
-//! `registry` (models), `reload` (reloads and health), `service` (fex.v1.FeatureExtractor), `codec` (request
+//! `registry` (models), `reload` (reloads and health), `pool` (extraction
+//! threads and their queue), `service` (fex.v1.FeatureExtractor), `codec` (request
 //! decoding), `layers` (tower stack), `status` (error → gRPC code), `tls`
 //! (certificate checks), `metrics` (Prometheus), `serve` (wiring, health,
 //! reflection, drain).
@@ -8,6 +9,7 @@ pub mod args;
 pub mod codec;
 pub mod layers;
 pub mod metrics;
+pub mod pool;
 pub mod registry;
 mod reload;
 pub mod serve;

@@ -15,6 +15,12 @@ use tokio::signal::unix::{SignalKind, signal};
 
 const EXIT_CONFIG: u8 = 64;
 
+/// Response buffers are allocated on an extraction thread and freed on an I/O
+/// thread once sent; mimalloc frees across threads without glibc's arena
+/// locks and consolidation (benches/README.md, "Tuning").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = Args::parse();
     init_tracing(&args);
@@ -25,7 +31,13 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(errors) => return config_errors(&errors),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    // The runtime serves I/O only; extraction runs on the pool's own threads.
+    let io_threads = args.threads().io;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(io_threads)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match runtime.block_on(run(args, Arc::new(registry))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<TlsError>() => {

@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -31,6 +32,13 @@ pub struct ModelLabel {
     pub model: String,
 }
 
+/// How a pool job ended: ran, expired (its deadline passed in the queue, so
+/// it never ran) or cancelled (its caller went away before it started).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabel {
     pub result: String,
@@ -51,6 +59,13 @@ pub struct Metrics {
     pub in_flight: Gauge,
     pub shed: Counter,
     pub deadline_exceeded: Counter,
+    /// Time from a job's submission to a pool thread taking it.
+    pub queue_wait: Histogram,
+    pub queue_depth: Gauge,
+    pub pool_threads: Gauge,
+    pub pool_busy: Gauge,
+    pub pool_busy_seconds: Counter<f64, AtomicU64>,
+    pub pool_jobs: Family<OutcomeLabel, Counter>,
 }
 
 impl Metrics {
@@ -73,6 +88,13 @@ impl Metrics {
             in_flight: Gauge::default(),
             shed: Counter::default(),
             deadline_exceeded: Counter::default(),
+            // 10 µs .. ~5 s in powers of two.
+            queue_wait: Histogram::new(exponential_buckets(0.000_01, 2.0, 20)),
+            queue_depth: Gauge::default(),
+            pool_threads: Gauge::default(),
+            pool_busy: Gauge::default(),
+            pool_busy_seconds: Counter::default(),
+            pool_jobs: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -105,8 +127,31 @@ impl Metrics {
             "fex.v1 calls admitted and not yet answered (at most --max-concurrency)",
             m.in_flight.clone(),
         );
-        registry.register("shed", "Calls refused with RESOURCE_EXHAUSTED at the concurrency limit", m.shed.clone());
+        registry.register(
+            "shed",
+            "Calls refused with RESOURCE_EXHAUSTED at the concurrency limit or with the extraction queue full",
+            m.shed.clone(),
+        );
         registry.register("deadline_exceeded", "Calls that ran past their deadline", m.deadline_exceeded.clone());
+        registry.register(
+            "queue_wait_seconds",
+            "Time extraction jobs waited for a pool thread (the autoscaling signal)",
+            m.queue_wait.clone(),
+        );
+        registry.register("queue_depth", "Extraction jobs waiting for a pool thread", m.queue_depth.clone());
+        registry.register("pool_threads", "Extraction pool threads (--extract-threads)", m.pool_threads.clone());
+        registry.register("pool_busy_threads", "Extraction pool threads running a job now", m.pool_busy.clone());
+        registry.register(
+            "pool_busy_seconds",
+            "Thread-seconds the extraction pool spent on jobs; rate() / fex_pool_threads is its utilisation",
+            m.pool_busy_seconds.clone(),
+        );
+        registry.register(
+            "pool_jobs",
+            "Extraction jobs taken by a pool thread, by outcome (ran; expired: deadline passed in the queue, \
+             never ran; cancelled: the caller went away first)",
+            m.pool_jobs.clone(),
+        );
         Arc::new(Metrics { registry, ..m })
     }
 

@@ -17,6 +17,7 @@ use tonic_health::server::{HealthReporter, HealthService};
 use crate::args::Args;
 use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer};
 use crate::metrics::Metrics;
+use crate::pool::Pool;
 use crate::registry::{LoadError, Registry, ReloadReport};
 use crate::reload::Reloader;
 use crate::service::ExtractorService;
@@ -29,6 +30,8 @@ pub struct Server {
     pub health_addr: Option<SocketAddr>,
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
+    /// The extraction pool (shared with the service).
+    pub pool: Arc<Pool>,
     reloader: Reloader,
     drain: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
@@ -49,6 +52,10 @@ pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
 pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
     let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
+    let threads = args.threads();
+    let pool = Arc::new(
+        Pool::new(threads.extract, args.max_queue, Arc::clone(&metrics)).context("starting the extraction pool")?,
+    );
     let listener = tokio::net::TcpListener::bind(args.listen_addr)
         .await
         .with_context(|| format!("binding the gRPC listener on {}", args.listen_addr))?;
@@ -59,7 +66,7 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     let reloader = Reloader::new(Arc::clone(&registry), Arc::clone(&metrics), health.clone(), drained.clone()).await;
     let health_service = || HealthServer::new(HealthService::from_health_reporter(health.clone()));
     let (health_addr, health_done) = start_health(args, health_service()).await?;
-    let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), tls, drained));
+    let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), Arc::clone(&pool), tls, drained));
     let task = tokio::spawn(async move {
         let result = main.await;
         // Probes keep answering (NOT_SERVING) until the main listener is done.
@@ -67,8 +74,9 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
         result.context("server task")?
     });
     let (metrics_at, health_at, models) = (shown(metrics_addr), shown(health_addr), registry.names().join(", "));
-    tracing::info!(%addr, metrics = %metrics_at, health = %health_at, %models, "fex-server listening");
-    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, reloader, drain, task })
+    let (extract_threads, max_queue) = (pool.threads(), args.max_queue);
+    tracing::info!(%addr, metrics = %metrics_at, health = %health_at, %models, extract_threads, max_queue, "fex-server listening");
+    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, pool, reloader, drain, task })
 }
 
 /// An optional listener address as logged: the address, or "off".
@@ -127,13 +135,14 @@ async fn run(
     args: Args,
     listener: tokio::net::TcpListener,
     reloader: Reloader,
+    pool: Arc<Pool>,
     tls: Option<ServerTlsConfig>,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let health_service = HealthServer::new(HealthService::from_health_reporter(reloader.health.clone()));
     let (registry, metrics) = (Arc::clone(&reloader.registry), Arc::clone(&reloader.metrics));
     let extractor =
-        ExtractorService { registry, metrics: Arc::clone(&metrics), max_response_bytes: args.max_response_bytes };
+        ExtractorService { registry, metrics: Arc::clone(&metrics), pool, max_response_bytes: args.max_response_bytes };
     let extractor = FeatureExtractorServer::new(extractor)
         .max_decoding_message_size(args.max_request_bytes)
         .max_encoding_message_size(args.max_response_bytes);
@@ -151,9 +160,10 @@ async fn run(
     //   and final status, including answers from the layers below it.
     // - deadline: the client's grpc-timeout or the server default, whichever
     //   is shorter; its clock includes admission. Answers DEADLINE_EXCEEDED.
-    // - admission: the global concurrency limit; a call that finds no permit
-    //   is answered RESOURCE_EXHAUSTED at once (no queue), before its body is
-    //   read.
+    // - admission: the global limit of calls in flight (bodies held in
+    //   memory); a call that finds no permit is answered RESOURCE_EXHAUSTED
+    //   at once, before its body is read. The extraction pool behind the
+    //   service admits again: its threads plus --max-queue, the rest shed.
     // - framing: the gRPC message prefix is read from the body; a message
     //   over --max-request-bytes is refused before it is buffered,
     //   RESOURCE_EXHAUSTED naming found and limit (tonic's decoder limit, set
@@ -166,7 +176,13 @@ async fn run(
         .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
         .layer(FramingLayer::new(args.max_request_bytes))
         .into_inner();
-    let mut builder = tonic::transport::Server::builder();
+    // HTTP/2 flow control sized for 100 KB to 2 MB messages: a stream window
+    // above the largest request lets a client send it without waiting for a
+    // WINDOW_UPDATE round trip (benches/README.md has the measurements).
+    let mut builder = tonic::transport::Server::builder()
+        .initial_stream_window_size(args.http2_stream_window)
+        .initial_connection_window_size(args.http2_connection_window)
+        .max_frame_size(args.http2_max_frame_size);
     if let Some(tls) = tls {
         builder = builder.tls_config(tls)?;
     }

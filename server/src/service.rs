@@ -1,10 +1,10 @@
-//! `fex.v1.FeatureExtractor`: looks the model up, runs the library on the
-//! request's bytes (shared with tonic's buffer, never copied), and answers with
-//! the library's tensors as they are.
+//! `fex.v1.FeatureExtractor`: looks the model up, hands the request's bytes
+//! (shared with tonic's buffer, never copied) to the extraction pool, and
+//! answers with the library's tensors as they are.
 
-use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Instant;
 
 use fex::proto::fex_v1::extract_request::Payload;
 use fex::proto::fex_v1::{
@@ -14,20 +14,17 @@ use fex::proto::fex_v1::{
 use fex::{Extracted, Extractor};
 use tonic::{Request, Response, Status};
 
-use crate::layers::CallModel;
+use crate::layers::{CallDeadline, CallModel};
 use crate::metrics::Metrics;
+use crate::pool::{Pool, Refused};
 use crate::registry::{Model, Registry};
 use crate::status::{ECHO_LIMIT, ServeError, quoted};
 use crate::stub::feature_extractor_server::FeatureExtractor;
 
-thread_local! {
-    /// Extraction scratch, one per worker thread, kept between requests.
-    static EXTRACTOR: RefCell<Extractor> = RefCell::new(Extractor::new());
-}
-
 pub struct ExtractorService {
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
+    pub pool: Arc<Pool>,
     pub max_response_bytes: usize,
 }
 
@@ -35,17 +32,19 @@ pub struct ExtractorService {
 impl FeatureExtractor for ExtractorService {
     async fn extract(&self, request: Request<ExtractRequest>) -> Result<Response<ExtractResponse>, Status> {
         let call = request.extensions().get::<CallModel>().cloned();
-        let request = request.into_inner();
+        let deadline = request.extensions().get::<CallDeadline>().copied();
+        let mut request = request.into_inner();
         let span = tracing::info_span!("extract", model = %quoted(&request.model), bytes = payload_len(&request));
-        let _entered = span.enter();
-        let result = self.lookup(&request.model).and_then(|model| {
+        let result = async {
+            let model = self.lookup(&request.model)?;
             // Label the call's metrics with a model the registry knows; the
             // metrics layer counts it (requests, latency) when it is answered.
             if let Some(call) = &call {
                 call.set(&model.plan.name);
             }
-            self.handle(&model, &request)
-        });
+            self.handle(model, &mut request, deadline).await
+        };
+        let result = tracing::Instrument::instrument(result, span).await;
         match result {
             Ok(response) => Ok(Response::new(response)),
             Err(e) => {
@@ -100,18 +99,36 @@ impl ExtractorService {
         })
     }
 
-    /// Runs the extraction on `model`, which the call holds: a reload mid-call
-    /// does not change its plan.
-    fn handle(&self, model: &Model, request: &ExtractRequest) -> Result<ExtractResponse, ServeError> {
-        let selected = if request.outputs.is_empty() { None } else { Some(select(model, &request.outputs)?) };
-        let payload = request.payload.as_ref().ok_or(ServeError::NoPayload)?;
-        let mut out = Extracted::default();
+    /// Runs the extraction on `model`, which the call holds (a reload
+    /// mid-call does not change its plan), on a pool thread.
+    async fn handle(
+        &self,
+        model: Arc<Model>,
+        request: &mut ExtractRequest,
+        deadline: Option<CallDeadline>,
+    ) -> Result<ExtractResponse, ServeError> {
+        let selected = if request.outputs.is_empty() { None } else { Some(select(&model, &request.outputs)?) };
+        let payload = request.payload.take().ok_or(ServeError::NoPayload)?;
+        let bytes = payload_bytes(&payload);
+        let job_model = Arc::clone(&model);
+        let job = self
+            .pool
+            .run(deadline.map(|d| d.at), move |ex| run_extraction(ex, &job_model, &payload, selected.as_deref()))
+            .map_err(|refused| self.refused(refused, deadline))?;
+        let extracted = job.await.map_err(|refused| self.refused(refused, deadline))?;
+        // Bytes the library read, whether or not they were good.
         let label = Metrics::model(&model.plan.name);
-        self.metrics.request_bytes.get_or_create(&label).inc_by(payload_len(request) as u64);
-        run_extraction(model, payload, selected.as_deref(), &mut out)?;
+        self.metrics.request_bytes.get_or_create(&label).inc_by(bytes as u64);
+        let out = extracted?;
+        // A result that comes back after the deadline is not an answer.
+        if let Some(d) = deadline
+            && Instant::now() >= d.at
+        {
+            return Err(self.refused(Refused::Expired, deadline));
+        }
         let (batch_size, stats) = (out.batch_size, out.stats);
-        // The columns' buffers move into the tensors: prost copies them once,
-        // when it encodes the response.
+        // The columns' buffers move into the tensors as `Bytes`: prost copies
+        // them once, when tonic encodes the response.
         let tensors = out.into_tensors();
         let size: usize = tensors.iter().map(tensor_bytes).sum();
         if size > self.max_response_bytes {
@@ -127,6 +144,21 @@ impl ExtractorService {
             batch_size: batch_size as i32,
             tensors,
         })
+    }
+
+    /// The answer to a call the pool did not run, or ran too late.
+    fn refused(&self, refused: Refused, deadline: Option<CallDeadline>) -> ServeError {
+        match refused {
+            Refused::Full { threads, max_queue } => {
+                self.metrics.shed.inc();
+                ServeError::QueueFull { threads, max_queue }
+            }
+            Refused::Expired => {
+                self.metrics.deadline_exceeded.inc();
+                ServeError::DeadlineExceeded { deadline: deadline.map(|d| d.budget).unwrap_or_default() }
+            }
+            Refused::Lost => ServeError::Internal,
+        }
     }
 }
 
@@ -144,41 +176,43 @@ fn select(model: &Model, names: &[String]) -> Result<Vec<usize>, ServeError> {
     plan.select(names).map_err(|e| ServeError::UnknownOutput(e.to_string()))
 }
 
-/// Runs the library; a panic (a bug) becomes INTERNAL instead of a reset stream.
+/// Runs the library with a pool thread's scratch; a panic (a bug) becomes
+/// INTERNAL instead of a reset stream, and the scratch, which may be
+/// half-written, is replaced.
 fn run_extraction(
+    ex: &mut Extractor,
     model: &Model,
     payload: &Payload,
     selected: Option<&[usize]>,
-    out: &mut Extracted,
-) -> Result<(), ServeError> {
+) -> Result<Extracted, ServeError> {
+    let mut out = Extracted::default();
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        EXTRACTOR.with(|cell| {
-            let mut ex = cell.borrow_mut();
-            let policy = fex::Policy { outputs: selected, ..Default::default() };
-            match payload {
-                Payload::ExampleBatch(bytes) => ex.extract(&model.plan, fex::Input::Batch(bytes), policy, out),
-                Payload::Examples(list) => {
-                    let rows: Vec<&[u8]> = list.example.iter().map(|b| b.as_ref()).collect();
-                    ex.extract(&model.plan, fex::Input::Examples(&rows), policy, out)
-                }
+        let policy = fex::Policy { outputs: selected, ..Default::default() };
+        match payload {
+            Payload::ExampleBatch(bytes) => ex.extract(&model.plan, fex::Input::Batch(bytes), policy, &mut out),
+            Payload::Examples(list) => {
+                let rows: Vec<&[u8]> = list.example.iter().map(|b| b.as_ref()).collect();
+                ex.extract(&model.plan, fex::Input::Examples(&rows), policy, &mut out)
             }
-        })
+        }
     }));
     match result {
-        Ok(r) => r.map_err(ServeError::from),
+        Ok(r) => r.map(|()| out).map_err(ServeError::from),
         Err(_) => {
-            // The scratch may be half-written; start the next call afresh.
-            EXTRACTOR.with(|cell| *cell.borrow_mut() = Extractor::new());
+            *ex = Extractor::new();
             Err(ServeError::Internal)
         }
     }
 }
 
 fn payload_len(request: &ExtractRequest) -> usize {
-    match &request.payload {
-        Some(Payload::ExampleBatch(b)) => b.len(),
-        Some(Payload::Examples(list)) => list.example.iter().map(|b| b.len()).sum(),
-        None => 0,
+    request.payload.as_ref().map_or(0, payload_bytes)
+}
+
+fn payload_bytes(payload: &Payload) -> usize {
+    match payload {
+        Payload::ExampleBatch(b) => b.len(),
+        Payload::Examples(list) => list.example.iter().map(|b| b.len()).sum(),
     }
 }
 

@@ -10,7 +10,13 @@ pub enum ServeError {
     /// Refused by the admission layer: every permit is taken.
     #[error("server is at its limit of {limit} concurrent requests; retry with backoff")]
     Overloaded { limit: usize },
-    /// Answered by the deadline layer.
+    /// Every extraction thread busy and the queue full (`--max-queue`).
+    #[error(
+        "server's {threads} extraction threads are busy and {max_queue} calls are queued (--max-queue); retry with backoff"
+    )]
+    QueueFull { threads: usize, max_queue: usize },
+    /// Answered by the deadline layer, or by the service for a call whose
+    /// deadline passed while it waited for extraction or as it finished.
     #[error("deadline of {deadline:?} exceeded")]
     DeadlineExceeded { deadline: std::time::Duration },
     /// Refused by the size layer from the message's length prefix.
@@ -52,7 +58,7 @@ pub enum ServeError {
 impl ServeError {
     pub fn code(&self) -> Code {
         match self {
-            Self::Overloaded { .. } | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
+            Self::Overloaded { .. } | Self::QueueFull { .. } | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
             Self::DeadlineExceeded { .. } => Code::DeadlineExceeded,
             Self::UnknownModel { .. } => Code::NotFound,
             Self::NoPayload | Self::UnknownOutput(_) => Code::InvalidArgument,

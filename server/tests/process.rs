@@ -80,17 +80,26 @@ fn http_get(addr: SocketAddr, path: &str) -> String {
     response
 }
 
+/// Every admitted call is answered after SIGTERM: three calls hold their
+/// uploads open, the server is told to stop, then the uploads finish and all
+/// three go through the one extraction thread during the drain.
 #[tokio::test]
-async fn sigterm_drains_an_in_flight_call_then_exits_0() {
+async fn sigterm_drains_every_admitted_call_then_exits_0() {
     let hold = format!("{}s", HOLD_TIMEOUT.as_secs());
-    let mut p = spawn(&["--max-concurrency", "1", "--request-timeout", &hold, "--drain-timeout", "60s"]);
+    let flags = ["--max-concurrency", "3", "--extract-threads", "1", "--max-queue", "4"];
+    let mut p = spawn(&[&flags[..], &["--request-timeout", &hold, "--drain-timeout", "60s"]].concat());
     wait_serving(p.addr).await;
     let request = extract_request("default", sample_batch(4));
-    let held = HeldCall::open(p.addr, &request, None).await;
-    wait_in_flight(1, || in_flight(p.metrics)).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(HeldCall::open(p.addr, &request, None).await);
+    }
+    wait_in_flight(3, || in_flight(p.metrics)).await;
     signal(&p, "TERM");
-    let (code, message) = held.finish().await;
-    assert_eq!(code, "0", "the in-flight call completes: {message}");
+    let answers = futures_util::future::join_all(held.into_iter().map(HeldCall::finish)).await;
+    for (code, message) in answers {
+        assert_eq!(code, "0", "every admitted call completes: {message}");
+    }
     // Wait without blocking the runtime: the server's graceful HTTP/2 close
     // pings its clients, and their connection tasks run on this runtime.
     let mut status = None;
@@ -203,6 +212,14 @@ fn help_documents_flags_and_environment() {
         "--models",
         "--max-request-bytes",
         "--max-concurrency",
+        "--extract-threads",
+        "FEX_EXTRACT_THREADS",
+        "--io-threads",
+        "--max-queue",
+        "FEX_MAX_QUEUE",
+        "--http2-stream-window",
+        "--http2-connection-window",
+        "--http2-max-frame-size",
         "--request-timeout",
         "--drain-timeout",
         "--tls-cert",

@@ -267,6 +267,12 @@ def check_template_failures(helm):
         (["--set", "tls.clientCA.enabled=true"], "/tls"),
         (["--set", "server.metricsAddr=9090"], "/server/metricsAddr"),
         (["--set-string", "models.bad/name=x"], "invalid propertyName 'bad/name'"),
+        (["--set", "autoscaling.enabled=true", "--set", "autoscaling.queueTime.enabled=true",
+          "--set", "server.metricsAddr=off"], "autoscaling.queueTime needs server.metricsAddr"),
+        (["--set", "autoscaling.enabled=true", "--set", "autoscaling.targetCPUUtilizationPercentage=null"],
+         "needs a CPU or memory target, autoscaling.queueTime or"),
+        (["--set", "server.http2StreamWindow=1000"], "/server/http2StreamWindow"),
+        (["--set", "server.extractThreads=0"], "/server/extractThreads"),
     ]
     for extra, expected in cases:
         r = helm.template(extra=extra)
@@ -423,6 +429,16 @@ def check_resources(label, docs, values_file):
         ref = hpa["spec"]["scaleTargetRef"]
         c(f"[{label}] HPA scales the Deployment, which sets no replicas",
           ref["kind"] == "Deployment" and ref["name"] == dep["metadata"]["name"] and "replicas" not in dep["spec"])
+        queue = {**defaults["autoscaling"]["queueTime"], **override.get("autoscaling", {}).get("queueTime", {})}
+        pods = [m["pods"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
+        want = [{"metric": {"name": queue["metricName"]},
+                 "target": {"type": "AverageValue", "averageValue": str(queue["targetAverageValue"])}}]
+        if queue["enabled"]:
+            c(f"[{label}] HPA scales on queue time: Pods metric {queue['metricName']} at "
+              f"{queue['targetAverageValue']} per pod", pods == want and metrics_on, hpa["spec"]["metrics"])
+        else:
+            c(f"[{label}] HPA has no queue-time metric with autoscaling.queueTime off",
+              not any(p["metric"]["name"] == queue["metricName"] for p in pods), hpa["spec"]["metrics"])
     pdb = find(docs, "PodDisruptionBudget")
     if pdb:
         c(f"[{label}] PDB selects the pods", labels_match(pdb["spec"]["selector"]["matchLabels"], pod_labels))
@@ -615,6 +631,17 @@ def run_server(label, server, docs, dep, notes, tmp, tls_files, help_flags, help
             body = _http_get(metrics_port)
             T.check(f"[{label}] GET /metrics on the metrics port serves fex_ metrics",
                     body and "fex_models_loaded" in body, body[:500] if body else log_tail())
+            # What the queue-time autoscaling rule (README.md) reads, and the
+            # pool size the rendered flags asked for.
+            flags = dict(split_flag(a) for a in rendered)
+            threads = flags.get("--extract-threads")
+            lines = (body or "").splitlines()
+            T.check(f"[{label}] /metrics has the queue-wait histogram the HPA's adapter rule reads",
+                    "fex_queue_wait_seconds_sum 0.0" in lines and "fex_queue_wait_seconds_count 0" in lines,
+                    (body or "")[:3000])
+            T.check(f"[{label}] /metrics reports the pool size ({threads or 'server default'})",
+                    any(line.startswith("fex_pool_threads ") and (threads is None or line == f"fex_pool_threads {threads}")
+                        for line in lines), (body or "")[:3000])
 
         # SIGTERM, as the kubelet sends after the preStop hook: drain, then exit 0
         # well within the grace period.
@@ -650,6 +677,16 @@ def check_notes(label, notes, docs):
     T.check(f"[{label}] NOTES.txt port-forwards the Service's gRPC port",
             m and m.group(1) == svc["metadata"]["name"] and int(m.group(2)) == next(
                 p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc"), notes)
+
+
+def check_queue_time_only(helm):
+    """An HPA may scale on queue time alone (no CPU target)."""
+    r = helm.template(extra=["--set", "autoscaling.enabled=true", "--set", "autoscaling.targetCPUUtilizationPercentage=null",
+                             "--set", "autoscaling.queueTime.enabled=true"])
+    hpa = find(docs_of(r.stdout), "HorizontalPodAutoscaler") if r.returncode == 0 else None
+    metrics = hpa["spec"]["metrics"] if hpa else r.stderr
+    T.check("an HPA on queue time alone renders one Pods metric", hpa and [m["type"] for m in metrics] == ["Pods"]
+            and metrics[0]["pods"]["metric"]["name"] == "fex_queue_wait_seconds_avg", metrics)
 
 
 def check_checksum(helm, tmp):
@@ -825,6 +862,7 @@ def main():
         check_lint_and_bad_values(helm, value_sets)
         check_template_failures(helm)
         check_checksum(helm, tmp)
+        check_queue_time_only(helm)
         tls_files = make_tls(os.path.join(tmp, "pki"))
 
         rendered_flags = set()

@@ -144,6 +144,16 @@ one value; scripts/helm_test.sh runs the built binary with them.
 - {{ printf "--max-request-bytes=%d" ($s.maxRequestBytes | int64) | quote }}
 - {{ printf "--max-response-bytes=%d" ($s.maxResponseBytes | int64) | quote }}
 - {{ printf "--max-concurrency=%d" ($s.maxConcurrency | int64) | quote }}
+{{- if not (kindIs "invalid" $s.extractThreads) }}
+- {{ printf "--extract-threads=%d" ($s.extractThreads | int64) | quote }}
+{{- end }}
+{{- if not (kindIs "invalid" $s.ioThreads) }}
+- {{ printf "--io-threads=%d" ($s.ioThreads | int64) | quote }}
+{{- end }}
+- {{ printf "--max-queue=%d" ($s.maxQueue | int64) | quote }}
+- {{ printf "--http2-stream-window=%d" ($s.http2StreamWindow | int64) | quote }}
+- {{ printf "--http2-connection-window=%d" ($s.http2ConnectionWindow | int64) | quote }}
+- {{ printf "--http2-max-frame-size=%d" ($s.http2MaxFrameSize | int64) | quote }}
 - {{ printf "--request-timeout=%s" (toString $s.requestTimeout) | quote }}
 - {{ printf "--drain-timeout=%s" (toString $s.drainTimeout) | quote }}
 {{- with .Values.tls }}

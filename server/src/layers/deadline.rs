@@ -1,17 +1,27 @@
 //! Per-call deadline: the client's `grpc-timeout` when it is shorter than the
 //! server default. A call past its deadline is answered DEADLINE_EXCEEDED (a
 //! real gRPC status, not a reset stream that clients would see as INTERNAL).
+//! The deadline also travels to the service as a [`CallDeadline`] request
+//! extension, so the extraction pool drops a job that is still queued when
+//! it passes.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tower::{Layer, Service};
 
 use crate::metrics::Metrics;
 use crate::status::ServeError;
+
+/// When a call's deadline falls, and the budget it was given (for messages).
+#[derive(Clone, Copy, Debug)]
+pub struct CallDeadline {
+    pub at: Instant,
+    pub budget: Duration,
+}
 
 #[derive(Clone)]
 pub struct DeadlineLayer {
@@ -54,12 +64,13 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         if !super::governed(request.uri()) {
             return Box::pin(self.inner.call(request));
         }
         let client = request.headers().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(parse_grpc_timeout);
         let deadline = client.map_or(self.layer.default, |c| c.min(self.layer.default));
+        request.extensions_mut().insert(CallDeadline { at: Instant::now() + deadline, budget: deadline });
         let metrics = Arc::clone(&self.layer.metrics);
         let call = self.inner.call(request);
         Box::pin(async move {

@@ -7,7 +7,7 @@ mod framing;
 mod metrics;
 
 pub use admission::{Admission, AdmissionLayer};
-pub use deadline::{Deadline, DeadlineLayer, parse_grpc_timeout};
+pub use deadline::{CallDeadline, Deadline, DeadlineLayer, parse_grpc_timeout};
 pub use framing::{Framing, FramingLayer};
 pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics};
 
