@@ -107,7 +107,8 @@ fn bad_records_are_reported_with_file_record_and_offset() {
     assert_eq!(out.status.code(), Some(65), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(stderr.contains(&format!("{p}: record 1 at byte {bad_at}: ")), "{stderr}");
-    assert!(stderr.contains("payload byte"), "the library's structured error says where: {stderr}");
+    // The library's structured error says where in the payload.
+    assert!(stderr.contains("named_feature_list[") && stderr.contains(" @ byte "), "{stderr}");
 
     let table = dir.path().join("t.parquet");
     let out = fex(&["extract", "-m", model, "-o", table.to_str().unwrap(), "--on-error", "skip", p]);

@@ -49,7 +49,9 @@ impl fmt::Display for BadRecord {
             BadError::Read(e) => write!(f, "{e}"),
             BadError::Arrow(e) => write!(f, "{}: record {} at byte {}: {e}", self.source, self.index, self.offset),
             BadError::Extract(e) => {
-                write!(f, "{}: record {} at byte {}: {e}", self.source, self.index, self.offset)?;
+                let message = e.to_string();
+                write!(f, "{}: record {} at byte {}: {message}", self.source, self.index, self.offset)?;
+                // The structured fields the message does not already say.
                 let mut parts = Vec::new();
                 if let Some(row) = e.row() {
                     parts.push(format!("row {row}"));
@@ -57,10 +59,10 @@ impl fmt::Display for BadRecord {
                 if let Some(name) = e.source_name() {
                     parts.push(format!("feature {name:?}"));
                 }
-                if let Some(path) = e.path() {
+                if let Some(path) = e.path().filter(|p| !message.contains(p.as_str())) {
                     parts.push(format!("at {path}"));
                 }
-                if let Some(offset) = e.offset() {
+                if let Some(offset) = e.offset().filter(|o| !message.contains(&format!("byte {o}"))) {
                     parts.push(format!("payload byte {offset}"));
                 }
                 if !parts.is_empty() {

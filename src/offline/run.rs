@@ -466,13 +466,13 @@ fn deliver(shared: &Shared<'_>, seq: u64, processed: Processed) {
 /// `OnError::Fail` a bad record is the run's error and nothing of its chunk
 /// is written.
 fn write_chunk(shared: &Shared<'_>, sink: &mut dyn Sink, p: Processed) -> Result<Processed, RunError> {
-    for bad in &p.bad {
-        shared.observer.bad_record(bad);
-    }
     if shared.options.on_error == OnError::Fail {
         if let Some(bad) = p.bad.first() {
             return Err(RunError::Bad(Box::new(bad.clone())));
         }
+    }
+    for bad in &p.bad {
+        shared.observer.bad_record(bad);
     }
     let Processed { items, bad, records, rows_written, payload_bytes } = p;
     for item in items {
