@@ -95,7 +95,7 @@ fn bad_records_are_skipped_or_stop_the_run() {
     let (_dir, path) = file(&[good.clone(), bad, good.clone()]);
     let mut sink = CollectSink::default();
     let skip = Options { on_error: OnError::Skip, threads: 2, chunk_records: 1, ..Options::default() };
-    let summary = offline::run(&plan, &[path.clone()], skip, &mut sink, None, &Quiet).unwrap();
+    let summary = offline::run(&plan, std::slice::from_ref(&path), skip, &mut sink, None, &Quiet).unwrap();
     assert_eq!((summary.records, summary.bad_records, summary.rows_written), (3, 1, 4));
     assert_eq!(ids(&sink), [vec![1], vec![2], vec![1], vec![2]]);
 

@@ -432,6 +432,11 @@ fn deliver(shared: &Shared<'_>, seq: u64, processed: Processed) {
     }
     order.writing = true;
     loop {
+        // After a failure nothing more is written.
+        if shared.abort.load(Ordering::Relaxed) {
+            order.pending.clear();
+            break;
+        }
         let next = order.next;
         let Some(p) = order.pending.remove(&next) else { break };
         let sink = order.sink.take().expect("the writer holds the sink");
@@ -453,10 +458,6 @@ fn deliver(shared: &Shared<'_>, seq: u64, processed: Processed) {
             }
         }
         shared.turn.notify_all();
-        if shared.abort.load(Ordering::Relaxed) {
-            order.pending.clear();
-            break;
-        }
     }
     order.writing = false;
     shared.turn.notify_all();
@@ -466,10 +467,10 @@ fn deliver(shared: &Shared<'_>, seq: u64, processed: Processed) {
 /// `OnError::Fail` a bad record is the run's error and nothing of its chunk
 /// is written.
 fn write_chunk(shared: &Shared<'_>, sink: &mut dyn Sink, p: Processed) -> Result<Processed, RunError> {
-    if shared.options.on_error == OnError::Fail {
-        if let Some(bad) = p.bad.first() {
-            return Err(RunError::Bad(Box::new(bad.clone())));
-        }
+    if shared.options.on_error == OnError::Fail
+        && let Some(bad) = p.bad.first()
+    {
+        return Err(RunError::Bad(Box::new(bad.clone())));
     }
     for bad in &p.bad {
         shared.observer.bad_record(bad);
