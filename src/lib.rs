@@ -2,6 +2,7 @@
 //! protobuf wire format, runs a compiled model plan and produces packed tensors.
 //! The same code serves online (fex-server) and offline sample building.
 
+pub mod catalog;
 pub mod columns;
 pub mod config;
 pub mod corpus;
@@ -9,8 +10,11 @@ pub mod error;
 pub mod extract;
 pub mod fid;
 pub mod files;
+#[cfg(feature = "offline")]
+pub mod offline;
 pub mod ops;
 pub mod proto;
+pub mod records;
 pub mod samples;
 pub mod tensor;
 pub mod text;

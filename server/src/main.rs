@@ -54,15 +54,15 @@ fn main() -> ExitCode {
 /// `--check-config`: every valid model on stdout (`NAME: ok (...)`, which
 /// scripts split at the first colon), every error on stderr; exits 0 when
 /// all are valid, 64 otherwise.
+/// The library judges the files (`fex::catalog`), as `fex check` does.
 fn check_config(args: &Args) -> ExitCode {
-    let (registry, errors) = match &args.models {
-        Some(path) => Registry::open(path),
-        None => (Registry::embedded_default(), vec![]),
+    let Some(path) = &args.models else {
+        println!("{}", fex::catalog::ok_line(&fex::Plan::default_model(), None));
+        return ExitCode::SUCCESS;
     };
-    for model in registry.all() {
-        let from = model.path.as_ref().map_or_else(|| "embedded".to_string(), |p| p.display().to_string());
-        let (name, version, outputs) = (&model.plan.name, &model.version, model.plan.visible().count());
-        println!("{name}: ok (version {version}, {outputs} outputs, {from})");
+    let (loaded, errors) = fex::catalog::load(path);
+    for model in &loaded {
+        println!("{}", fex::catalog::ok_line(&model.plan, Some(&model.path)));
     }
     if errors.is_empty() { ExitCode::SUCCESS } else { config_errors(&errors) }
 }

@@ -37,18 +37,7 @@ impl Model {
     }
 }
 
-/// A config file that failed to load, with every error it had.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    pub path: PathBuf,
-    pub message: String,
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.message)
-    }
-}
+pub use fex::catalog::LoadError;
 
 /// What a reload did. `rejected` holds the files judged afresh: a file
 /// rejected for the same reason as last time, with the same text, is left out.
@@ -100,7 +89,7 @@ impl Registry {
             Ok(m) if m.is_dir() => Source::Dir(path.to_path_buf()),
             Ok(_) => Source::File(path.to_path_buf()),
             Err(e) => {
-                let error = LoadError { path: path.to_path_buf(), message: format!("cannot read: {e}") };
+                let error = LoadError::cannot_read(path, &e);
                 return (
                     Self { models: DashMap::new(), source: Source::Embedded, rejected: Mutex::default() },
                     vec![error],
@@ -110,8 +99,7 @@ impl Registry {
         let registry = Self { models: DashMap::new(), source, rejected: Mutex::default() };
         let mut errors = registry.reload().rejected;
         if registry.models.is_empty() && errors.is_empty() {
-            let message = "no model configs (*.yaml, *.yml) found".to_string();
-            errors.push(LoadError { path: path.to_path_buf(), message });
+            errors.push(LoadError::no_configs(path));
         }
         (registry, errors)
     }
@@ -142,13 +130,10 @@ impl Registry {
         };
         let mut seen: HashMap<String, PathBuf> = HashMap::new();
         for (path, text) in files {
-            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-            let judged = match Plan::from_yaml_in(&text, &dir) {
-                Ok(plan) => self.offer(Model::new(plan, Some(path.clone())), &mut seen, &mut report),
-                Err(e) => Err(e.to_string()),
-            };
-            if let Err(message) = judged {
-                rejected.push((LoadError { path, message }, fex::ops::digest(text.as_bytes())));
+            let judged = fex::catalog::compile(&path, &text)
+                .and_then(|plan| self.offer(Model::new(plan, Some(path.clone())), &mut seen, &mut report));
+            if let Err(error) = judged {
+                rejected.push((error, fex::ops::digest(text.as_bytes())));
             }
         }
         // A model unloads when no valid file defines it any more, unless its
@@ -196,11 +181,11 @@ impl Registry {
         model: Model,
         seen: &mut HashMap<String, PathBuf>,
         report: &mut ReloadReport,
-    ) -> Result<(), String> {
+    ) -> Result<(), LoadError> {
         let name = model.plan.name.clone();
         let path = model.path.clone().unwrap_or_default();
         if let Some(first) = seen.get(&name) {
-            return Err(format!("model name {name:?} is already defined by {}", first.display()));
+            return Err(LoadError::duplicate(&path, &name, first));
         }
         seen.insert(name.clone(), path);
         let unchanged = self.models.get(&name).is_some_and(|old| old.digest == model.digest && old.path == model.path);
@@ -213,40 +198,20 @@ impl Registry {
 }
 
 /// Config texts read, and files that could not be read (each with the
-/// digest of what was read: none).
+/// digest of what was read: none). The library reads them, as `fex check`
+/// does.
 type Read = (Vec<(PathBuf, String)>, Vec<(LoadError, u64)>);
 
-/// Reads every *.yaml / *.yml file of `dir` (sorted, so reloads are stable).
 fn read_dir(dir: &Path) -> Read {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => {
-            errors.push((LoadError { path: dir.to_path_buf(), message: format!("cannot read: {e}") }, 0));
-            return (files, errors);
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    paths.sort();
-    for path in paths {
-        match std::fs::read_to_string(&path) {
-            Ok(text) => files.push((path, text)),
-            Err(e) => errors.push((LoadError { path, message: format!("cannot read: {e}") }, 0)),
-        }
-    }
-    (files, errors)
+    with_no_digest(fex::catalog::read_dir(dir))
 }
 
 /// Reads the one config file; once deleted it holds no model (as a file
 /// deleted from a directory).
 fn read_file(path: &Path) -> Read {
-    match std::fs::read_to_string(path) {
-        Ok(text) => (vec![(path.to_path_buf(), text)], vec![]),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (vec![], vec![]),
-        Err(e) => (vec![], vec![(LoadError { path: path.to_path_buf(), message: format!("cannot read: {e}") }, 0)]),
-    }
+    with_no_digest(fex::catalog::read_file(path))
+}
+
+fn with_no_digest((files, errors): fex::catalog::Texts) -> Read {
+    (files, errors.into_iter().map(|e| (e, 0)).collect())
 }

@@ -1,0 +1,200 @@
+//! The command line: every subcommand's flags, with `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use fex::offline::{OnError, ParquetCodec, Payload};
+use fex::records::{Compression, Framing, ReadOptions};
+
+#[derive(Parser, Debug)]
+#[command(name = "fex", version, about = "Build training data with the fex feature library", long_about = None)]
+#[command(after_help = "Exit codes: 0 done, 1 output or other failure, 2 bad usage, 64 bad model config, \
+                        65 bad record (--on-error fail), 66 input not found")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Samples in, training table out: extract a model's outputs from PBDataset files.
+    Extract(ExtractArgs),
+    /// Print records and their features readably.
+    Inspect(InspectArgs),
+    /// Validate model configs (the same messages as `fex-server --check-config`).
+    Check(CheckArgs),
+}
+
+/// How the input files are framed and what their records hold.
+#[derive(Args, Debug, Clone)]
+pub struct InputArgs {
+    /// Input files, glob patterns, directories, or `-` for standard input.
+    #[arg(required = true)]
+    pub inputs: Vec<String>,
+    /// What each record's payload is.
+    #[arg(long, value_enum, default_value_t = PayloadArg::ExampleBatch)]
+    pub payload: PayloadArg,
+    /// Each record starts with a lagrangex header (u64: pb type, data source key).
+    #[arg(long)]
+    pub lagrangex_header: bool,
+    /// Each record starts with a kafka dump prefix (u64; 0 means one more u64 follows).
+    #[arg(long)]
+    pub kafka_dump_prefix: bool,
+    /// Each record carries a sort_id (u64 length, then the bytes).
+    #[arg(long)]
+    pub has_sort_id: bool,
+    /// Each record carries a kafka dump word (u64, skipped).
+    #[arg(long)]
+    pub kafka_dump: bool,
+    /// Whole-stream compression; `auto` reads the magic bytes (and `.snappy` names).
+    #[arg(long, value_enum, default_value_t = CompressionArg::Auto)]
+    pub compression: CompressionArg,
+    /// The largest record (and sort_id) accepted, in bytes.
+    #[arg(long, default_value_t = fex::records::DEFAULT_MAX_RECORD_BYTES)]
+    pub max_record_bytes: u64,
+}
+
+impl InputArgs {
+    pub fn read_options(&self) -> ReadOptions {
+        ReadOptions {
+            framing: Framing {
+                lagrangex_header: self.lagrangex_header,
+                kafka_dump_prefix: self.kafka_dump_prefix,
+                has_sort_id: self.has_sort_id,
+                kafka_dump: self.kafka_dump,
+            },
+            compression: match self.compression {
+                CompressionArg::Auto => Compression::Auto,
+                CompressionArg::None => Compression::None,
+                CompressionArg::Zstd => Compression::Zstd,
+                CompressionArg::Gzip => Compression::Gzip,
+                CompressionArg::Snappy => Compression::Snappy,
+                CompressionArg::SnappyFramed => Compression::SnappyFramed,
+            },
+            max_record_bytes: self.max_record_bytes,
+        }
+    }
+
+    pub fn payload(&self) -> Payload {
+        match self.payload {
+            PayloadArg::ExampleBatch => Payload::ExampleBatch,
+            PayloadArg::Example => Payload::Example,
+            PayloadArg::Instance => Payload::Instance,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ExtractArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The model config (YAML), the same file fex-server loads.
+    #[arg(long, short)]
+    pub model: PathBuf,
+    /// Where to write the table (`-` for standard output).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Output format: a Parquet file, an Arrow IPC stream, or framed
+    /// fex.v1.ExtractResponse records (what fex-server answers per record).
+    #[arg(long, value_enum, default_value_t = FormatArg::Parquet)]
+    pub format: FormatArg,
+    /// Rows per Parquet row group.
+    #[arg(long, default_value_t = 65536)]
+    pub row_group_size: usize,
+    /// Parquet page compression.
+    #[arg(long, value_enum, default_value_t = ParquetCodecArg::Snappy)]
+    pub parquet_compression: ParquetCodecArg,
+    /// Extraction threads (default: all cores). The output is the same for any count.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// On a bad record: stop (exit 65), or report it, count it and go on.
+    #[arg(long, value_enum, default_value_t = OnErrorArg::Fail)]
+    pub on_error: OnErrorArg,
+    /// Records per chunk (a chunk is the unit of work of one thread; it
+    /// also ends at 4 MiB of payload). Changes nothing in the output.
+    #[arg(long, default_value_t = 4096)]
+    pub chunk_records: usize,
+    /// No progress bar and no summary.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Print this many records at most.
+    #[arg(long, default_value_t = 10)]
+    pub limit: u64,
+    /// Print the model's extracted tensors for each record instead of its raw features.
+    #[arg(long, short)]
+    pub model: Option<PathBuf>,
+    /// Values shown per feature before "...".
+    #[arg(long, default_value_t = 8)]
+    pub values: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Model config files or directories of them (*.yaml, *.yml).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum PayloadArg {
+    ExampleBatch,
+    Example,
+    Instance,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum CompressionArg {
+    Auto,
+    None,
+    Zstd,
+    Gzip,
+    /// Monolith's snappy (Hadoop block format).
+    Snappy,
+    /// The snappy framing format.
+    SnappyFramed,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatArg {
+    Parquet,
+    Arrow,
+    Responses,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum ParquetCodecArg {
+    None,
+    Snappy,
+    Zstd,
+}
+
+impl From<ParquetCodecArg> for ParquetCodec {
+    fn from(c: ParquetCodecArg) -> Self {
+        match c {
+            ParquetCodecArg::None => ParquetCodec::None,
+            ParquetCodecArg::Snappy => ParquetCodec::Snappy,
+            ParquetCodecArg::Zstd => ParquetCodec::Zstd,
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy)]
+pub enum OnErrorArg {
+    Fail,
+    Skip,
+}
+
+impl From<OnErrorArg> for OnError {
+    fn from(o: OnErrorArg) -> Self {
+        match o {
+            OnErrorArg::Fail => OnError::Fail,
+            OnErrorArg::Skip => OnError::Skip,
+        }
+    }
+}

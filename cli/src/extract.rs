@@ -1,0 +1,128 @@
+//! `fex extract`: reads the inputs, runs the library's offline pipeline
+//! (`fex::offline::run`) with the model's plan, writes the table, and says
+//! what it did.
+
+use std::io::Write;
+use std::path::Path;
+
+use fex::offline::{self, IpcSink, Options, ParquetOptions, ParquetSink, ResponsesSink, RunError, Sink, Summary};
+use fex::records::sources;
+
+use crate::args::{ExtractArgs, FormatArg};
+use crate::exit;
+use crate::progress::Progress;
+
+pub fn run(a: ExtractArgs) -> u8 {
+    let plan = match load_model(&a.model) {
+        Ok(plan) => plan,
+        Err(code) => return code,
+    };
+    let inputs = match sources::expand(&a.input.inputs) {
+        Ok(inputs) => inputs,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::NO_INPUT;
+        }
+    };
+    let out = match create(&a.output) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("error: cannot create {}: {e}", a.output.display());
+            return exit::FAILURE;
+        }
+    };
+    let sink: Result<Box<dyn Sink>, _> = match a.format {
+        FormatArg::Parquet => {
+            let options = ParquetOptions { row_group_size: a.row_group_size, codec: a.parquet_compression.into() };
+            ParquetSink::new(out, &plan, options).map(|s| Box::new(s) as Box<dyn Sink>)
+        }
+        FormatArg::Arrow => IpcSink::new(out, &plan).map(|s| Box::new(s) as Box<dyn Sink>),
+        FormatArg::Responses => Ok(Box::new(ResponsesSink::new(out)) as Box<dyn Sink>),
+    };
+    let mut sink = match sink {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::FAILURE;
+        }
+    };
+    let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let options = Options {
+        payload: a.input.payload(),
+        read: a.input.read_options(),
+        threads,
+        on_error: a.on_error.into(),
+        chunk_records: a.chunk_records.max(1),
+        ..Options::default()
+    };
+    let progress = Progress::new(sources::total_size(&inputs), a.quiet);
+    let result = offline::run(&plan, &inputs, options, sink.as_mut(), None, &progress);
+    progress.finish();
+    match result {
+        Ok(summary) => {
+            if !a.quiet {
+                print_summary(&summary, &a, progress.elapsed());
+            }
+            0
+        }
+        Err(RunError::Bad(bad)) => {
+            eprintln!("error: {bad}");
+            eprintln!("(stopped at the first bad record; --on-error skip reports them all and goes on)");
+            if matches!(bad.error, offline::BadError::Read(ref e) if is_not_found(e)) {
+                exit::NO_INPUT
+            } else {
+                exit::DATA
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::FAILURE
+        }
+    }
+}
+
+fn is_not_found(e: &fex::records::RecordError) -> bool {
+    matches!(e.kind(), fex::records::RecordErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Compiles the model config; a bad one is exit 64 with every error.
+pub fn load_model(path: &Path) -> Result<fex::Plan, u8> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("{}", fex::catalog::LoadError::cannot_read(path, &e));
+        exit::CONFIG
+    })?;
+    fex::catalog::compile(path, &text).map_err(|e| {
+        eprintln!("{e}");
+        exit::CONFIG
+    })
+}
+
+fn create(path: &Path) -> std::io::Result<Box<dyn Write + Send>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout())));
+    }
+    let file = std::fs::File::create(path)?;
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, file)))
+}
+
+fn print_summary(s: &Summary, a: &ExtractArgs, seconds: f64) {
+    let mb = s.input_bytes as f64 / 1e6;
+    let secs = seconds.max(1e-9);
+    eprintln!(
+        "read {} records ({mb:.1} MB) from {} file(s) in {seconds:.2} s: {:.0} records/s, {:.1} MB/s",
+        s.records,
+        s.files,
+        s.records as f64 / secs,
+        mb / secs
+    );
+    eprintln!("bad records: {}", s.bad_records);
+    for (name, count) in &s.transforms {
+        eprintln!("{name}: {count}");
+    }
+    let format = match a.format {
+        FormatArg::Parquet => "parquet",
+        FormatArg::Arrow => "arrow ipc stream",
+        FormatArg::Responses => "framed fex.v1.ExtractResponse",
+    };
+    eprintln!("rows written: {} to {} ({format})", s.rows_written, a.output.display());
+}

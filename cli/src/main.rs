@@ -1,0 +1,34 @@
+//! `fex`: the offline command. Builds training tables from Monolith sample
+//! files with the same library and model config fex-server runs (`extract`),
+//! shows what records hold (`inspect`), and checks model configs (`check`).
+//! Exit codes: 0 done; 1 an output or other failure; 2 bad usage; 64 a bad
+//! model config; 65 a bad record under `--on-error fail`; 66 an input that
+//! cannot be found or opened.
+
+mod args;
+mod check;
+mod extract;
+mod inspect;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit codes (sysexits.h where one fits).
+pub mod exit {
+    pub const FAILURE: u8 = 1;
+    pub const CONFIG: u8 = 64;
+    pub const DATA: u8 = 65;
+    pub const NO_INPUT: u8 = 66;
+}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let code = match cli.command {
+        args::Command::Extract(a) => extract::run(a),
+        args::Command::Inspect(a) => inspect::run(a),
+        args::Command::Check(a) => check::run(a),
+    };
+    ExitCode::from(code)
+}

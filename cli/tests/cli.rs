@@ -1,0 +1,256 @@
+//! The `fex` binary as a user runs it: help, config checks (the messages of
+//! `fex-server --check-config`, server/tests/process.rs), exit codes, bad
+//! records reported with file, record index and byte offset under both
+//! `--on-error` modes, standard input, compressed input, and output that
+//! does not depend on the thread count. Also: the binary is built on the
+//! library alone (no tokio, no tonic).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use fex::proto::monolith_pb as pb;
+use fex::records::write_record;
+use fex_client::synth::{GenOptions, Generator};
+use prost::Message;
+
+const FEX: &str = env!("CARGO_BIN_EXE_fex");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn default_model() -> PathBuf {
+    repo().join("models/default.yaml")
+}
+
+fn fex(args: &[&str]) -> Output {
+    Command::new(FEX).args(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `n` generated requests for the default model, framed.
+fn requests(n: usize, batch_size: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let options = GenOptions { batch_size, seed: 3, ..GenOptions::default() };
+    let mut generator = Generator::new(fex::Plan::default_model(), options).unwrap();
+    let records: Vec<Vec<u8>> = (0..n).map(|_| generator.next_bytes()).collect();
+    let mut framed = Vec::new();
+    for r in &records {
+        write_record(&mut framed, r).unwrap();
+    }
+    (framed, records)
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for (sub, flag) in [("extract", "--on-error"), ("inspect", "--limit"), ("check", "PATHS"), ("", "Exit codes")] {
+        let args: Vec<&str> = [sub, "--help"].into_iter().filter(|a| !a.is_empty()).collect();
+        let out = fex(&args);
+        assert!(out.status.success(), "{sub}");
+        assert!(text(&out.stdout).contains(flag), "{sub}: {}", text(&out.stdout));
+    }
+}
+
+#[test]
+fn check_says_what_fex_server_check_config_says() {
+    let fixtures = repo().join("tests/fixtures/config");
+    let out = fex(&["check", fixtures.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("bad_many.yaml: 4 errors in model config"), "{stderr}");
+    assert!(stderr.contains(r#"features.item_tags.kind: unknown feature kind "sprase""#), "{stderr}");
+
+    let models = repo().join("models");
+    let models = models.to_str().unwrap();
+    let out = fex(&["check", models]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("default: ok (version 1, 22 outputs, {models}/default.yaml)\n")));
+
+    let out = fex(&["check", "/nonexistent/models.yaml"]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(text(&out.stderr).contains("/nonexistent/models.yaml: cannot read: No such file or directory"));
+}
+
+#[test]
+fn bad_model_and_missing_input_have_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("bad.yaml");
+    std::fs::write(&model, "name: b\nfeatures:\n  - {name: x, kind: sprase}\n").unwrap();
+    let out = fex(&["extract", "-m", model.to_str().unwrap(), "-o", "/dev/null", "in.bin"]);
+    assert_eq!(out.status.code(), Some(64), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(r#"unknown feature kind "sprase""#));
+
+    let out = fex(&["extract", "-m", default_model().to_str().unwrap(), "-o", "/dev/null", "/nonexistent/*.bin"]);
+    assert_eq!(out.status.code(), Some(66), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no file matches this pattern"));
+}
+
+#[test]
+fn bad_records_are_reported_with_file_record_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, records) = requests(3, 4);
+    // Record 1: a truncated protobuf (its ExampleBatch ends inside a field).
+    let mut input = Vec::new();
+    write_record(&mut input, &records[0]).unwrap();
+    let bad_at = input.len();
+    write_record(&mut input, &records[1][..records[1].len() - 3]).unwrap();
+    write_record(&mut input, &records[2]).unwrap();
+    let path = dir.path().join("in.bin");
+    std::fs::write(&path, &input).unwrap();
+    let (p, model) = (path.to_str().unwrap(), default_model());
+    let model = model.to_str().unwrap();
+
+    let out = fex(&["extract", "-m", model, "-o", "/dev/null", p]);
+    assert_eq!(out.status.code(), Some(65), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&format!("{p}: record 1 at byte {bad_at}: ")), "{stderr}");
+    // The library's structured error says where in the payload.
+    assert!(stderr.contains("named_feature_list[") && stderr.contains(" @ byte "), "{stderr}");
+
+    let table = dir.path().join("t.parquet");
+    let out = fex(&["extract", "-m", model, "-o", table.to_str().unwrap(), "--on-error", "skip", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&format!("bad record: {p}: record 1 at byte {bad_at}: ")), "{stderr}");
+    assert!(stderr.contains("read 3 records") && stderr.contains("bad records: 1"), "{stderr}");
+    assert!(stderr.contains("rows written: 8 to"), "{stderr}");
+
+    // A corrupt length ends the file: counted under skip, exit 65 under fail.
+    let mut corrupt = good.clone();
+    let end = corrupt.len() as u64;
+    corrupt.extend(0xfefe_fefeu64.to_le_bytes());
+    std::fs::write(&path, &corrupt).unwrap();
+    let out = fex(&["extract", "-m", model, "-o", "/dev/null", "--on-error", "skip", p]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains(&format!("{p}: record 3 at byte {end}: corrupt record: length is 0xfefefefe")), "{stderr}");
+    assert!(stderr.contains("bad records: 1") && stderr.contains("rows written: 12 to"), "{stderr}");
+    let out = fex(&["extract", "-m", model, "-o", "/dev/null", p]);
+    assert_eq!(out.status.code(), Some(65));
+
+    // A truncated last record names itself.
+    std::fs::write(&path, &good[..good.len() - 5]).unwrap();
+    let out = fex(&["extract", "-m", model, "-o", "/dev/null", p]);
+    assert_eq!(out.status.code(), Some(65));
+    assert!(text(&out.stderr).contains(": record 2 at byte "), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("truncated record"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn the_table_does_not_depend_on_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (framed, _) = requests(40, 8);
+    let path = dir.path().join("in.bin");
+    std::fs::write(&path, &framed).unwrap();
+    let model = default_model();
+    let mut files = Vec::new();
+    for threads in ["1", "2", "3"] {
+        let out = dir.path().join(format!("t{threads}.parquet"));
+        let run = fex(&[
+            "extract",
+            "-m",
+            model.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--threads",
+            threads,
+            "--chunk-records",
+            "3",
+            "--row-group-size",
+            "100",
+            path.to_str().unwrap(),
+        ]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        assert!(text(&run.stderr).contains("rows written: 320 to"), "{}", text(&run.stderr));
+        files.push(std::fs::read(out).unwrap());
+    }
+    assert!(files[0].len() > 1000);
+    assert!(files[0] == files[1] && files[1] == files[2], "parquet files differ between thread counts");
+}
+
+#[test]
+fn standard_input_zstd_and_examples() {
+    let (framed, records) = requests(2, 3);
+    let compressed = zstd::encode_all(framed.as_slice(), 1).unwrap();
+    let mut child = Command::new(FEX)
+        .args(["inspect", "--limit", "1", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&compressed).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with(&format!("-: record 0 at byte 0 ({} bytes)\n  batch_size 3, ", records[0].len())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("user_id (shared, 1 features)") && !stdout.contains("record 1"), "{stdout}");
+
+    // Examples: one row each, extracted in one call per chunk.
+    let batch = pb::ExampleBatch::decode(records[0].as_slice()).unwrap();
+    let mut examples = Vec::new();
+    for r in 0..3 {
+        let e = pb::Example {
+            named_feature: batch
+                .named_feature_list
+                .iter()
+                .map(|l| pb::NamedFeature {
+                    name: l.name.clone(),
+                    feature: Some(l.feature[if l.r#type == 1 { 0 } else { r }].clone()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        write_record(&mut examples, &e.encode_to_vec()).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let from_examples = dir.path().join("e.arrows");
+    let from_batch = dir.path().join("b.arrows");
+    let mut child = Command::new(FEX)
+        .args(["extract", "-q", "--payload", "example", "--format", "arrow", "-m"])
+        .arg(default_model())
+        .arg("-o")
+        .arg(&from_examples)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&examples).unwrap();
+    assert!(child.wait().unwrap().success());
+    let batch_file = dir.path().join("one.bin");
+    let mut one = Vec::new();
+    write_record(&mut one, &records[0]).unwrap();
+    std::fs::write(&batch_file, one).unwrap();
+    let run = Command::new(FEX)
+        .args(["extract", "-q", "--format", "arrow", "-m"])
+        .arg(default_model())
+        .arg("-o")
+        .arg(&from_batch)
+        .arg(&batch_file)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let (e, b) = (std::fs::read(from_examples).unwrap(), std::fs::read(from_batch).unwrap());
+    assert!(e.len() > 500 && e == b, "an ExampleBatch and its rows as Examples make the same table");
+}
+
+#[test]
+fn fex_is_built_on_the_library_alone() {
+    let out = Command::new(env!("CARGO"))
+        .args(["tree", "-p", "fex-cli", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tree = text(&out.stdout);
+    assert!(tree.contains("fex v0.1.0"), "{tree}");
+    for banned in ["tokio ", "tonic ", "hyper ", "h2 "] {
+        assert!(!tree.lines().any(|l| l.starts_with(banned)), "fex-cli depends on {banned}:\n{tree}");
+    }
+}

@@ -1,0 +1,19 @@
+//! The offline half (feature `offline`): PBDataset records in (`records`),
+//! the plan's outputs extracted by the same entry point the server runs,
+//! optionally transformed on the row index (`RowsHook`), and written as a
+//! training table (Parquet, Arrow IPC) or as the framed
+//! `fex.v1.ExtractResponse`s the server would have answered. The `fex`
+//! command and the Python binding both run `run`.
+
+mod hook;
+mod report;
+mod run;
+mod sink;
+pub mod table;
+
+pub use hook::{RecordCtx, RowsHook};
+pub use report::{BadError, BadRecord, RunError, Summary};
+pub use run::{Observer, OnError, Options, Payload, Quiet, run};
+pub use sink::{
+    CollectSink, Format, IpcSink, ParquetCodec, ParquetOptions, ParquetSink, Prepared, ResponsesSink, Sink, SinkError,
+};

@@ -1,0 +1,496 @@
+//! The offline pipeline: records are read in chunks (a chunk never spans two
+//! files; its size depends only on the input), chunks are extracted on
+//! `threads` workers, and the sink receives them strictly in input order, so
+//! the output is the same whatever the thread count. At most a window of
+//! chunks is in flight: memory does not grow with the input's size.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use prost::Message;
+
+use super::hook::{RecordCtx, RowsHook};
+use super::report::{BadError, BadRecord, RunError, Summary};
+use super::sink::{Format, Prepared, Sink};
+use crate::config::Plan;
+use crate::extract::{Extracted, Extractor, Input, Policy, SharedRows};
+use crate::proto::fex_v1::ExtractResponse;
+use crate::records::{ReadOptions, RecordMeta, RecordReader};
+
+/// What each record's payload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Payload {
+    /// A `monolith.io.proto.ExampleBatch` (what fex-server is sent).
+    #[default]
+    ExampleBatch,
+    /// A `monolith.io.proto.Example`: one row.
+    Example,
+    /// A legacy `parser.proto.Instance`: one row.
+    Instance,
+}
+
+/// What to do with a bad record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// Stop at the first bad record (in input order).
+    #[default]
+    Fail,
+    /// Report it, count it, go on. A record whose framing is broken (a
+    /// corrupt or truncated length) ends its file: nothing after it can be
+    /// found.
+    Skip,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub payload: Payload,
+    pub read: ReadOptions,
+    /// Extraction workers (at least 1). With a hook, 1.
+    pub threads: usize,
+    pub on_error: OnError,
+    /// A chunk ends after this many payload bytes or `chunk_records` records.
+    pub chunk_bytes: usize,
+    pub chunk_records: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            payload: Payload::ExampleBatch,
+            read: ReadOptions::default(),
+            threads: 1,
+            on_error: OnError::Fail,
+            chunk_bytes: 4 << 20,
+            chunk_records: 4096,
+        }
+    }
+}
+
+/// Told of progress and of each bad record, in input order, from whichever
+/// thread writes the output.
+pub trait Observer: Sync {
+    fn progress(&self, _summary: &Summary) {}
+    fn bad_record(&self, _bad: &BadRecord) {}
+}
+
+/// Observes nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// Records of one file, read together.
+struct Chunk {
+    seq: u64,
+    source: Arc<str>,
+    data: Vec<u8>,
+    /// Each record's header facts and its range in `data`.
+    records: Vec<(RecordMeta, usize)>,
+    /// The framing error that ended the file, after these records.
+    read_error: Option<BadRecord>,
+}
+
+/// What a bad record needs of its chunk.
+pub(super) struct ChunkRef<'c> {
+    pub(super) source: &'c Arc<str>,
+    pub(super) records: &'c [(RecordMeta, usize)],
+}
+
+impl Chunk {
+    fn at(&self) -> ChunkRef<'_> {
+        ChunkRef { source: &self.source, records: &self.records }
+    }
+
+    fn payloads(&self) -> Vec<&[u8]> {
+        self.records.iter().map(|&(m, start)| &self.data[start..start + m.len]).collect()
+    }
+}
+
+/// A chunk's output.
+#[derive(Default)]
+struct Processed {
+    items: Vec<Prepared>,
+    /// In input order.
+    bad: Vec<BadRecord>,
+    records: u64,
+    rows_written: u64,
+    payload_bytes: u64,
+}
+
+struct ReadState {
+    paths: Vec<PathBuf>,
+    next_file: usize,
+    current: Option<RecordReader>,
+    seq: u64,
+    files_opened: u64,
+}
+
+struct OrderState<'s> {
+    next: u64,
+    pending: BTreeMap<u64, Processed>,
+    writing: bool,
+    sink: Option<&'s mut dyn Sink>,
+    summary: Summary,
+    error: Option<RunError>,
+}
+
+struct Shared<'s> {
+    plan: &'s Plan,
+    options: Options,
+    format: Format,
+    reader: Mutex<ReadState>,
+    order: Mutex<OrderState<'s>>,
+    turn: Condvar,
+    abort: AtomicBool,
+    issued: AtomicU64,
+    input_bytes: Arc<AtomicU64>,
+    observer: &'s dyn Observer,
+}
+
+/// Reads `inputs` (files or `-`, in order), extracts `plan`'s outputs for
+/// every record, transforms them through `hook` if given, and writes them to
+/// `sink` in input order. Returns what happened; under `OnError::Fail` the
+/// first bad record is the error.
+pub fn run(
+    plan: &Plan,
+    inputs: &[PathBuf],
+    options: Options,
+    sink: &mut dyn Sink,
+    hook: Option<&mut dyn RowsHook>,
+    observer: &dyn Observer,
+) -> Result<Summary, RunError> {
+    let threads = if hook.is_some() { 1 } else { options.threads.max(1) };
+    let format = sink.format();
+    let shared = Shared {
+        plan,
+        options,
+        format,
+        reader: Mutex::new(ReadState { paths: inputs.to_vec(), next_file: 0, current: None, seq: 0, files_opened: 0 }),
+        order: Mutex::new(OrderState {
+            next: 0,
+            pending: BTreeMap::new(),
+            writing: false,
+            sink: Some(sink),
+            summary: Summary::default(),
+            error: None,
+        }),
+        turn: Condvar::new(),
+        abort: AtomicBool::new(false),
+        issued: AtomicU64::new(0),
+        input_bytes: Arc::new(AtomicU64::new(0)),
+        observer,
+    };
+    let window = threads as u64 * 2 + 1;
+    match hook {
+        Some(hook) => worker(&shared, window, Some(hook)),
+        None if threads == 1 => worker(&shared, window, None),
+        None => std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| worker(&shared, window, None));
+            }
+        }),
+    }
+    let files = lock(&shared.reader).files_opened;
+    let mut order = shared.order.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(e) = order.error.take() {
+        return Err(e);
+    }
+    order.summary.files = files;
+    order.summary.input_bytes = shared.input_bytes.load(Ordering::Relaxed);
+    order.sink.take().expect("the sink is given back once").finish()?;
+    Ok(order.summary)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn worker<'h>(shared: &Shared<'_>, window: u64, mut hook: Option<&mut (dyn RowsHook + 'h)>) {
+    let mut ex = Extractor::new();
+    loop {
+        // Wait while too far ahead of the writer: bounded memory.
+        {
+            let mut order = lock(&shared.order);
+            while !shared.abort.load(Ordering::Relaxed)
+                && shared.issued.load(Ordering::Relaxed).saturating_sub(order.next) >= window
+            {
+                order = shared.turn.wait(order).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+        if shared.abort.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(chunk) = read_chunk(shared) else { return };
+        let processed = process(shared, &mut ex, &chunk, hook.as_deref_mut());
+        if let Some(hook) = hook.as_deref() {
+            lock(&shared.order).summary.transforms = hook.counts();
+        }
+        deliver(shared, chunk.seq, processed);
+    }
+}
+
+/// Reads the next chunk: records of one file until the size bounds, the end
+/// of the file, or a framing error.
+fn read_chunk(shared: &Shared<'_>) -> Option<Chunk> {
+    let mut st = lock(&shared.reader);
+    let opts = &shared.options;
+    loop {
+        if st.current.is_none() {
+            let path = st.paths.get(st.next_file)?.clone();
+            st.next_file += 1;
+            st.files_opened += 1;
+            match RecordReader::open(&path, opts.read, Some(Arc::clone(&shared.input_bytes))) {
+                Ok(r) => st.current = Some(r),
+                Err(e) => {
+                    let chunk = error_chunk(&mut st, shared, e);
+                    return Some(chunk);
+                }
+            }
+        }
+        let reader = st.current.as_mut().expect("opened above");
+        let source: Arc<str> = Arc::from(reader.name());
+        let mut data = Vec::new();
+        let mut records = Vec::new();
+        let mut read_error = None;
+        while data.len() < opts.chunk_bytes && records.len() < opts.chunk_records {
+            let start = data.len();
+            match reader.append_next(&mut data) {
+                Ok(Some(meta)) => records.push((meta, start)),
+                Ok(None) => break,
+                Err(e) => {
+                    data.truncate(start);
+                    read_error = Some(BadRecord::read(e));
+                    break;
+                }
+            }
+        }
+        let ended = read_error.is_some() || records.len() < opts.chunk_records && data.len() < opts.chunk_bytes;
+        if ended {
+            st.current = None;
+        }
+        if records.is_empty() && read_error.is_none() {
+            continue;
+        }
+        let seq = st.seq;
+        st.seq += 1;
+        shared.issued.store(st.seq, Ordering::Relaxed);
+        return Some(Chunk { seq, source, data, records, read_error });
+    }
+}
+
+fn error_chunk(st: &mut ReadState, shared: &Shared<'_>, e: crate::records::RecordError) -> Chunk {
+    let seq = st.seq;
+    st.seq += 1;
+    shared.issued.store(st.seq, Ordering::Relaxed);
+    let source: Arc<str> = Arc::from(e.source_name());
+    Chunk { seq, source, data: Vec::new(), records: Vec::new(), read_error: Some(BadRecord::read(e)) }
+}
+
+/// Extracts a chunk into the sink's items; bad records are set aside.
+fn process<'h>(
+    shared: &Shared<'_>,
+    ex: &mut Extractor,
+    chunk: &Chunk,
+    mut hook: Option<&mut (dyn RowsHook + 'h)>,
+) -> Processed {
+    let mut p = Processed { records: chunk.records.len() as u64, ..Processed::default() };
+    p.payload_bytes = chunk.records.iter().map(|(m, _)| m.len as u64).sum();
+    let payloads = chunk.payloads();
+    let mut batches = Vec::new();
+    let per_record =
+        shared.format == Format::Responses || shared.options.payload == Payload::ExampleBatch || hook.is_some();
+    if per_record {
+        let mut frames = Vec::new();
+        for (i, payload) in payloads.iter().enumerate() {
+            let one = [*payload];
+            let result = unit(shared, ex, chunk, i, &one, hook.as_deref_mut());
+            match result {
+                Ok(out) => {
+                    p.rows_written += out.batch_size as u64;
+                    match shared.format {
+                        Format::Responses => frame_response(shared.plan, out, &mut frames),
+                        Format::Table => match super::table::to_batch(out, shared.plan) {
+                            Ok(b) => batches.push(b),
+                            Err(e) => p.bad.push(BadRecord::at(&chunk.at(), i, BadError::Arrow(e.to_string()))),
+                        },
+                    }
+                }
+                Err(bad) => p.bad.push(bad),
+            }
+        }
+        if shared.format == Format::Responses {
+            p.items.push(Prepared::Frames(frames));
+        }
+    } else {
+        // Examples and Instances: the chunk's records in one call; when it
+        // fails, one record at a time, to name the bad ones.
+        match unit(shared, ex, chunk, 0, &payloads, None) {
+            Ok(out) => {
+                p.rows_written += out.batch_size as u64;
+                match super::table::to_batch(out, shared.plan) {
+                    Ok(b) => batches.push(b),
+                    Err(e) => p.bad.push(BadRecord::at(&chunk.at(), 0, BadError::Arrow(e.to_string()))),
+                }
+            }
+            Err(_) => {
+                for (i, payload) in payloads.iter().enumerate() {
+                    match unit(shared, ex, chunk, i, &[*payload], None) {
+                        Ok(out) => {
+                            p.rows_written += out.batch_size as u64;
+                            match super::table::to_batch(out, shared.plan) {
+                                Ok(b) => batches.push(b),
+                                Err(e) => p.bad.push(BadRecord::at(&chunk.at(), i, BadError::Arrow(e.to_string()))),
+                            }
+                        }
+                        Err(bad) => p.bad.push(bad),
+                    }
+                }
+            }
+        }
+    }
+    if shared.format == Format::Table && !batches.is_empty() {
+        let item = if batches.len() == 1 {
+            Ok(batches.pop().expect("one"))
+        } else {
+            arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
+        };
+        match item {
+            Ok(b) => p.items.push(Prepared::Batch(b)),
+            Err(e) => p.bad.push(BadRecord::at(&chunk.at(), 0, BadError::Arrow(e.to_string()))),
+        }
+    }
+    if let Some(e) = &chunk.read_error {
+        p.bad.push(e.clone());
+    }
+    p
+}
+
+/// Extracts the records `payloads` (starting at the chunk's record `first`).
+fn unit<'h>(
+    shared: &Shared<'_>,
+    ex: &mut Extractor,
+    chunk: &Chunk,
+    first: usize,
+    payloads: &[&[u8]],
+    hook: Option<&mut (dyn RowsHook + 'h)>,
+) -> Result<Extracted, BadRecord> {
+    let plan = shared.plan;
+    let input = match shared.options.payload {
+        Payload::ExampleBatch => Input::Batch(payloads[0]),
+        Payload::Example => Input::Examples(payloads),
+        Payload::Instance => Input::Instances(payloads),
+    };
+    // The table wants a row per sample; responses are what the server sends.
+    let shared_rows = if shared.format == Format::Table { SharedRows::Broadcast } else { SharedRows::AsDeclared };
+    let policy = Policy { shared: shared_rows, ..Policy::default() };
+    let mut out = Extracted::default();
+    let bad = |e| BadRecord::at(&chunk.at(), first + blame(&e, payloads.len()), BadError::Extract(Arc::new(e)));
+    match hook {
+        None => ex.extract(plan, input, policy, &mut out).map_err(bad)?,
+        Some(hook) => {
+            let mut rows = ex.index(plan, input, None).map_err(bad)?;
+            let (meta, _) = chunk.records[first];
+            let ctx = RecordCtx {
+                source: &chunk.source,
+                index: meta.index,
+                offset: meta.offset,
+                records: payloads.len(),
+                payloads,
+            };
+            hook.apply(&ctx, &mut rows).map_err(bad)?;
+            ex.write(plan, &rows, policy, &mut out).map_err(bad)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The record (of `n`) an error of an Examples call belongs to.
+fn blame(e: &crate::ExtractError, n: usize) -> usize {
+    e.row().filter(|&r| r < n && n > 1).unwrap_or(0)
+}
+
+fn frame_response(plan: &Plan, out: Extracted, frames: &mut Vec<u8>) {
+    let response = ExtractResponse {
+        model: plan.name.clone(),
+        model_version: plan.identity().version.clone(),
+        batch_size: out.batch_size as i32,
+        tensors: out.into_tensors(),
+    };
+    let len = response.encoded_len();
+    frames.extend_from_slice(&(len as u64).to_le_bytes());
+    response.encode(frames).expect("a Vec grows as needed");
+}
+
+/// Hands a chunk's output to the writer. Whoever finds the next chunk ready
+/// and nobody writing becomes the writer until no ready chunk is left.
+fn deliver(shared: &Shared<'_>, seq: u64, processed: Processed) {
+    let mut order = lock(&shared.order);
+    order.pending.insert(seq, processed);
+    if order.writing {
+        return;
+    }
+    order.writing = true;
+    loop {
+        // After a failure nothing more is written.
+        if shared.abort.load(Ordering::Relaxed) {
+            order.pending.clear();
+            break;
+        }
+        let next = order.next;
+        let Some(p) = order.pending.remove(&next) else { break };
+        let sink = order.sink.take().expect("the writer holds the sink");
+        drop(order);
+        let outcome = write_chunk(shared, &mut *sink, p);
+        order = lock(&shared.order);
+        order.sink = Some(sink);
+        order.next += 1;
+        match outcome {
+            Ok(stats) => {
+                order.summary.add(&stats);
+                shared.observer.progress(&order.summary.with_bytes(&shared.input_bytes));
+            }
+            Err(e) => {
+                if order.error.is_none() {
+                    order.error = Some(e);
+                }
+                shared.abort.store(true, Ordering::Relaxed);
+            }
+        }
+        shared.turn.notify_all();
+    }
+    order.writing = false;
+    shared.turn.notify_all();
+}
+
+/// Writes one chunk's items, reporting its bad records first; under
+/// `OnError::Fail` a bad record is the run's error and nothing of its chunk
+/// is written.
+fn write_chunk(shared: &Shared<'_>, sink: &mut dyn Sink, p: Processed) -> Result<Processed, RunError> {
+    if shared.options.on_error == OnError::Fail
+        && let Some(bad) = p.bad.first()
+    {
+        return Err(RunError::Bad(Box::new(bad.clone())));
+    }
+    for bad in &p.bad {
+        shared.observer.bad_record(bad);
+    }
+    let Processed { items, bad, records, rows_written, payload_bytes } = p;
+    for item in items {
+        sink.write(item)?;
+    }
+    Ok(Processed { items: Vec::new(), bad, records, rows_written, payload_bytes })
+}
+
+impl Summary {
+    fn add(&mut self, p: &Processed) {
+        self.records += p.records;
+        self.bad_records += p.bad.len() as u64;
+        self.rows_written += p.rows_written;
+        self.payload_bytes += p.payload_bytes;
+    }
+
+    fn with_bytes(&self, input: &AtomicU64) -> Summary {
+        Summary { input_bytes: input.load(Ordering::Relaxed), ..self.clone() }
+    }
+}

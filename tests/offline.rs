@@ -1,0 +1,111 @@
+//! The offline pipeline through the library (what the `fex` command and the
+//! Python binding call): the transforms hook sees each record's rows in
+//! order and may drop rows or append rows of samples it keeps itself; bad
+//! records are counted under `OnError::Skip` and stop the run under `Fail`.
+
+use std::path::PathBuf;
+
+use fex::offline::{self, CollectSink, OnError, Options, Quiet, RecordCtx, RowsHook, RunError};
+use fex::records::write_record;
+use fex::{Extractor, Input, Plan, Rows};
+
+const MODEL: &str = "name: m\nfeatures:\n  - {name: ids, kind: sparse}\n";
+
+/// A batch of `rows` rows whose row r holds the one fid `base + r`.
+fn batch(base: u64, rows: u64) -> Vec<u8> {
+    let features: Vec<String> = (0..rows).map(|r| format!("          - fid_v2_list: [{}]\n", base + r)).collect();
+    let yaml = format!(
+        "batch_size: {rows}\nlists:\n  - name: ids\n    features:\n{}",
+        features.join("").replace("          -", "      -")
+    );
+    fex::corpus::Batch::from_yaml(&yaml).unwrap().encode().unwrap()
+}
+
+fn file(records: &[Vec<u8>]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("in.bin");
+    let mut framed = Vec::new();
+    for r in records {
+        write_record(&mut framed, r).unwrap();
+    }
+    std::fs::write(&path, framed).unwrap();
+    (dir, path)
+}
+
+fn ids(sink: &CollectSink) -> Vec<Vec<i64>> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    let mut out = Vec::new();
+    for b in &sink.batches {
+        let list = b.column(0).as_list::<i64>();
+        for r in 0..list.len() {
+            let v = list.value(r);
+            out.push(v.as_primitive::<arrow_array::types::Int64Type>().values().to_vec());
+        }
+    }
+    out
+}
+
+/// Drops odd fids; appends, after each record's rows, a row of a sample it
+/// keeps (as an item pool would).
+struct DropOddAddPooled {
+    plan: Plan,
+    pool: Vec<u8>,
+    ex: Extractor,
+    seen: Vec<u64>,
+    dropped: u64,
+}
+
+impl RowsHook for DropOddAddPooled {
+    fn apply<'a>(&'a mut self, record: &RecordCtx<'_>, rows: &mut Rows<'a>) -> Result<(), fex::ExtractError> {
+        self.seen.push(record.index);
+        let before = rows.len();
+        rows.retain(|r| r % 2 == 0);
+        self.dropped += (before - rows.len()) as u64;
+        let pooled = self.ex.index(&self.plan, Input::Batch(&self.pool), None)?;
+        rows.push_row(&pooled, 0).expect("same plan, same kind");
+        Ok(())
+    }
+
+    fn counts(&self) -> Vec<(String, u64)> {
+        vec![("drop_odd: dropped".into(), self.dropped)]
+    }
+}
+
+#[test]
+fn the_hook_drops_and_appends_rows_in_input_order() {
+    let plan = Plan::from_yaml(MODEL).unwrap();
+    let (_dir, path) = file(&[batch(10, 3), batch(20, 2)]);
+    let mut hook =
+        DropOddAddPooled { plan: plan.clone(), pool: batch(99, 1), ex: Extractor::new(), seen: vec![], dropped: 0 };
+    let mut sink = CollectSink::default();
+    let options = Options { threads: 4, ..Options::default() };
+    let summary = offline::run(&plan, &[path], options, &mut sink, Some(&mut hook), &Quiet).unwrap();
+    assert_eq!(ids(&sink), [vec![10], vec![12], vec![99], vec![20], vec![99]]);
+    assert_eq!(hook.seen, [0, 1]);
+    assert_eq!((summary.records, summary.rows_written, summary.bad_records), (2, 5, 0));
+    assert_eq!(summary.transforms, [("drop_odd: dropped".to_string(), 2)]);
+}
+
+#[test]
+fn bad_records_are_skipped_or_stop_the_run() {
+    let plan = Plan::from_yaml(MODEL).unwrap();
+    let good = batch(1, 2);
+    let bad = good[..good.len() - 1].to_vec();
+    let (_dir, path) = file(&[good.clone(), bad, good.clone()]);
+    let mut sink = CollectSink::default();
+    let skip = Options { on_error: OnError::Skip, threads: 2, chunk_records: 1, ..Options::default() };
+    let summary = offline::run(&plan, std::slice::from_ref(&path), skip, &mut sink, None, &Quiet).unwrap();
+    assert_eq!((summary.records, summary.bad_records, summary.rows_written), (3, 1, 4));
+    assert_eq!(ids(&sink), [vec![1], vec![2], vec![1], vec![2]]);
+
+    let mut sink = CollectSink::default();
+    let fail = Options { chunk_records: 1, threads: 2, ..Options::default() };
+    match offline::run(&plan, &[path], fail, &mut sink, None, &Quiet) {
+        Err(RunError::Bad(bad)) => {
+            assert_eq!((bad.index, bad.offset), (1, 8 + good.len() as u64));
+            assert!(matches!(bad.error, offline::BadError::Extract(_)), "{bad}");
+        }
+        other => panic!("expected the bad record, got {other:?}"),
+    }
+}
