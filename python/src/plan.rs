@@ -246,7 +246,12 @@ impl Plan {
     }
 
     fn __repr__(&self) -> String {
-        format!("Plan(name={:?}, version={:?}, outputs={})", self.plan.name, self.plan.identity().version, self.outputs().len())
+        format!(
+            "Plan(name={:?}, version={:?}, outputs={})",
+            self.plan.name,
+            self.plan.identity().version,
+            self.outputs().len()
+        )
     }
 }
 
