@@ -11,6 +11,7 @@ pub mod fid;
 pub mod files;
 pub mod ops;
 pub mod proto;
+pub mod records;
 pub mod tensor;
 pub mod view;
 pub mod wire;

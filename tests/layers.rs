@@ -8,8 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Lowest first. A module may import only modules before it.
-const LAYERS: &[&str] =
-    &["proto", "wire", "fid", "view", "files", "columns", "tensor", "error", "ops", "config", "extract", "corpus"];
+const LAYERS: &[&str] = &[
+    "proto", "wire", "fid", "view", "files", "records", "columns", "tensor", "error", "ops", "config", "extract",
+    "corpus",
+];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
