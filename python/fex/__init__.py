@@ -16,8 +16,11 @@ from ._fex import (
     ExtractError,
     Identity,
     Plan,
+    RecordError,
+    Records,
     TensorSpec,
     __version__,
+    read_records,
 )
 
 # Extracted implements the read-only mapping protocol in Rust.
@@ -31,6 +34,9 @@ __all__ = [
     "ExtractError",
     "Identity",
     "Plan",
+    "RecordError",
+    "Records",
     "TensorSpec",
     "__version__",
+    "read_records",
 ]

@@ -24,6 +24,32 @@ class ConfigError(ValueError):
 
     errors: list[Tuple[str, str]]
 
+class RecordError(OSError):
+    """A record file that cannot be read: where, and what was found."""
+
+    file: str
+    index: int
+    offset: int
+    kind: Literal["io", "truncated", "corrupt_length", "too_large", "compression", "other"]
+
+class Records(Iterator[Any]):
+    def __iter__(self) -> "Records": ...
+    def __next__(self) -> Any: ...
+
+def read_records(
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    compression: Literal["auto", "none", "zstd", "gzip", "snappy"] = "auto",
+    lagrangex_header: bool = False,
+    kafka_dump_prefix: bool = False,
+    has_sort_id: bool = False,
+    kafka_dump: bool = False,
+    max_record_bytes: int = ...,
+    with_meta: bool = False,
+) -> Records:
+    """Records of a Monolith PBDataset file: bytes, or with ``with_meta``
+    tuples of (payload, index, offset, pb_type, data_source_key)."""
+
 class Identity:
     version: str
     digest: int

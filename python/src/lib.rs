@@ -9,6 +9,7 @@ mod column;
 mod errors;
 mod extracted;
 mod plan;
+mod records;
 
 use pyo3::prelude::*;
 
@@ -23,6 +24,9 @@ fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::Buffer>()?;
     m.add("ExtractError", py.get_type::<errors::ExtractError>())?;
     m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    m.add("RecordError", py.get_type::<records::RecordError>())?;
+    m.add_class::<records::Records>()?;
+    m.add_function(wrap_pyfunction!(records::read_records, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
