@@ -192,6 +192,8 @@ def extract(df, column="sample", config=None, *, files=None, outputs=None, forma
     """
     from pyspark.sql import types as T
 
+    if config is None:
+        raise ValueError("config= is required: a fex.Plan, YAML text or a path to the model YAML")
     if format not in _FORMATS:
         raise ValueError(f"format={format!r}: expected one of {', '.join(_FORMATS)}")
     plan = config if isinstance(config, Plan) else Plan.from_yaml(config, files=files)

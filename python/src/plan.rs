@@ -97,10 +97,13 @@ impl Plan {
 fn config_source(config: &Bound<'_, PyAny>) -> PyResult<(String, PathBuf)> {
     if let Ok(s) = config.cast::<PyString>() {
         let s = s.to_cow()?;
-        if s.contains('\n') || !Path::new(s.as_ref()).is_file() {
-            return Ok((s.to_string(), PathBuf::from(".")));
+        // One line naming a file (or a .yaml that is missing: say so, rather
+        // than parse its name as YAML) is a path; anything else is YAML.
+        let named = !s.contains('\n') && (s.ends_with(".yaml") || s.ends_with(".yml"));
+        if !s.contains('\n') && (named || Path::new(s.as_ref()).is_file()) {
+            return read_config(Path::new(s.as_ref()));
         }
-        return read_config(Path::new(s.as_ref()));
+        return Ok((s.to_string(), PathBuf::from(".")));
     }
     if let Ok(b) = config.cast::<PyBytes>() {
         let text = std::str::from_utf8(b.as_bytes()).map_err(|e| PyValueError::new_err(format!("config: {e}")))?;

@@ -155,6 +155,13 @@ def test_type_mismatch_names_row_source_and_path(protos):
     assert e.path == "named_feature_list[0].feature[2]", e.path
 
 
+def test_a_missing_config_file_is_a_config_error(tmp_path):
+    missing = str(tmp_path / "ranker.yaml")
+    with pytest.raises(fex.ConfigError) as info:
+        fex.Plan.from_yaml(missing)
+    assert info.value.errors[0][0] == missing
+
+
 def test_config_error_lists_every_problem():
     text = "name: m\nfeatures:\n  - {name: a, kind: sparze}\n  - {name: b, kind: dense, shape: [1], colour: red}\n"
     with pytest.raises(fex.ConfigError) as info:
