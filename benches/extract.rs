@@ -1,6 +1,8 @@
 //! Extraction benches: fex against two baselines measured in the same run.
 //!
-//! - `fex`: `Extractor::extract_batch`, reusing the Extractor and the Extracted.
+//! - `fex`: `Extractor::extract_batch`, reusing the Extractor and the Extracted;
+//!   `fex_fresh`: the same with a new `Extracted` per call (a caller that keeps
+//!   the columns, as the Python package does).
 //! - `prost`: a full `prost::Message::decode` of the same bytes into
 //!   `ExampleBatch`, then the same extraction written over the structs (same
 //!   tensors, byte for byte; checked before timing).
@@ -297,13 +299,15 @@ struct Case {
     /// Share of the lists the model needs, e.g. "5pct".
     label: String,
     plan: Plan,
+    /// The model's YAML (written out by `FEX_BENCH_DUMP`).
+    yaml: String,
     baseline: Baseline,
 }
 
 fn case(label: &str, specs: &[&ListSpec]) -> Case {
     let yaml = model_yaml(&format!("bench_{label}"), specs);
     let plan = Plan::from_yaml(&yaml).unwrap_or_else(|e| panic!("bench model {label}: {e}"));
-    Case { label: label.to_string(), plan, baseline: Baseline::new(specs) }
+    Case { label: label.to_string(), plan, yaml, baseline: Baseline::new(specs) }
 }
 
 /// The first `pct`% of `order` (a seeded shuffle of the lists), in that order.
@@ -412,6 +416,15 @@ fn bench(c: &mut Criterion, shapes: &[Shape]) {
                 })
             });
             let mut base = BaselineOut::default();
+            // What a caller that keeps the columns pays (the Python package:
+            // its arrays own the buffers), a fresh `Extracted` per call.
+            group.bench_function(format!("fex_fresh_{}", case.label), |b| {
+                b.iter(|| {
+                    let mut out = Extracted::default();
+                    ex.extract_batch(&case.plan, black_box(input), &mut out).expect("fex extracts");
+                    black_box(out)
+                })
+            });
             group.bench_function(format!("prost_{}", case.label), |b| {
                 b.iter(|| {
                     black_box(prost_extract(&case.baseline, black_box(input), &mut base));
@@ -492,10 +505,27 @@ fn profile(shapes: &[Shape], spec: &str) {
     }
 }
 
+/// `FEX_BENCH_DUMP=dir` writes each shape's input (`<group>.pb`) and each
+/// case's model (`<group>_<case>.yaml`) and exits: the same bytes for the
+/// Python package's bench (benches/python_overhead.py).
+fn dump(shapes: &[Shape], dir: &str) {
+    let dir = std::path::Path::new(dir);
+    std::fs::create_dir_all(dir).expect("dump directory");
+    for s in shapes {
+        std::fs::write(dir.join(format!("{}.pb", s.group)), &s.input).expect("write input");
+        for c in &s.cases {
+            std::fs::write(dir.join(format!("{}_{}.yaml", s.group, c.label)), &c.yaml).expect("write model");
+        }
+    }
+}
+
 fn main() {
     let shapes = shapes();
     if let Ok(spec) = std::env::var("FEX_BENCH_PROFILE") {
         return profile(&shapes, &spec);
+    }
+    if let Ok(dir) = std::env::var("FEX_BENCH_DUMP") {
+        return dump(&shapes, &dir);
     }
     for s in &shapes {
         let needs: Vec<String> =

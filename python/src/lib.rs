@@ -1,0 +1,32 @@
+//! `fex._fex`, the native half of the Python package: the library's `Plan`
+//! and entry point, with columns handed to numpy, torch and Arrow without
+//! copying a value. The Python half (`python/fex/`) adds the conversions
+//! that import optional packages (torch, torchrec, TensorFlow, pyarrow)
+//! and the Spark helpers.
+
+mod buffer;
+mod column;
+mod errors;
+mod extracted;
+mod plan;
+mod records;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<plan::Plan>()?;
+    m.add_class::<plan::Identity>()?;
+    m.add_class::<plan::TensorSpec>()?;
+    m.add_class::<extracted::Extracted>()?;
+    m.add_class::<column::Column>()?;
+    m.add_class::<buffer::Buffer>()?;
+    m.add("ExtractError", py.get_type::<errors::ExtractError>())?;
+    m.add("ConfigError", py.get_type::<errors::ConfigError>())?;
+    m.add("RecordError", py.get_type::<records::RecordError>())?;
+    m.add_class::<records::Records>()?;
+    m.add_function(wrap_pyfunction!(records::read_records, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,106 @@
+"""Shared fixtures of the Python package's tests: the embedded default
+model, generated samples (`fex-client gen`), a real fex-server called over
+gRPC, and one local Spark session for every Spark test.
+
+scripts/test.sh passes the binaries in FEX_SERVER and FEX_CLIENT; tests that
+need one skip, saying so, when it is not given (a developer's quick run)."""
+
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import fex
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The grpcio test's helpers: protos compiled from proto/, server start-up and
+# readiness, reused rather than written twice.
+sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+
+
+def binary(var):
+    path = os.environ.get(var)
+    if not path:
+        pytest.skip(f"{var} is not set (scripts/test.sh sets it to the built binary)")
+    return path
+
+
+def read_framed(path):
+    """Records of a framed file: u64 little-endian length, then the bytes."""
+    data = open(path, "rb").read()
+    records, at = [], 0
+    while at < len(data):
+        (n,) = struct.unpack_from("<Q", data, at)
+        records.append(data[at + 8 : at + 8 + n])
+        at += 8 + n
+    return records
+
+
+@pytest.fixture(scope="session")
+def plan():
+    return fex.Plan.default()
+
+
+@pytest.fixture(scope="session")
+def protos():
+    import test_grpcio
+
+    with tempfile.TemporaryDirectory() as out:
+        test_grpcio.compile_protos(out)
+        # The generated fex.v1 modules live under the proto package `fex`,
+        # which is also this package's name: let it find them.
+        fex.__path__.append(os.path.join(out, "fex"))
+        from fex.v1 import service_pb2, service_pb2_grpc
+        from monolith import example_pb2
+
+        yield {"service": service_pb2, "grpc": service_pb2_grpc, "example": example_pb2}
+
+
+@pytest.fixture(scope="session")
+def batches():
+    """ExampleBatches for the default model, with lists it does not read."""
+    client = binary("FEX_CLIENT")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "gen.pb")
+        args = ["gen", "--count", "4", "--batch-size", "16", "--noise-lists", "3", "--seed", "7", "--out", out]
+        subprocess.run([client, *args], check=True, capture_output=True)
+        return read_framed(out)
+
+
+@pytest.fixture(scope="session")
+def stub(protos):
+    import grpc
+    import test_grpcio
+
+    proc, addr = test_grpcio.start_server(binary("FEX_SERVER"))
+    try:
+        channel = grpc.insecure_channel(addr)
+        test_grpcio.wait_serving(channel)
+        yield protos["grpc"].FeatureExtractorStub(channel)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    # Executors' Python must be this one (it has fex and pyarrow).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("fex-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
