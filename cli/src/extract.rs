@@ -56,7 +56,12 @@ pub fn run(a: ExtractArgs) -> u8 {
         ..Options::default()
     };
     let progress = Progress::new(sources::total_size(&inputs), a.quiet);
-    let result = offline::run(&plan, &inputs, options, sink.as_mut(), None, &progress);
+    // The model's `offline:` transforms (filters, labels, negatives, shuffle,
+    // batch) run on one thread in input order: the output is the same for
+    // any --threads.
+    let mut transforms = fex::samples::Transforms::new(&plan);
+    let hook: Option<&mut dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&mut transforms) };
+    let result = offline::run(&plan, &inputs, options, sink.as_mut(), hook, &progress);
     progress.finish();
     match result {
         Ok(summary) => {
