@@ -1,6 +1,7 @@
 //! `fex`: the offline command. Builds training tables from Monolith sample
 //! files with the same library and model config fex-server runs (`extract`),
-//! shows what records hold (`inspect`), and checks model configs (`check`).
+//! shows what records hold (`inspect`), checks model configs (`check`), and
+//! replays fex-server's request logs (`replay`).
 //! Exit codes: 0 done; 1 an output or other failure; 2 bad usage; 64 a bad
 //! model config; 65 a bad record under `--on-error fail`; 66 an input that
 //! cannot be found or opened.
@@ -10,6 +11,7 @@ mod check;
 mod extract;
 mod inspect;
 mod progress;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         args::Command::Extract(a) => extract::run(a),
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Check(a) => check::run(a),
+        args::Command::Replay(a) => replay::run(a),
     };
     ExitCode::from(code)
 }
