@@ -86,7 +86,10 @@ fn log_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Stop> {
             .map(|e| e.path())
             .collect();
         if found.is_empty() {
-            return Err(Stop::new(exit::NO_INPUT, format!("{}: no request log files (requests-*.log)", input.display())));
+            return Err(Stop::new(
+                exit::NO_INPUT,
+                format!("{}: no request log files (requests-*.log)", input.display()),
+            ));
         }
         found.sort();
         files.extend(found);
@@ -124,11 +127,16 @@ fn replay(a: &ReplayArgs) -> Result<(u64, usize), Stop> {
                 known.sort_unstable();
                 Stop::new(
                     exit::CONFIG,
-                    format!("{at}: model {:?} is not in the model configs (they have {})", logged.model, known.join(", ")),
+                    format!(
+                        "{at}: model {:?} is not in the model configs (they have {})",
+                        logged.model,
+                        known.join(", ")
+                    ),
                 )
             })?;
             let identity = plan.identity();
-            if !a.allow_other_version && (identity.version != logged.model_version || identity.digest != logged.model_digest)
+            if !a.allow_other_version
+                && (identity.version != logged.model_version || identity.digest != logged.model_digest)
             {
                 return Err(Stop::new(
                     exit::CONFIG,
@@ -155,11 +163,8 @@ fn replay(a: &ReplayArgs) -> Result<(u64, usize), Stop> {
 /// the selected outputs (all when none are named), the default policy, one
 /// `extract`, the columns moved into tensors.
 fn extract(ex: &mut Extractor, plan: &Plan, request: ExtractRequest) -> Result<ExtractResponse, String> {
-    let selected = if request.outputs.is_empty() {
-        None
-    } else {
-        Some(plan.select(&request.outputs).map_err(|e| e.to_string())?)
-    };
+    let selected =
+        if request.outputs.is_empty() { None } else { Some(plan.select(&request.outputs).map_err(|e| e.to_string())?) };
     let payload = request.payload.ok_or("the request has no payload")?;
     let mut out = Extracted::default();
     let policy = fex::Policy { outputs: selected.as_deref(), ..Default::default() };

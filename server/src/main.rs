@@ -9,8 +9,8 @@ use std::sync::Arc;
 use clap::Parser;
 use fex_server::args::{Args, LogFormat};
 use fex_server::registry::{LoadError, Registry};
-use fex_server::serve;
 use fex_server::request_log::RequestLogError;
+use fex_server::serve;
 use fex_server::tls::TlsError;
 use tokio::signal::unix::{SignalKind, signal};
 
