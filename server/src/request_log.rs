@@ -205,7 +205,7 @@ impl Writer {
                 Msg::Record(p, micros) => {
                     drop(self.gate.lock().unwrap_or_else(|e| e.into_inner()));
                     let record = LoggedRequest {
-                        request: p.request.encode_to_vec().into(),
+                        request: p.request.encode_to_vec(),
                         model: p.model,
                         model_version: p.model_version,
                         model_digest: p.model_digest,
