@@ -154,7 +154,9 @@ fn a_request_log_replays_to_the_servers_responses_byte_for_byte() {
         (first.model.as_str(), &first.model_version, first.model_digest),
         ("default", &plan.identity().version, plan.identity().digest)
     );
-    assert_eq!(ExtractRequest::decode(first.request.as_slice()).unwrap(), sequential[0]);
+    // The request's bytes are those the client sent (prost encodes fields in
+    // order, as the server does when it logs).
+    assert_eq!(first.request, sequential[0].encode_to_vec());
 
     let output = dir.path().join("replayed");
     let run = replay(&log, &models, &output, &[]);
@@ -184,6 +186,15 @@ fn a_request_log_replays_to_the_servers_responses_byte_for_byte() {
     let run = replay(&log, &other, &output, &["--allow-other-version"]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     assert_eq!(read_records(&output).len(), 56);
+
+    // A log file cut short is a bad record, named with its file.
+    let last = files.last().unwrap();
+    let bytes = std::fs::read(last).unwrap();
+    std::fs::write(last, &bytes[..bytes.len() - 3]).unwrap();
+    let run = replay(&log, &models, &output, &[]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains(&last.display().to_string()), "{stderr}");
 }
 
 #[test]
