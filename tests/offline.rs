@@ -109,3 +109,24 @@ fn bad_records_are_skipped_or_stop_the_run() {
         other => panic!("expected the bad record, got {other:?}"),
     }
 }
+
+/// The model's `offline:` transforms as the hook (`samples::Transforms`):
+/// `batch` groups rows across records, so rows are held back between
+/// records, and the short last batch is written at the end of input
+/// (`RowsHook::finish`) — after everything else, in order.
+#[test]
+fn transforms_batch_rows_across_records_and_flush_at_the_end() {
+    let text = format!("{MODEL}offline:\n  transforms:\n    - {{transform: batch, batch_size: 4}}\n");
+    let plan = Plan::from_yaml(&text).unwrap();
+    let (_dir, path) = file(&[batch(10, 3), batch(20, 2), batch(30, 2)]);
+    let mut transforms = fex::samples::Transforms::new(&plan);
+    let mut sink = CollectSink::default();
+    let summary = offline::run(&plan, &[path], Options::default(), &mut sink, Some(&mut transforms), &Quiet).unwrap();
+    assert_eq!(ids(&sink), [[10], [11], [12], [20], [21], [30], [31]]);
+    // The first record releases nothing; the second one batch of 4; the
+    // rest (3 rows) comes at the end, as one batch.
+    let sizes: Vec<usize> = sink.batches.iter().map(|b| b.num_rows()).filter(|&n| n > 0).collect();
+    assert_eq!(sizes, [4, 3]);
+    assert_eq!(summary.rows_written, 7);
+    assert_eq!(summary.transforms, [("batch: dropped".to_string(), 0)]);
+}

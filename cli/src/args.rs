@@ -25,6 +25,32 @@ pub enum Command {
     Check(CheckArgs),
     /// fex-server's request log in, the responses the server gave out, byte for byte.
     Replay(ReplayArgs),
+    /// Fit what a text format's reading needs (Criteo's vocabularies).
+    #[command(subcommand)]
+    Fit(FitCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum FitCommand {
+    /// Criteo: one vocabulary per categorical column (cat_<c>.txt), values in
+    /// first-seen order over the training days, for `extract --input-format criteo`.
+    Criteo(FitCriteoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct FitCriteoArgs {
+    /// The training days (Criteo TSV), in order.
+    #[arg(required = true)]
+    pub days: Vec<PathBuf>,
+    /// Where to write cat_0.txt .. cat_25.txt.
+    #[arg(long)]
+    pub vocab_dir: PathBuf,
+    /// Values seen fewer times than this are left out (0 or 1 keeps all).
+    #[arg(long, default_value_t = 0)]
+    pub threshold: u32,
+    /// On a bad line: stop (exit 65), or count it and go on.
+    #[arg(long, value_enum, default_value_t = OnErrorArg::Fail)]
+    pub on_error: OnErrorArg,
 }
 
 /// How the input files are framed and what their records hold.
@@ -90,9 +116,26 @@ impl InputArgs {
 pub struct ExtractArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// The model config (YAML), the same file fex-server loads.
+    /// The model config (YAML), the same file fex-server loads (required for
+    /// pbdataset input; text formats have their own columns).
     #[arg(long, short)]
-    pub model: PathBuf,
+    pub model: Option<PathBuf>,
+    /// What the inputs are: PBDataset records (Monolith samples, through the
+    /// model), or a text format read straight into columns: deepx's libsvm,
+    /// libsvm_ex, uch, or Criteo TSV.
+    #[arg(long, value_enum, default_value_t = InputFormatArg::Pbdataset)]
+    pub input_format: InputFormatArg,
+    /// deepx reader config for libsvm/libsvm_ex/uch, deepx's own string,
+    /// e.g. "batch=32;label_size=1".
+    #[arg(long, default_value = "")]
+    pub reader_config: String,
+    /// Criteo: the vocabularies `fex fit criteo` wrote (without it the raw
+    /// hashed values are the ids).
+    #[arg(long)]
+    pub vocab_dir: Option<PathBuf>,
+    /// Criteo: rows per batch.
+    #[arg(long, default_value_t = 4096)]
+    pub batch_size: usize,
     /// Where to write the table (`-` for standard output).
     #[arg(long, short)]
     pub output: PathBuf,
@@ -186,6 +229,16 @@ pub enum CompressionArg {
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormatArg {
+    Pbdataset,
+    Libsvm,
+    #[value(name = "libsvm_ex")]
+    LibsvmEx,
+    Uch,
+    Criteo,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FormatArg {
     Parquet,
     Arrow,
@@ -213,6 +266,15 @@ impl From<ParquetCodecArg> for ParquetCodec {
 pub enum OnErrorArg {
     Fail,
     Skip,
+}
+
+impl From<OnErrorArg> for fex::text::OnError {
+    fn from(o: OnErrorArg) -> Self {
+        match o {
+            OnErrorArg::Fail => fex::text::OnError::Fail,
+            OnErrorArg::Skip => fex::text::OnError::Skip,
+        }
+    }
 }
 
 impl From<OnErrorArg> for OnError {

@@ -8,12 +8,19 @@ use std::path::Path;
 use fex::offline::{self, IpcSink, Options, ParquetOptions, ParquetSink, ResponsesSink, RunError, Sink, Summary};
 use fex::records::sources;
 
-use crate::args::{ExtractArgs, FormatArg};
+use crate::args::{ExtractArgs, FormatArg, InputFormatArg};
 use crate::exit;
 use crate::progress::Progress;
 
 pub fn run(a: ExtractArgs) -> u8 {
-    let plan = match load_model(&a.model) {
+    if a.input_format != InputFormatArg::Pbdataset {
+        return crate::text::extract(a);
+    }
+    let Some(model) = &a.model else {
+        eprintln!("error: --model is required for pbdataset input");
+        return exit::CONFIG;
+    };
+    let plan = match load_model(model) {
         Ok(plan) => plan,
         Err(code) => return code,
     };
@@ -56,7 +63,12 @@ pub fn run(a: ExtractArgs) -> u8 {
         ..Options::default()
     };
     let progress = Progress::new(sources::total_size(&inputs), a.quiet);
-    let result = offline::run(&plan, &inputs, options, sink.as_mut(), None, &progress);
+    // The model's `offline:` transforms (filters, labels, negatives, shuffle,
+    // batch) run on one thread in input order: the output is the same for
+    // any --threads.
+    let mut transforms = fex::samples::Transforms::new(&plan);
+    let hook: Option<&mut dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&mut transforms) };
+    let result = offline::run(&plan, &inputs, options, sink.as_mut(), hook, &progress);
     progress.finish();
     match result {
         Ok(summary) => {
@@ -97,7 +109,7 @@ pub fn load_model(path: &Path) -> Result<fex::Plan, u8> {
     })
 }
 
-fn create(path: &Path) -> std::io::Result<Box<dyn Write + Send>> {
+pub fn create(path: &Path) -> std::io::Result<Box<dyn Write + Send>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout())));
     }

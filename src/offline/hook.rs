@@ -38,4 +38,10 @@ pub trait RowsHook: Send {
     fn counts(&self) -> Vec<(String, u64)> {
         Vec::new()
     }
+
+    /// The end of input: rows the hook held back across records (a shuffle
+    /// buffer, a partial batch), written after the last record's, in order.
+    fn finish(&mut self) -> Result<Vec<Rows<'static>>, ExtractError> {
+        Ok(Vec::new())
+    }
 }

@@ -10,6 +10,7 @@ mod report;
 mod run;
 mod sink;
 pub mod table;
+mod transforms;
 
 pub use hook::{RecordCtx, RowsHook};
 pub use report::{BadError, BadRecord, RunError, Summary};

@@ -183,7 +183,10 @@ pub fn run(
     };
     let window = threads as u64 * 2 + 1;
     match hook {
-        Some(hook) => worker(&shared, window, Some(hook)),
+        Some(hook) => {
+            worker(&shared, window, Some(&mut *hook));
+            flush(&shared, hook);
+        }
         None if threads == 1 => worker(&shared, window, None),
         None => std::thread::scope(|s| {
             for _ in 0..threads {
@@ -227,6 +230,51 @@ fn worker<'h>(shared: &Shared<'_>, window: u64, mut hook: Option<&mut (dyn RowsH
             lock(&shared.order).summary.transforms = hook.counts();
         }
         deliver(shared, chunk.seq, processed);
+    }
+}
+
+/// Writes what the hook held back until the end of input (`RowsHook::finish`)
+/// after everything else, unless the run already failed.
+fn flush(shared: &Shared<'_>, hook: &mut dyn RowsHook) {
+    if shared.abort.load(Ordering::Relaxed) {
+        return;
+    }
+    let end = |error: BadError| {
+        let source: Arc<str> = Arc::from("(end of input: rows the transforms held back)");
+        RunError::Bad(Box::new(BadRecord { source, index: 0, offset: 0, error }))
+    };
+    let extract = |e: crate::ExtractError| end(BadError::Extract(Arc::new(e)));
+    let mut order = lock(&shared.order);
+    let result = (|| -> Result<u64, RunError> {
+        let held = hook.finish().map_err(extract)?;
+        let sink = order.sink.as_mut().expect("no writer is left");
+        let policy = Policy { shared: SharedRows::Broadcast, ..Policy::default() };
+        let mut ex = Extractor::new();
+        let mut rows_written = 0;
+        for rows in &held {
+            let mut out = Extracted::default();
+            ex.write(shared.plan, rows, policy, &mut out).map_err(extract)?;
+            rows_written += out.batch_size as u64;
+            let item = match shared.format {
+                Format::Responses => {
+                    let mut frames = Vec::new();
+                    frame_response(shared.plan, out, &mut frames);
+                    Prepared::Frames(frames)
+                }
+                Format::Table => Prepared::Batch(
+                    super::table::to_batch(out, shared.plan).map_err(|e| end(BadError::Arrow(e.to_string())))?,
+                ),
+            };
+            sink.write(item)?;
+        }
+        Ok(rows_written)
+    })();
+    match result {
+        Ok(n) => {
+            order.summary.rows_written += n;
+            order.summary.transforms = hook.counts();
+        }
+        Err(e) => order.error = Some(e),
     }
 }
 

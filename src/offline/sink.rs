@@ -2,7 +2,9 @@
 //! framed `fex.v1.ExtractResponse` records (what fex-server answers, for byte
 //! comparisons). Sinks receive prepared items in input order, one at a time.
 
+use std::collections::HashMap;
 use std::io::Write;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -94,12 +96,20 @@ pub struct ParquetSink {
 
 impl ParquetSink {
     pub fn new(out: Box<dyn Write + Send>, plan: &Plan, options: ParquetOptions) -> Result<Self, SinkError> {
+        let metadata = super::table::metadata(plan);
+        Ok(Self { empty: Some(empty_batch(plan)?), ..Self::for_columns(out, options, metadata) })
+    }
+
+    /// A sink for batches of columns no plan describes (the text readers'):
+    /// the schema is the first batch's; with no batch, a table of no columns.
+    pub fn for_columns(out: Box<dyn Write + Send>, options: ParquetOptions, metadata: HashMap<String, String>) -> Self {
+        let empty = RecordBatch::new_empty(Arc::new(arrow_schema::Schema::empty().with_metadata(metadata.clone())));
         let compression = match options.codec {
             ParquetCodec::None => ParquetCompression::UNCOMPRESSED,
             ParquetCodec::Snappy => ParquetCompression::SNAPPY,
             ParquetCodec::Zstd => ParquetCompression::ZSTD(ZstdLevel::default()),
         };
-        let kv = super::table::metadata(plan).into_iter().map(|(k, v)| KeyValue::new(k, v));
+        let kv = metadata.into_iter().map(|(k, v)| KeyValue::new(k, v));
         let mut kv: Vec<KeyValue> = kv.collect();
         kv.sort_by(|a, b| a.key.cmp(&b.key));
         let props = WriterProperties::builder()
@@ -108,7 +118,7 @@ impl ParquetSink {
             .set_key_value_metadata(Some(kv))
             .set_created_by(format!("fex version {}", env!("CARGO_PKG_VERSION")))
             .build();
-        Ok(Self { out: Some(out), writer: None, props, empty: Some(empty_batch(plan)?) })
+        Self { out: Some(out), writer: None, props, empty: Some(empty) }
     }
 
     fn writer(&mut self, schema: SchemaRef) -> Result<&mut ArrowWriter<Box<dyn Write + Send>>, SinkError> {
@@ -153,6 +163,13 @@ pub struct IpcSink {
 impl IpcSink {
     pub fn new(out: Box<dyn Write + Send>, plan: &Plan) -> Result<Self, SinkError> {
         Ok(Self { out: Some(out), writer: None, empty: Some(empty_batch(plan)?) })
+    }
+
+    /// A sink for batches of columns no plan describes (the text readers'):
+    /// the schema is the first batch's; with no batch, a stream of no columns.
+    pub fn for_columns(out: Box<dyn Write + Send>) -> Self {
+        let empty = RecordBatch::new_empty(Arc::new(arrow_schema::Schema::empty()));
+        Self { out: Some(out), writer: None, empty: Some(empty) }
     }
 
     fn writer(

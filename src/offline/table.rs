@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{ArrowError, Field, Schema};
 
-use crate::columns::Column;
+use crate::columns::{Column, NamedColumn};
 use crate::config::Plan;
 use crate::extract::Extracted;
 
@@ -27,14 +27,33 @@ pub fn metadata(plan: &Plan) -> HashMap<String, String> {
 /// `out`'s columns as a record batch with `rows` rows (one per sample: the
 /// extraction must have broadcast SHARED features).
 pub fn to_batch(out: Extracted, plan: &Plan) -> Result<RecordBatch, ArrowError> {
-    let rows = out.batch_size;
-    let mut fields = Vec::with_capacity(out.columns.len());
-    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(out.columns.len());
-    for named in out.columns {
+    columns_to_batch(out.columns, out.batch_size, metadata(plan))
+}
+
+/// Columns of `rows` rows each (a text reader's batch, an extraction's
+/// output) as a record batch; a KeyedJagged column becomes one List column
+/// per key, named `<column>.<key>`.
+pub fn columns_to_batch(
+    columns: Vec<NamedColumn>,
+    rows: usize,
+    metadata: HashMap<String, String>,
+) -> Result<RecordBatch, ArrowError> {
+    let mut fields = Vec::with_capacity(columns.len());
+    let mut arrays: Vec<ArrayRef> = Vec::with_capacity(columns.len());
+    for named in columns {
         match named.column {
             Column::KeyedJagged(k) => {
                 let keys = k.keys.clone();
                 let all = Column::KeyedJagged(k).into_arrow()?;
+                if all.len() != keys.len() * rows {
+                    let message = format!(
+                        "output {:?} has {} values for {} keys, the batch {rows} rows",
+                        named.name,
+                        all.len(),
+                        keys.len()
+                    );
+                    return Err(ArrowError::InvalidArgumentError(message));
+                }
                 for (i, key) in keys.iter().enumerate() {
                     let part = all.slice(i * rows, rows);
                     fields.push(Field::new(format!("{}.{key}", named.name), part.data_type().clone(), false));
@@ -52,7 +71,7 @@ pub fn to_batch(out: Extracted, plan: &Plan) -> Result<RecordBatch, ArrowError> 
             }
         }
     }
-    let schema = Schema::new(fields).with_metadata(metadata(plan));
+    let schema = Schema::new(fields).with_metadata(metadata);
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
     RecordBatch::try_new_with_options(Arc::new(schema), arrays, &options)
 }

@@ -781,6 +781,7 @@ def check_dockerfile(values, tmp):
         if os.path.isdir(src):
             shutil.copytree(src, os.path.join(ctx, entry))
         elif os.path.exists(src):
+            os.makedirs(os.path.dirname(os.path.join(ctx, entry)), exist_ok=True)
             shutil.copy(src, os.path.join(ctx, entry))
     r = run(["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"], cwd=ctx)
     if not T.check("the Docker build context holds every workspace member (cargo metadata)", r.returncode == 0,

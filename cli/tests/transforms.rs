@@ -1,0 +1,208 @@
+//! `fex extract` runs the model's `offline:` transforms: a real `fex`
+//! process over Examples written here, checking the rows, labels and the
+//! summary it reports, and that the table does not depend on `--threads`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use arrow_array::Array;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int64Type};
+use fex::proto::matrix::LineId;
+use fex::proto::monolith_pb as pb;
+use fex::records::write_record;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use prost::Message;
+
+const FEX: &str = env!("CARGO_BIN_EXE_fex");
+
+const MODEL: &str = "name: t
+compat: native
+features:
+  - {name: f_user_id, kind: sparse}
+  - {name: f_goods_id, kind: sparse}
+  - {name: label, kind: label, shape: [2]}
+  - {name: gid, kind: line_id, field: item_id}
+  - {name: acts, kind: line_id, field: actions, shape: [1]}
+offline:
+  transforms:
+    - {transform: filter_by_label, label_threshold: [0.0]}
+    - {transform: add_label, config: \"1:2:1.0\", negative_value: 0.0, new_sample_rate: 1.0}
+    - {transform: negative_gen, neg_num: 1, item_features: [f_goods_id], start_num: 0, max_item_num: 100, negative_action: 9, seed: 5}
+";
+
+fn example(user: u64, goods: u64, label: f32, action: i32) -> Vec<u8> {
+    let fids = |v: u64| pb::Feature { r#type: Some(pb::feature::Type::FidV2List(pb::FidList { value: vec![v] })) };
+    let named =
+        |name: &str, v: u64| pb::NamedFeature { name: name.into(), feature: Some(fids(v)), ..Default::default() };
+    pb::Example {
+        named_feature: vec![named("f_user_id", user), named("f_goods_id", goods)],
+        line_id: Some(LineId { item_id: Some(goods), actions: vec![action], ..Default::default() }),
+        label: vec![label],
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+fn extract(dir: &Path, input: &Path, out: &str, extra: &[&str]) -> Output {
+    let model = dir.join("model.yaml");
+    std::fs::write(&model, MODEL).unwrap();
+    Command::new(FEX)
+        .args(["extract", "--payload", "example", "--chunk-records", "5", "-m"])
+        .arg(&model)
+        .arg("-o")
+        .arg(dir.join(out))
+        .args(extra)
+        .arg(input)
+        .output()
+        .unwrap()
+}
+
+/// The first id of each row of a sparse column (List or LargeList).
+fn first_ids(column: &dyn Array) -> Vec<u64> {
+    let first = |v: std::sync::Arc<dyn Array>| match v.as_primitive_opt::<arrow_array::types::UInt64Type>() {
+        Some(p) => p.value(0),
+        None => v.as_primitive::<Int64Type>().value(0) as u64,
+    };
+    match column.as_list_opt::<i32>() {
+        Some(l) => (0..l.len()).map(|r| first(l.value(r))).collect(),
+        None => {
+            let l = column.as_list::<i64>();
+            (0..l.len()).map(|r| first(l.value(r))).collect()
+        }
+    }
+}
+
+fn count(stderr: &str, name: &str) -> u64 {
+    let line = stderr.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name:?} in {stderr}"));
+    line[name.len()..].split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// 12 Examples: every third has label -1 (filter_by_label's threshold 0.0
+/// drops it: feature_utils.py filter_by_label), the rest label 1 with action
+/// 1 (add_label task "1:2:1.0" appends 1) or 2 (appends 0.0); negative_gen
+/// adds negatives labelled -1 with action 9 for positives once its pool has
+/// items.
+#[test]
+fn extract_applies_filter_add_label_and_negative_gen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut framed = Vec::new();
+    for i in 0..12u64 {
+        let label = if i % 3 == 0 { -1.0 } else { 1.0 };
+        write_record(&mut framed, &example(i, 100 + i, label, if i % 2 == 0 { 1 } else { 2 })).unwrap();
+    }
+    let input = dir.path().join("examples.bin");
+    std::fs::write(&input, &framed).unwrap();
+
+    let mut tables = Vec::new();
+    for threads in ["1", "2"] {
+        let name = format!("t{threads}.parquet");
+        let run = extract(dir.path(), &input, &name, &["--threads", threads]);
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{stderr}");
+        assert_eq!(count(&stderr, "filter_by_label: dropped:"), 4, "{stderr}");
+        assert_eq!(count(&stderr, "add_label: dropped:"), 0, "{stderr}");
+        let generated = count(&stderr, "negative_gen: generated:");
+        assert!(generated > 0, "{stderr}");
+        assert_eq!(count(&stderr, "rows written:"), 8 + generated, "{stderr}");
+        tables.push(std::fs::read(dir.path().join(name)).unwrap());
+
+        let file = std::fs::File::open(dir.path().join(format!("t{threads}.parquet"))).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap();
+        let (mut labels, mut acts, mut users) = (Vec::new(), Vec::new(), Vec::new());
+        for batch in reader {
+            let batch = batch.unwrap();
+            let label = batch.column_by_name("label").unwrap().as_fixed_size_list();
+            for r in 0..label.len() {
+                let v = label.value(r);
+                labels.push(v.as_primitive::<Float32Type>().values().to_vec());
+            }
+            let a = batch.column_by_name("acts").unwrap().as_fixed_size_list();
+            for r in 0..a.len() {
+                acts.push(a.value(r).as_primitive::<Int64Type>().value(0));
+            }
+            users.extend(first_ids(batch.column_by_name("f_user_id").unwrap()));
+        }
+        assert_eq!(labels.len() as u64, 8 + generated);
+        // The originals kept, in order: no user whose label was -1.
+        let originals: Vec<usize> = (0..labels.len()).filter(|&r| labels[r][0] == 1.0).collect();
+        assert_eq!(originals.len(), 8);
+        let kept: Vec<u64> = originals.iter().map(|&r| users[r]).collect();
+        assert_eq!(kept, [1, 2, 4, 5, 7, 8, 10, 11]);
+        for &r in &originals {
+            let want = if users[r] % 2 == 0 { 1.0 } else { 0.0 };
+            assert_eq!(labels[r][1], want, "row {r}: user {}", users[r]);
+            assert_eq!(acts[r], if users[r] % 2 == 0 { 1 } else { 2 });
+        }
+        // Every other row is a generated negative: label -1, action 9.
+        let negatives: Vec<usize> = (0..labels.len()).filter(|&r| labels[r][0] != 1.0).collect();
+        assert_eq!(negatives.len() as u64, generated);
+        assert!(negatives.iter().all(|&r| labels[r][0] == -1.0 && acts[r] == 9), "{labels:?} {acts:?}");
+    }
+    assert!(tables[0] == tables[1], "the table differs between --threads 1 and 2");
+
+    // Framed responses: the same number of rows.
+    let run = extract(dir.path(), &input, "r.bin", &["--format", "responses"]);
+    assert!(run.status.success());
+    let bytes = std::fs::read(dir.path().join("r.bin")).unwrap();
+    let (mut at, mut rows) = (0, 0);
+    while at < bytes.len() {
+        let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        let r = fex::proto::fex_v1::ExtractResponse::decode(&bytes[at + 8..at + 8 + len]).unwrap();
+        rows += r.batch_size as u64;
+        at += 8 + len;
+    }
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(rows, count(&stderr, "rows written:"), "{stderr}");
+}
+
+/// shuffle and batch run after the row transforms: the same rows, in an
+/// order set by the seed; batch's drop_remainder drops the short last batch.
+#[test]
+fn extract_shuffles_and_batches_across_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut framed = Vec::new();
+    for i in 0..10u64 {
+        write_record(&mut framed, &example(i, 100 + i, 1.0, 1)).unwrap();
+    }
+    let input = dir.path().join("examples.bin");
+    std::fs::write(&input, &framed).unwrap();
+    let model = dir.path().join("m.yaml");
+    let users = |transforms: &str| -> (Vec<u64>, String) {
+        std::fs::write(
+            &model,
+            format!(
+                "name: t\ncompat: native\nfeatures:\n  - {{name: f_user_id, kind: sparse}}\noffline:\n  transforms:\n{transforms}"
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join("s.parquet");
+        let run = Command::new(FEX)
+            .args(["extract", "--payload", "example", "--chunk-records", "3", "-m"])
+            .arg(&model)
+            .arg("-o")
+            .arg(&out)
+            .arg(&input)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{stderr}");
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&out).unwrap()).unwrap().build().unwrap();
+        let mut users = Vec::new();
+        for batch in reader {
+            let batch = batch.unwrap();
+            users.extend(first_ids(batch.column_by_name("f_user_id").unwrap()));
+        }
+        (users, stderr)
+    };
+    let (shuffled, _) = users("    - {transform: shuffle, buffer_size: 4, seed: 7}\n");
+    let mut sorted = shuffled.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..10).collect::<Vec<_>>());
+    assert_ne!(shuffled, sorted, "a shuffle of 10 rows with a buffer of 4 moved nothing");
+    assert_eq!(users("    - {transform: shuffle, buffer_size: 4, seed: 7}\n").0, shuffled, "same seed, same order");
+    let (batched, stderr) = users("    - {transform: batch, batch_size: 4, drop_remainder: true}\n");
+    assert_eq!(batched, (0..8).collect::<Vec<_>>());
+    assert_eq!(count(&stderr, "batch: dropped:"), 2, "{stderr}");
+}
