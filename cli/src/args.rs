@@ -23,6 +23,8 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Validate model configs (the same messages as `fex-server --check-config`).
     Check(CheckArgs),
+    /// fex-server's request log in, the responses the server gave out, byte for byte.
+    Replay(ReplayArgs),
     /// Fit what a text format's reading needs (Criteo's vocabularies).
     #[command(subcommand)]
     Fit(FitCommand),
@@ -182,6 +184,29 @@ pub struct CheckArgs {
     /// Model config files or directories of them (*.yaml, *.yml).
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// Request log directories (fex-server --request-log; their requests-*.log
+    /// files in the order written) or log files.
+    #[arg(required = true)]
+    pub logs: Vec<PathBuf>,
+    /// The model configs the server ran: a directory of *.yaml / *.yml or one
+    /// file, as fex-server's --models [default: the embedded default model].
+    #[arg(long)]
+    pub models: Option<PathBuf>,
+    /// Where to write the framed fex.v1.ExtractResponse records (`-` for
+    /// standard output), one per logged request, in log order.
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Replay requests logged by another version (identity) of a model
+    /// instead of refusing them.
+    #[arg(long)]
+    pub allow_other_version: bool,
+    /// No summary.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]

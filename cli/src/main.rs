@@ -1,6 +1,7 @@
 //! `fex`: the offline command. Builds training tables from Monolith sample
 //! files with the same library and model config fex-server runs (`extract`),
 //! shows what records hold (`inspect`), checks model configs (`check`),
+//! replays fex-server's request logs (`replay`),
 //! reads text samples (deepx libsvm/libsvm_ex/uch, Criteo TSV: `extract
 //! --input-format`) and fits Criteo's vocabularies (`fit criteo`).
 //! Exit codes: 0 done; 1 an output or other failure; 2 bad usage; 64 a bad
@@ -12,6 +13,7 @@ mod check;
 mod extract;
 mod inspect;
 mod progress;
+mod replay;
 mod text;
 
 use std::process::ExitCode;
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Check(a) => check::run(a),
         args::Command::Fit(args::FitCommand::Criteo(a)) => text::fit_criteo(a),
+        args::Command::Replay(a) => replay::run(a),
     };
     ExitCode::from(code)
 }

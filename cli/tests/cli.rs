@@ -46,7 +46,13 @@ fn requests(n: usize, batch_size: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
 
 #[test]
 fn every_subcommand_has_help() {
-    for (sub, flag) in [("extract", "--on-error"), ("inspect", "--limit"), ("check", "PATHS"), ("", "Exit codes")] {
+    for (sub, flag) in [
+        ("extract", "--on-error"),
+        ("inspect", "--limit"),
+        ("check", "PATHS"),
+        ("replay", "--allow-other-version"),
+        ("", "Exit codes"),
+    ] {
         let args: Vec<&str> = [sub, "--help"].into_iter().filter(|a| !a.is_empty()).collect();
         let out = fex(&args);
         assert!(out.status.success(), "{sub}");

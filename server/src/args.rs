@@ -110,6 +110,35 @@ pub struct Args {
     #[arg(long, env = "FEX_TLS_CLIENT_CA", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
 
+    /// Directory for the request log: sampled Extract requests (as received,
+    /// with model, identity, time and request id) in rotating framed files
+    /// that `fex replay` reads. Written by a thread of its own, never on a
+    /// call's path: when it falls behind, records are dropped and counted.
+    #[arg(long, env = "FEX_REQUEST_LOG")]
+    pub request_log: Option<PathBuf>,
+
+    /// Fraction of Extract requests logged, 0 to 1.
+    #[arg(long, env = "FEX_REQUEST_LOG_SAMPLE", default_value_t = 1.0, value_parser = parse_rate)]
+    pub request_log_sample: f64,
+
+    /// A request log file is closed and a new one started past this size.
+    #[arg(long, env = "FEX_REQUEST_LOG_MAX_FILE_BYTES", default_value_t = 64 << 20, value_parser = parse_positive_u64)]
+    pub request_log_max_file_bytes: u64,
+
+    /// A request log file is closed and a new one started once it is this
+    /// old ("0s": no age bound).
+    #[arg(long, env = "FEX_REQUEST_LOG_MAX_AGE", default_value = "10m", value_parser = parse_duration)]
+    pub request_log_max_age: Duration,
+
+    /// Disk the request log may use; the oldest files are deleted to stay
+    /// under it. At least --request-log-max-file-bytes.
+    #[arg(long, env = "FEX_REQUEST_LOG_MAX_TOTAL_BYTES", default_value_t = 1 << 30, value_parser = parse_positive_u64)]
+    pub request_log_max_total_bytes: u64,
+
+    /// Sampled requests waiting for the log writer; more are dropped.
+    #[arg(long, env = "FEX_REQUEST_LOG_QUEUE", default_value_t = 1024, value_parser = parse_positive)]
+    pub request_log_queue: usize,
+
     /// Log format.
     #[arg(long, env = "FEX_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -143,6 +172,24 @@ fn parse_positive(s: &str) -> Result<usize, String> {
         Ok(n) => Ok(n),
         Err(e) => Err(format!("{s:?}: {e}")),
     }
+}
+
+/// A byte count of at least 1.
+fn parse_positive_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("expected at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?}: {e}")),
+    }
+}
+
+/// A sampling rate: 0 to 1.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if !(0.0..=1.0).contains(&r) {
+        return Err(format!("{s:?}: expected a rate from 0 to 1"));
+    }
+    Ok(r)
 }
 
 /// An HTTP/2 window: 65535 (the protocol's initial window) to 2^31 - 1.
@@ -250,6 +297,16 @@ mod tests {
         assert!(parse_frame_size("16383").is_err());
         assert!(parse_frame_size("16777216").is_err());
         assert_eq!(parse_frame_size("65536"), Ok(65536));
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("0.25"), Ok(0.25));
+        assert_eq!(parse_rate("1"), Ok(1.0));
+        assert!(parse_rate("1.5").is_err());
+        assert!(parse_rate("-0.1").is_err());
+        assert!(parse_rate("NaN").is_err());
+        assert!(parse_positive_u64("0").is_err());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `registry` (models), `reload` (reloads and health), `pool` (extraction
 //! threads and their queue), `service` (fex.v1.FeatureExtractor), `codec` (request
 //! decoding), `layers` (tower stack), `status` (error → gRPC code), `tls`
-//! (certificate checks), `metrics` (Prometheus), `serve` (wiring, health,
+//! (certificate checks), `request_log` (--request-log files), `metrics` (Prometheus), `serve` (wiring, health,
 //! reflection, drain).
 
 pub mod args;
@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod pool;
 pub mod registry;
 mod reload;
+pub mod request_log;
 pub mod serve;
 pub mod service;
 pub mod status;

@@ -1,6 +1,6 @@
 //! fex-server binary: flags → tracing → models → serve → drain on SIGTERM or
-//! SIGINT → exit. Exit code 64 means a bad configuration (a model config or a
-//! TLS file).
+//! SIGINT → exit. Exit code 64 means a bad configuration (a model config, a
+//! TLS file or the --request-log directory).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use clap::Parser;
 use fex_server::args::{Args, LogFormat};
 use fex_server::registry::{LoadError, Registry};
+use fex_server::request_log::RequestLogError;
 use fex_server::serve;
 use fex_server::tls::TlsError;
 use tokio::signal::unix::{SignalKind, signal};
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
         .expect("tokio runtime");
     match runtime.block_on(run(args, Arc::new(registry))) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<TlsError>() => {
+        Err(e) if e.is::<TlsError>() || e.is::<RequestLogError>() => {
             eprintln!("{e}");
             ExitCode::from(EXIT_CONFIG)
         }
@@ -92,7 +93,12 @@ async fn run(args: Args, registry: Arc<Registry>) -> anyhow::Result<()> {
     }
     tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight calls");
     server.shutdown();
+    let request_log = server.request_log.clone();
     server.wait().await?;
+    // Every record queued by an answered call reaches its file.
+    if let Some(log) = request_log {
+        tokio::task::spawn_blocking(move || log.sync()).await?;
+    }
     tracing::info!("fex-server stopped");
     Ok(())
 }

@@ -66,6 +66,10 @@ pub struct Metrics {
     pub pool_busy: Gauge,
     pub pool_busy_seconds: Counter<f64, AtomicU64>,
     pub pool_jobs: Family<OutcomeLabel, Counter>,
+    /// Sampled requests written to --request-log files.
+    pub request_log_records: Counter,
+    /// Sampled requests dropped: the writer fell behind or could not write.
+    pub request_log_dropped: Counter,
 }
 
 impl Metrics {
@@ -95,6 +99,8 @@ impl Metrics {
             pool_busy: Gauge::default(),
             pool_busy_seconds: Counter::default(),
             pool_jobs: Family::default(),
+            request_log_records: Counter::default(),
+            request_log_dropped: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -151,6 +157,16 @@ impl Metrics {
             "Extraction jobs taken by a pool thread, by outcome (ran; expired: deadline passed in the queue, \
              never ran; cancelled: the caller went away first)",
             m.pool_jobs.clone(),
+        );
+        registry.register(
+            "request_log_records",
+            "Sampled Extract requests written to the --request-log files",
+            m.request_log_records.clone(),
+        );
+        registry.register(
+            "request_log_dropped",
+            "Sampled Extract requests not logged: the log writer's queue was full (it fell behind) or a write failed",
+            m.request_log_dropped.clone(),
         );
         Arc::new(Metrics { registry, ..m })
     }

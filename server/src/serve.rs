@@ -20,6 +20,7 @@ use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::registry::{LoadError, Registry, ReloadReport};
 use crate::reload::Reloader;
+use crate::request_log::{LogOptions, RequestLog};
 use crate::service::ExtractorService;
 use crate::stub::feature_extractor_server::FeatureExtractorServer;
 
@@ -32,6 +33,8 @@ pub struct Server {
     pub metrics: Arc<Metrics>,
     /// The extraction pool (shared with the service).
     pub pool: Arc<Pool>,
+    /// The request log (--request-log), if on.
+    pub request_log: Option<Arc<RequestLog>>,
     reloader: Reloader,
     drain: watch::Sender<bool>,
     task: JoinHandle<anyhow::Result<()>>,
@@ -52,6 +55,10 @@ pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
 pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
     let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
+    let request_log = match LogOptions::from_args(args) {
+        Some(options) => Some(RequestLog::start(options, Arc::clone(&metrics))?),
+        None => None,
+    };
     let threads = args.threads();
     let pool = Arc::new(
         Pool::new(threads.extract, args.max_queue, Arc::clone(&metrics)).context("starting the extraction pool")?,
@@ -66,7 +73,14 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     let reloader = Reloader::new(Arc::clone(&registry), Arc::clone(&metrics), health.clone(), drained.clone()).await;
     let health_service = || HealthServer::new(HealthService::from_health_reporter(health.clone()));
     let (health_addr, health_done) = start_health(args, health_service()).await?;
-    let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), Arc::clone(&pool), tls, drained));
+    let service = ExtractorService {
+        registry: Arc::clone(&registry),
+        metrics: Arc::clone(&metrics),
+        pool: Arc::clone(&pool),
+        max_response_bytes: args.max_response_bytes,
+        request_log: request_log.clone(),
+    };
+    let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), service, tls, drained));
     let task = tokio::spawn(async move {
         let result = main.await;
         // Probes keep answering (NOT_SERVING) until the main listener is done.
@@ -76,7 +90,7 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     let (metrics_at, health_at, models) = (shown(metrics_addr), shown(health_addr), registry.names().join(", "));
     let (extract_threads, max_queue) = (pool.threads(), args.max_queue);
     tracing::info!(%addr, metrics = %metrics_at, health = %health_at, %models, extract_threads, max_queue, "fex-server listening");
-    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, pool, reloader, drain, task })
+    Ok(Server { addr, metrics_addr, health_addr, registry, metrics, pool, request_log, reloader, drain, task })
 }
 
 /// An optional listener address as logged: the address, or "off".
@@ -135,14 +149,12 @@ async fn run(
     args: Args,
     listener: tokio::net::TcpListener,
     reloader: Reloader,
-    pool: Arc<Pool>,
+    extractor: ExtractorService,
     tls: Option<ServerTlsConfig>,
     mut drained: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let health_service = HealthServer::new(HealthService::from_health_reporter(reloader.health.clone()));
-    let (registry, metrics) = (Arc::clone(&reloader.registry), Arc::clone(&reloader.metrics));
-    let extractor =
-        ExtractorService { registry, metrics: Arc::clone(&metrics), pool, max_response_bytes: args.max_response_bytes };
+    let metrics = Arc::clone(&reloader.metrics);
     let extractor = FeatureExtractorServer::new(extractor)
         .max_decoding_message_size(args.max_request_bytes)
         .max_encoding_message_size(args.max_response_bytes);

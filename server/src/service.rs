@@ -18,6 +18,7 @@ use crate::layers::{CallDeadline, CallModel};
 use crate::metrics::Metrics;
 use crate::pool::{Pool, Refused};
 use crate::registry::{Model, Registry};
+use crate::request_log::{Pending, RequestLog};
 use crate::status::{ECHO_LIMIT, ServeError, quoted};
 use crate::stub::feature_extractor_server::FeatureExtractor;
 
@@ -26,6 +27,8 @@ pub struct ExtractorService {
     pub metrics: Arc<Metrics>,
     pub pool: Arc<Pool>,
     pub max_response_bytes: usize,
+    /// --request-log, if on.
+    pub request_log: Option<Arc<RequestLog>>,
 }
 
 #[tonic::async_trait]
@@ -33,6 +36,7 @@ impl FeatureExtractor for ExtractorService {
     async fn extract(&self, request: Request<ExtractRequest>) -> Result<Response<ExtractResponse>, Status> {
         let call = request.extensions().get::<CallModel>().cloned();
         let deadline = request.extensions().get::<CallDeadline>().copied();
+        let request_id = request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
         let mut request = request.into_inner();
         let span = tracing::info_span!("extract", model = %quoted(&request.model), bytes = payload_len(&request));
         let result = async {
@@ -42,7 +46,21 @@ impl FeatureExtractor for ExtractorService {
             if let Some(call) = &call {
                 call.set(&model.plan.name);
             }
-            self.handle(model, &mut request, deadline).await
+            // A sampled call keeps a copy of its request (its payload is
+            // shared `Bytes`, not copied) for the log, queued once answered.
+            let logged = self.request_log.as_ref().filter(|log| log.sampled()).map(|log| (log, request.clone()));
+            let response = self.handle(Arc::clone(&model), &mut request, deadline).await?;
+            if let Some((log, request)) = logged {
+                let request_id = request_id.unwrap_or_else(|| log.next_id());
+                log.offer(Pending {
+                    request,
+                    model: model.plan.name.clone(),
+                    model_version: model.version.clone(),
+                    model_digest: model.plan.identity().digest,
+                    request_id,
+                });
+            }
+            Ok::<_, ServeError>(response)
         };
         let result = tracing::Instrument::instrument(result, span).await;
         match result {

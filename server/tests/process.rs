@@ -183,6 +183,29 @@ fn check_config_takes_one_file_and_lists_what_passed() {
     assert!(stderr.contains("/nonexistent/models.yaml: cannot read: No such file or directory"), "{stderr}");
 }
 
+/// Issue 13, item 6: a --request-log directory that cannot be written is a
+/// bad configuration, refused before anything binds.
+#[test]
+fn an_unwritable_request_log_directory_exits_64() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let out = Command::new(BIN)
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "off", "--request-log"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains(&format!("--request-log {}: not a writable directory", file.display())), "{stderr}");
+    let out = Command::new(BIN)
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "off", "--request-log-sample", "2", "--request-log"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad flag value is clap's usage error");
+}
+
 /// Issue 11, item 12: text logs redirected to a file or a pipe carry no ANSI
 /// colour codes.
 #[test]
@@ -226,6 +249,11 @@ fn help_documents_flags_and_environment() {
         "--tls-client-ca",
         "--log-format",
         "--check-config",
+        "--request-log",
+        "FEX_REQUEST_LOG_SAMPLE",
+        "FEX_REQUEST_LOG_MAX_FILE_BYTES",
+        "FEX_REQUEST_LOG_MAX_AGE",
+        "FEX_REQUEST_LOG_MAX_TOTAL_BYTES",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }

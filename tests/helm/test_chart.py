@@ -494,8 +494,11 @@ def materialize(label, docs, dep, root, tls_files):
                 if not T.check(f"[{label}] Secret key {item['key']} is a known TLS key", item["key"] in SECRET_KEYS):
                     continue
                 files[item["path"]] = tls_files[SECRET_KEYS[item["key"]]]
+        elif "emptyDir" in vol or "persistentVolumeClaim" in vol:
+            # A writable volume: an empty directory (the request log's).
+            pass
         else:
-            T.check(f"[{label}] volume {m['name']} is a ConfigMap or Secret", False, vol)
+            T.check(f"[{label}] volume {m['name']} is a ConfigMap, Secret, emptyDir or PVC", False, vol)
             continue
         for name, content in files.items():
             mode = "wb" if isinstance(content, bytes) else "w"

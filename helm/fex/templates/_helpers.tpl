@@ -166,6 +166,16 @@ one value; scripts/helm_test.sh runs the built binary with them.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- with .Values.requestLog }}
+{{- if .enabled }}
+- {{ printf "--request-log=%s" .mountPath | quote }}
+- {{ printf "--request-log-sample=%v" .sample | quote }}
+- {{ printf "--request-log-max-file-bytes=%d" (.maxFileBytes | int64) | quote }}
+- {{ printf "--request-log-max-age=%s" (toString .maxAge) | quote }}
+- {{ printf "--request-log-max-total-bytes=%d" (.maxTotalBytes | int64) | quote }}
+- {{ printf "--request-log-queue=%d" (.queue | int64) | quote }}
+{{- end }}
+{{- end }}
 - {{ printf "--log-format=%s" $s.logFormat | quote }}
 - {{ printf "--log=%s" $s.log | quote }}
 {{- range $s.extraArgs }}
