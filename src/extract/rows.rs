@@ -6,6 +6,7 @@
 //! buffer the writers read like any sample's bytes, so the writers do not
 //! know overrides exist.
 
+use crate::wire::len_field;
 use bytes::Bytes;
 
 use super::Stats;
@@ -311,11 +312,11 @@ impl<'a> Rows<'a> {
         if self.kind == InputKind::Examples {
             // Example field 101, packed: the label writer reads it from the
             // buffer the row's ExampleRow names.
-            let buf = self.own(frame(101, &floats).into());
+            let buf = self.own(len_field(101, &floats).into());
             self.example_rows[row].buf = buf;
             self.set_cell(row, self.reserved.label, None);
         } else {
-            let feature = frame(3, &frame(1, &floats));
+            let feature = len_field(3, &len_field(1, &floats));
             self.set_feature(row, self.reserved.label, feature);
         }
     }
@@ -323,7 +324,7 @@ impl<'a> Rows<'a> {
     /// Replaces the row's instance weight.
     pub fn set_weight(&mut self, row: usize, weight: f32) {
         self.example_rows[row].weight = weight;
-        self.set_feature(row, self.reserved.weight, frame(3, &frame(1, &weight.to_le_bytes())));
+        self.set_feature(row, self.reserved.weight, len_field(3, &len_field(1, &weight.to_le_bytes())));
     }
 
     /// Replaces the row's LineId with a serialized one.
@@ -335,7 +336,7 @@ impl<'a> Rows<'a> {
             self.example_rows[row].line_id = Cell { buf, start: 0, end: len, index: 0, list: 0 };
         }
         // As `__LINE_ID__` holds it: a bytes_list of one value.
-        self.set_feature(row, self.reserved.line_id, frame(6, &frame(1, &line_id)));
+        self.set_feature(row, self.reserved.line_id, len_field(6, &len_field(1, &line_id)));
     }
 
     fn set_feature(&mut self, row: usize, source: Option<usize>, feature: Vec<u8>) {
@@ -438,21 +439,4 @@ impl<'a> Rows<'a> {
         ix.example_rows.clear();
         ix.example_rows.extend_from_slice(&self.example_rows);
     }
-}
-
-/// A length-delimited protobuf field: key, length, body.
-fn frame(field: u32, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 8);
-    varint(&mut out, u64::from(field << 3 | 2));
-    varint(&mut out, body.len() as u64);
-    out.extend_from_slice(body);
-    out
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }

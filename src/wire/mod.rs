@@ -289,5 +289,16 @@ pub fn zigzag32(v: u64) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
+/// A length-delimited field (key, length, body) as encoders write it: the
+/// small messages offline edits build (label and LineId overrides, pooled
+/// items) are laid out exactly as a sample's own bytes would be.
+pub(crate) fn len_field(field: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 8);
+    prost::encoding::encode_key(field, prost::encoding::WireType::LengthDelimited, &mut out);
+    prost::encoding::encode_varint(body.len() as u64, &mut out);
+    out.extend_from_slice(body);
+    out
+}
+
 #[cfg(test)]
 mod tests;

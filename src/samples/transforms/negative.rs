@@ -9,6 +9,7 @@
 //! with the byte range of each feature the plan reads; a negative row points
 //! into it (`Rows::push_with`), so rows outlive nothing they index.
 
+use crate::wire::len_field;
 use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
@@ -169,9 +170,9 @@ impl NegativeGenState {
         split.features(rows, row, |name, f| {
             let Some(i) = self.t.item_features.iter().position(|n| n.as_bytes() == name) else { return };
             let body = f.bytes();
-            let mut named = frame(1, name);
-            named.extend(frame(2, body));
-            example.extend(frame(1, &named));
+            let mut named = len_field(1, name);
+            named.extend(len_field(2, body));
+            example.extend(len_field(1, &named));
             if let Some(source) = self.item_sources[i] {
                 let end = example.len() as u32;
                 cells.push((source, end - body.len() as u32, end));
@@ -255,7 +256,7 @@ impl NegativeGenState {
         line_id.extend_from_slice(&gid.to_le_bytes());
         if let Some(a) = t.negative_action {
             line_id.push((ACTIONS << 3) as u8);
-            varint(&mut line_id, a as i64 as u64);
+            prost::encoding::encode_varint(a as i64 as u64, &mut line_id);
         }
         rows.set_line_id(at, owned(line_id));
         rows.set_weight(at, weight);
@@ -281,20 +282,4 @@ fn most_prior(line_id: Option<&LineIdView<'_>>, priority: &[i32]) -> Result<Opti
     }
     let best = priority.iter().find(|p| all.contains(p));
     Ok(Some(best.copied().unwrap_or(first)))
-}
-
-fn frame(field: u32, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 6);
-    varint(&mut out, u64::from(field << 3 | 2));
-    varint(&mut out, body.len() as u64);
-    out.extend_from_slice(body);
-    out
-}
-
-fn varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
