@@ -5,8 +5,10 @@
 //! does not depend on the thread count. Also: the binary is built on the
 //! library alone (no tokio, no tonic).
 
+mod common;
+use common::repo;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use fex::proto::monolith_pb as pb;
@@ -15,10 +17,6 @@ use fex_client::synth::{GenOptions, Generator};
 use prost::Message;
 
 const FEX: &str = env!("CARGO_BIN_EXE_fex");
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn default_model() -> PathBuf {
     repo().join("models/default.yaml")

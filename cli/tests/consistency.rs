@@ -7,16 +7,17 @@
 //! fex-client's generator makes for each corpus model and for the embedded
 //! default model, and the same batches split into Examples.
 
+mod common;
+use common::{connect, repo};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use fex::corpus::{Case, Encoded};
 use fex::proto::monolith_pb as pb;
 use fex::records::{ReadOptions, RecordReader, write_record};
+use fex_client::FexClient;
 use fex_client::synth::{GenOptions, Generator};
-use fex_client::{ConnectOptions, FexClient};
 use prost::Message;
 
 /// One model's samples, as records of one kind.
@@ -31,10 +32,6 @@ struct Set {
 enum Kind {
     Batch,
     Example,
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
 }
 
 /// Writes each corpus model (renamed after its case) into `dir/corpus/`,
@@ -217,15 +214,4 @@ fn server_and_fex_extract_give_byte_identical_tensors() {
     assert!(checked > 500, "records compared: {checked}");
     assert!(refused > 0, "the corpus's refused samples were compared too");
     assert!(checked - refused > 400, "most samples extract: {checked} checked, {refused} refused");
-}
-
-async fn connect(addr: std::net::SocketAddr) -> FexClient {
-    let mut client = FexClient::connect(&ConnectOptions::plain(addr.to_string())).await.unwrap();
-    for _ in 0..2000 {
-        if client.health("fex.v1.FeatureExtractor").await.is_ok_and(|s| s == "SERVING") {
-            return client;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("server never became SERVING");
 }

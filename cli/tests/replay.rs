@@ -6,9 +6,10 @@
 //! one, calls still answer and the records that did not fit are counted as
 //! dropped.
 
+mod common;
+use common::{connect, repo};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use fex::proto::fex_v1::ExtractRequest;
@@ -16,12 +17,7 @@ use fex::proto::fex_v1::extract_request::Payload;
 use fex::proto::fex_v1::{ExampleList, LoggedRequest};
 use fex::records::{ReadOptions, RecordReader};
 use fex_client::synth::{GenOptions, Generator};
-use fex_client::{ConnectOptions, FexClient};
 use prost::Message;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
 
 fn read_records(path: &Path) -> Vec<Vec<u8>> {
     let mut reader = RecordReader::open(path, ReadOptions::default(), None).unwrap();
@@ -58,17 +54,6 @@ fn models_dir(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&models).unwrap();
     std::fs::copy(repo().join("models/default.yaml"), models.join("default.yaml")).unwrap();
     models
-}
-
-async fn connect(addr: std::net::SocketAddr) -> FexClient {
-    let mut client = FexClient::connect(&ConnectOptions::plain(addr.to_string())).await.unwrap();
-    for _ in 0..2000 {
-        if client.health("fex.v1.FeatureExtractor").await.is_ok_and(|s| s == "SERVING") {
-            return client;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("server never became SERVING");
 }
 
 fn metric(server: &fex_server::serve::Server, name: &str) -> u64 {
