@@ -9,9 +9,16 @@ mod common;
 use std::sync::mpsc;
 
 use common::*;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
 use fex_server::args::Args;
+use fex_server::layers::CallDeadline;
 use fex_server::pool::Refused;
 use fex_server::serve::Server;
+use fex_server::service::ExtractorService;
+use fex_server::stub::feature_extractor_server::FeatureExtractor;
 use prost::Message;
 use tonic::Code;
 use tonic_health::pb::HealthCheckRequest;
@@ -93,6 +100,52 @@ async fn a_call_whose_deadline_passes_in_the_queue_is_deadline_exceeded_and_neve
     assert!(has_line(&page, "fex_queue_wait_seconds_count 2"), "{page}");
     let mut c = client(server.addr).await;
     assert_eq!(c.extract(extract_request("default", sample_batch(3))).await.unwrap().into_inner().batch_size, 3);
+}
+
+/// The deadline layer's timer has a millisecond's grain, so a result can come
+/// back just after the deadline and before the timer fires; the service
+/// itself must then answer DEADLINE_EXCEEDED. The test calls the service
+/// below the layers and holds its future, polling it by hand: once to queue
+/// the job behind a held thread, and again only after the job has run
+/// (before the deadline) and the deadline has passed, which is exactly the
+/// late result, with no race.
+#[tokio::test]
+async fn a_result_completed_after_the_deadline_is_deadline_exceeded_not_ok() {
+    let server = one_thread(4).await;
+    let busy = Busy::hold(&server).await;
+    let service = ExtractorService {
+        registry: Arc::clone(&server.registry),
+        metrics: Arc::clone(&server.metrics),
+        pool: Arc::clone(&server.pool),
+        max_response_bytes: usize::MAX,
+        request_log: None,
+    };
+    let budget = Duration::from_secs(1);
+    let at = Instant::now() + budget;
+    let mut request = tonic::Request::new(extract_request("default", sample_batch(16)));
+    request.extensions_mut().insert(CallDeadline { at, budget });
+    let mut call = std::pin::pin!(service.extract(request));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(call.as_mut().poll(&mut cx).is_pending(), "the call waits for the pool");
+    wait_queued(&server, 1).await;
+    busy.release().await;
+    // Not polling the call: the service cannot see the result yet.
+    let ran = || has_line(&server.metrics.render(), r#"fex_pool_jobs_total{outcome="ran"} 2"#);
+    while !ran() {
+        assert!(Instant::now() < at, "the job should have run well inside its 1 s budget");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(at.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
+    let Poll::Ready(answer) = call.as_mut().poll(&mut cx) else { panic!("the job's result was sent") };
+    let status = match answer {
+        Ok(late) => panic!("a result after the deadline was answered OK ({} rows)", late.get_ref().batch_size),
+        Err(status) => status,
+    };
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert!(status.message().contains("1s"), "{}", status.message());
+    let page = server.metrics.render();
+    assert!(!page.contains("fex_rows_total{"), "the late result was not counted as answered: {page}");
+    assert!(has_line(&page, "fex_deadline_exceeded_total 1"), "{page}");
 }
 
 #[tokio::test]
