@@ -117,6 +117,7 @@ fn select_errors_are_typed() {
 fn config_stages_import_one_way() {
     let cases: &[(&str, &[&str])] = &[
         ("plan.rs", &["super::", "config::raw", "config::check", "config::compile"]),
+        ("names.rs", &["config::"]),
         // The compiled `offline:` section, pure data beside the plan.
         ("offline.rs", &["config::raw", "config::check", "config::compile"]),
         ("raw", &["check", "compile", "plan::"]),

@@ -68,6 +68,7 @@ fn compile(checked: Checked, text: &str) -> Plan {
     let label_list_source = reserve(needs(Source::Label) && compat == Compat::Monolith, "label");
     let identity = identity(&version, text, &files);
     let files = files.into_iter().map(|(path, _)| path).collect();
+    let names = super::names::NameFilter::new(index.keys().map(|k| &k[..]));
     Plan {
         name,
         version,
@@ -76,6 +77,7 @@ fn compile(checked: Checked, text: &str) -> Plan {
         outputs,
         source_names,
         index,
+        names,
         line_id_source,
         label_source,
         weight_source,

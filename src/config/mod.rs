@@ -6,6 +6,7 @@
 mod check;
 mod compile;
 mod errors;
+mod names;
 pub mod offline;
 mod plan;
 mod raw;

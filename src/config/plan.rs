@@ -137,6 +137,8 @@ pub struct Plan {
     /// Sample feature names the plan reads, indexed by `Source::Feature`.
     pub source_names: Vec<String>,
     pub(crate) index: FxHashMap<Box<[u8]>, usize>,
+    /// Answers "not read" for most other names before `index` is probed.
+    pub(crate) names: crate::config::names::NameFilter,
     /// Source indices of the reserved lists, when some output needs them.
     pub(crate) line_id_source: Option<usize>,
     pub(crate) label_source: Option<usize>,
@@ -189,6 +191,16 @@ impl Plan {
     /// The source index of a sample feature name, if the plan reads it.
     #[inline]
     pub fn source_of(&self, name: &[u8]) -> Option<usize> {
+        if !self.names.may_contain(name) {
+            return None;
+        }
+        self.lookup(name)
+    }
+
+    /// The name map's answer, out of line: `source_of` stays small enough to
+    /// inline into the list walks, where most names stop at the filter.
+    #[inline(never)]
+    fn lookup(&self, name: &[u8]) -> Option<usize> {
         self.index.get(name).copied()
     }
 

@@ -118,66 +118,76 @@ impl Index {
         let mut index = 0;
         let mut r = Reader::new(buf, 0);
         while !r.is_empty() {
-            match r.key().ok()? {
-                (1, WireType::Len) => {
-                    let (body, base) = r.len_delimited().ok()?;
-                    let entry = ListEntry { body, base, index };
-                    index += 1;
-                    self.stats.lists_seen += 1;
-                    // Every encoder writes the name first: a needed list is
-                    // then gathered in the same walk that confirms its name.
-                    let named = first_name(body);
-                    let first = named.and_then(|n| Some((n, plan.source_of(n)?)));
-                    let source = match first {
-                        // Its writers walk it: nothing to do here but note where.
-                        Some((_, source)) if direct && self.direct[source] && !self.columns[source].present => {
-                            self.stats.lists_decoded += 1;
-                            let (start, end) = (base as u32, (base + body.len()) as u32);
-                            let col = Column {
-                                present: true,
-                                list_index: entry.index,
-                                body: Some((start, end)),
-                                ..Column::default()
-                            };
-                            self.columns[source] = col;
-                            continue;
-                        }
-                        Some((name, source)) if !self.columns[source].present => {
-                            self.gather_named_list(plan, source, name, entry)?;
-                            continue;
-                        }
-                        Some(_) => return None,
-                        // Named first by a name the plan does not read: only
-                        // a later, different name field (the last one wins)
-                        // could make it needed, so look for one past the first.
-                        None => match named {
-                            Some(name) => {
-                                let after = 2 + name.len();
-                                let last = match later_name(body, after) {
-                                    Some(last) => last,
-                                    None => Reader::new(&body[after..], base + after).last_len_field(1).ok()?,
-                                };
-                                if last.is_empty() || last == name {
-                                    continue;
-                                }
-                                plan.source_of(last)
-                            }
-                            None => plan.source_of(entry.name().ok()?),
-                        },
-                    };
-                    let Some(source) = source else { continue };
-                    if self.columns[source].present {
-                        return None;
+            // A list (field 1) with a length of one or two bytes, read without
+            // the general key and varint decoding: nearly every field here.
+            let (body, base) = match r.short_field(0x0a) {
+                Some(list) => list,
+                None => match r.key().ok()? {
+                    (1, WireType::Len) => r.len_delimited().ok()?,
+                    (3, WireType::Varint) => {
+                        batch_size = r.varint().ok()? as i32;
+                        continue;
                     }
-                    self.gather_list(plan, source, entry).ok()?;
+                    (100, WireType::Varint) => {
+                        r.varint().ok()?;
+                        continue;
+                    }
+                    (1 | 3 | 100, _) => return None,
+                    (field, wire) => {
+                        r.skip(field, wire).ok()?;
+                        continue;
+                    }
+                },
+            };
+            let entry = ListEntry { body, base, index };
+            index += 1;
+            self.stats.lists_seen += 1;
+            // Every encoder writes the name first: a needed list is
+            // then gathered in the same walk that confirms its name.
+            let named = first_name(body);
+            let first = named.and_then(|n| Some((n, plan.source_of(n)?)));
+            let source = match first {
+                // Its writers walk it: nothing to do here but note where.
+                Some((_, source)) if direct && self.direct[source] && !self.columns[source].present => {
+                    self.stats.lists_decoded += 1;
+                    let (start, end) = (base as u32, (base + body.len()) as u32);
+                    let col = Column {
+                        present: true,
+                        list_index: entry.index,
+                        body: Some((start, end)),
+                        ..Column::default()
+                    };
+                    self.columns[source] = col;
+                    continue;
                 }
-                (3, WireType::Varint) => batch_size = r.varint().ok()? as i32,
-                (100, WireType::Varint) => {
-                    r.varint().ok()?;
+                Some((name, source)) if !self.columns[source].present => {
+                    self.gather_named_list(plan, source, name, entry)?;
+                    continue;
                 }
-                (1 | 3 | 100, _) => return None,
-                (field, wire) => r.skip(field, wire).ok()?,
+                Some(_) => return None,
+                // Named first by a name the plan does not read: only
+                // a later, different name field (the last one wins)
+                // could make it needed, so look for one past the first.
+                None => match named {
+                    Some(name) => {
+                        let after = 2 + name.len();
+                        let last = match later_name(body, after) {
+                            Some(last) => last,
+                            None => Reader::new(&body[after..], base + after).last_len_field(1).ok()?,
+                        };
+                        if last.is_empty() || last == name {
+                            continue;
+                        }
+                        plan.source_of(last)
+                    }
+                    None => plan.source_of(entry.name().ok()?),
+                },
+            };
+            let Some(source) = source else { continue };
+            if self.columns[source].present {
+                return None;
             }
+            self.gather_list(plan, source, entry).ok()?;
         }
         let rows = usize::try_from(batch_size).ok().filter(|&n| n <= self.limits.max_batch_size)?;
         self.rows = rows;

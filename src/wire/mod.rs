@@ -178,6 +178,24 @@ impl<'a> Reader<'a> {
         Ok((self.take(len)?, at))
     }
 
+    /// The next field, when its key is the one byte `key` and its length one
+    /// or two bytes that fit: its body and absolute offset, and the reader
+    /// moves past it. Otherwise None, and nothing is consumed (the caller
+    /// reads the field the general way, with every check).
+    #[inline]
+    pub fn short_field(&mut self, key: u8) -> Option<(&'a [u8], usize)> {
+        let rest = self.buf.get(self.pos..)?;
+        let (len, head) = match *rest {
+            [k, l0, ..] if k == key && l0 < 0x80 => (usize::from(l0), 2),
+            [k, l0, l1, ..] if k == key && l1 < 0x80 => (usize::from(l0 & 0x7f) | usize::from(l1) << 7, 3),
+            _ => return None,
+        };
+        let body = rest.get(head..head + len)?;
+        let at = self.base + self.pos + head;
+        self.pos += head + len;
+        Some((body, at))
+    }
+
     /// Reads to the end of the body and returns the last value of the
     /// length-delimited `field` (empty when absent): how a list's name is found
     /// without decoding its features. One-byte keys of varint fields, and of
