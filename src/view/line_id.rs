@@ -279,11 +279,13 @@ fn read_one<'a>(r: &mut Reader<'a>, ty: FieldType) -> Result<Value<'a>, DecodeEr
     })
 }
 
-/// A varint of at most nine bytes at `pos`: (value, bytes used).
+/// A varint at `pos`: (value, bytes used). Ten bytes, as the general
+/// decoder reads them (`Reader::varint`: of the tenth byte only bit 63
+/// stays), so random 64-bit ids such as `uid` stay on the quick walk.
 #[inline(always)]
 fn short_varint(b: &[u8], pos: usize) -> Option<(u64, usize)> {
     let mut value = 0u64;
-    for i in 0..9 {
+    for i in 0..10 {
         let byte = *b.get(pos + i)?;
         value |= u64::from(byte & 0x7f) << (7 * i);
         if byte < 0x80 {
@@ -348,6 +350,28 @@ mod tests {
             }
             out
         })
+    }
+
+    #[test]
+    fn ten_byte_varints_take_the_quick_walk_and_agree_with_the_full_decoder() {
+        // uid = u64::MAX (ten bytes), then a tenth byte with bits past 63
+        // (dropped, as protobuf's C++ parser drops them), then one cut short.
+        let mut max = vec![0x08];
+        varint(u64::MAX, &mut max);
+        let mut high = vec![0x08];
+        high.extend([0xff; 9]);
+        high.push(0x7f);
+        let wanted = [(1, FieldType::Uint64)];
+        for buf in [max, high] {
+            let view = LineIdView::new(&buf, 0);
+            let (mut quick, mut full) = (Vec::new(), Vec::new());
+            assert!(view.scan_numbers(&wanted, |_, v| quick.push(format!("{v:?}"))).is_some(), "{buf:02x?}");
+            view.scan(&wanted, |_, v| full.push(format!("{v:?}"))).unwrap();
+            assert_eq!(quick, full, "{buf:02x?}");
+            assert_eq!(quick, [format!("{:?}", Value::Int(-1))], "{buf:02x?}");
+        }
+        let cut = [0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        assert!(LineIdView::new(&cut, 0).scan_numbers(&wanted, |_, _| ()).is_none(), "an eleventh byte is refused");
     }
 
     proptest! {
