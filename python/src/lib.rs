@@ -8,6 +8,7 @@ mod buffer;
 mod column;
 mod errors;
 mod extracted;
+mod offline;
 mod plan;
 mod records;
 
@@ -27,6 +28,10 @@ fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RecordError", py.get_type::<records::RecordError>())?;
     m.add_class::<records::Records>()?;
     m.add_function(wrap_pyfunction!(records::read_records, m)?)?;
+    m.add("BadRecordError", py.get_type::<offline::BadRecordError>())?;
+    m.add_class::<offline::RunResult>()?;
+    m.add_class::<offline::BadRecord>()?;
+    m.add_function(wrap_pyfunction!(offline::run, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
