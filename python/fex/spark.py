@@ -92,7 +92,7 @@ def spark_schema(plan, names=None):
     ``spark_array``: the schema cannot disagree with the data."""
     T = _spark_types()
     empty = plan.extract_examples([], outputs=names, shared="broadcast")
-    return [T.StructField(n, _type_of_arrow(spark_array(empty[n]).type), False) for n in empty]
+    return [T.StructField(n, spark_type_of(spark_array(empty[n])), False) for n in empty]
 
 
 def _as_signed(values):
@@ -146,10 +146,16 @@ def _list32(arr, name):
 
 def spark_array(column):
     """One ``fex.Column`` as the Arrow array Spark reads (see the module's
-    doc for the mapping). Values keep their bits; only offsets and
-    containers change."""
+    doc for the mapping), or a ``pyarrow.Array`` in the library's Arrow
+    layout (``Column.to_arrow``, a table's column). Values keep their bits;
+    only offsets and containers change."""
     import pyarrow as pa
 
+    if isinstance(column, (pa.Array, pa.ChunkedArray)):
+        arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+            return _list32(arr, "array")
+        return arr if pa.types.is_large_binary(arr.type) or pa.types.is_binary(arr.type) else _items(arr, "array")
     arr = column.to_arrow()
     if column.layout == "strings":
         return arr
@@ -162,6 +168,11 @@ def spark_array(column):
         parts = [_list32(arr.slice(i * rows, rows), column.name) for i in range(len(keys))]
         return pa.StructArray.from_arrays(parts, names=list(keys))
     raise ValueError(f"output {column.name!r} has layout {column.layout!r}, which fex.spark does not know")
+
+
+def spark_type_of(array):
+    """The Spark SQL type of an array ``spark_array`` made."""
+    return _type_of_arrow(array.type)
 
 
 class _Job:
@@ -289,7 +300,7 @@ class _Split:
 
         from ._fex import read_records
 
-        names = ["file", "index", "offset", self.column]
+        names = ["file", "record_index", "offset", self.column]
         for rb in batches:
             paths = rb.column("path").to_pylist()
             contents = rb.column("content")
@@ -328,7 +339,7 @@ def read_pbdataset(
 ):
     """Loads Monolith PBDataset files (``path``: a file, directory or glob,
     or a list of them; any filesystem Spark reads) into a DataFrame of
-    ``file`` (the path as Spark names it), ``index`` and ``offset`` (the
+    ``file`` (the path as Spark names it), ``record_index`` and ``offset`` (the
     record's number and byte offset in its file, what fex's errors say) and
     ``column`` (binary: the record's payload), ready for ``extract``.
 
@@ -338,7 +349,7 @@ def read_pbdataset(
     a file must fit in an executor's memory (and under Spark's 2 GiB limit
     for one binary value). A bad record fails the job with the library's
     message (file, record index, byte offset)."""
-    if column in ("file", "index", "offset"):
+    if column in ("file", "record_index", "offset"):
         raise ValueError(f"column={column!r} is one of the metadata columns; pick another name")
     options = dict(
         compression=compression,
@@ -364,7 +375,7 @@ def read_pbdataset(
     schema = T.StructType(
         [
             T.StructField("file", T.StringType(), False),
-            T.StructField("index", T.LongType(), False),
+            T.StructField("record_index", T.LongType(), False),
             T.StructField("offset", T.LongType(), False),
             T.StructField(column, T.BinaryType(), False),
         ]
