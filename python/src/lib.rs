@@ -6,6 +6,7 @@
 
 mod buffer;
 mod column;
+mod corpus;
 mod errors;
 mod extracted;
 mod offline;
@@ -32,6 +33,7 @@ fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<offline::RunResult>()?;
     m.add_class::<offline::BadRecord>()?;
     m.add_function(wrap_pyfunction!(offline::run, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus::_corpus_case, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
