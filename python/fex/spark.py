@@ -3,13 +3,20 @@ with ``DataFrame.mapInArrow``, the same plan and code as fex-server.
 
 ``extract(df, column=..., config=...)`` returns a DataFrame with the input's
 other columns and one column per output. Outputs keep the library's Arrow
-layout (``Column.to_arrow``) within what Spark's Arrow reader takes: ragged
-→ ``array<...>`` (Arrow list; i64 row splits become i32 list offsets),
-sequences → ``array<array<...>>``, dense ``[rows, d...]`` → ``array<...>``
-of the flattened ``d...`` values (Arrow list; Spark has no fixed-size list),
-dense ``[rows]`` → a scalar, strings → ``binary``. Spark has no unsigned
-integers: uint64 ids are stored in ``bigint`` bit for bit (reinterpret, not
-convert). SHARED features are broadcast to every row.
+layout (``Column.to_arrow``) within what Spark's Arrow reader takes (no
+unsigned integers, no large or fixed-size lists): ragged → ``array<...>``
+(list offsets become int32; more than 2^31 - 1 values in one Arrow batch is
+an error), sequences → ``array<array<...>>``, weighted ragged →
+``array<struct<value, weight>>``, dense ``[rows, d...]`` → ``array<...>`` of
+the flattened ``d...`` values, dense ``[rows]`` → a scalar, strings →
+``binary``, keyed-jagged → ``struct<key: array<...>, ...>`` (row r's values
+of each key). uint64 ids are stored in ``bigint`` bit for bit (reinterpret,
+not convert). SHARED features are broadcast to every row. The Spark schema
+comes from an extraction of no rows converted the same way.
+
+``read_pbdataset(spark, path, ...)`` loads Monolith PBDataset files into a
+DataFrame of records (file, record_index, offset, sample), split on the
+executors by the library's reader.
 
 The plan (config text and the bytes of every vocabulary it read) travels
 inside the function Spark ships to executors, so executors need the fex
