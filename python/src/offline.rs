@@ -16,7 +16,7 @@ use fex::offline::{
 };
 use fex::records::{Framing, ReadOptions, sources};
 use fex::{Extractor, Input, Policy, SharedRows};
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
 
@@ -299,8 +299,7 @@ fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
             many.iter().map(|p| p.to_string_lossy().into_owned()).collect()
         }
     };
-    let paths = sources::expand(&patterns).map_err(|e| PyErr::new::<pyo3::exceptions::PyFileNotFoundError, _>(e))?;
-    Ok(paths)
+    sources::expand(&patterns).map_err(PyFileNotFoundError::new_err)
 }
 
 /// Runs the offline pipeline: the plan's outputs for every record of
