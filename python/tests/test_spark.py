@@ -285,3 +285,16 @@ def test_read_pbdataset_fails_on_a_bad_record_saying_where(spark, tmp_path):
         fex.spark.read_pbdataset(spark, str(tmp_path)).collect()
     with pytest.raises(ValueError, match="compression="):
         fex.spark.read_pbdataset(spark, str(tmp_path), compression="lz4")
+
+
+def test_lists_past_int32_offsets_are_refused_by_name():
+    import numpy as np
+    import pyarrow as pa
+
+    # Offsets only: 2**31 values cannot be allocated in a test, and the
+    # check reads nothing but the offsets.
+    offsets = pa.array(np.array([0, 2**31], dtype=np.int64))
+    with pytest.raises(ValueError, match="output 'big': 2147483648 values in one Arrow batch overflow"):
+        fex.spark._i32_offsets(offsets, "big")
+    rebased, start, end = fex.spark._i32_offsets(pa.array(np.array([5, 7, 2**31 + 4], dtype=np.int64)), "ok")
+    assert rebased.to_pylist() == [0, 2, 2**31 - 1] and (start, end) == (5, 2**31 + 4)
