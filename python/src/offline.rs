@@ -31,13 +31,6 @@ pyo3::create_exception!(
     "A record an offline run could not read or extract: where it is, and why."
 );
 
-/// Where the output goes.
-enum Out {
-    File(PathBuf),
-    /// Kept in memory and handed back in the result.
-    Memory,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Format {
     Parquet,
@@ -351,58 +344,83 @@ pub fn run(
     };
     let parquet = ParquetOptions { row_group_size: row_group_size.max(1), codec: codec_of(parquet_compression)? };
     let inputs = input_paths(inputs)?;
-    let target = match out {
-        Some(path) => Out::File(path),
-        None => Out::Memory,
-    };
     let lib = plan.inner();
-    let memory = SharedBuf::default();
-    let writer: Box<dyn Write + Send> = match &target {
-        Out::File(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| PyOSError::new_err(format!("cannot create {}: {e}", path.display())))?;
-            Box::new(std::io::BufWriter::with_capacity(1 << 20, file))
-        }
-        Out::Memory => Box::new(memory.clone()),
-    };
-    let collect_table = matches!(target, Out::Memory) && format != Format::Responses;
-    let sink_error = |e: offline::SinkError| PyOSError::new_err(e.to_string());
-    let mut collected = CollectSink::default();
-    let mut sink: Option<Box<dyn Sink>> = match (format, collect_table) {
-        (_, true) => None,
-        (Format::Parquet, false) => Some(Box::new(ParquetSink::new(writer, lib, parquet).map_err(sink_error)?)),
-        (Format::Arrow, false) => Some(Box::new(IpcSink::new(writer, lib).map_err(sink_error)?)),
-        (Format::Responses, false) => Some(Box::new(ResponsesSink::new(writer))),
-    };
+    let mut output = Output::new(out, format, parquet, lib)?;
     let mut hook = fex::samples::Transforms::new(lib);
     let use_hook = transforms && !hook.is_empty();
     let observer = Collect::default();
     let result = py.detach(|| {
         let hook: Option<&mut dyn offline::RowsHook> = if use_hook { Some(&mut hook) } else { None };
-        let sink: &mut dyn Sink = match sink.as_mut() {
-            Some(s) => s.as_mut(),
-            None => &mut collected,
-        };
-        offline::run(lib, &inputs, options, sink, hook, &observer)
+        offline::run(lib, &inputs, options, output.sink(), hook, &observer)
     });
-    drop(sink);
     let summary = match result {
         Ok(summary) => summary,
         Err(RunError::Bad(bad)) => return Err(bad_record_error(py, &bad)),
         Err(e) => return Err(PyOSError::new_err(e.to_string())),
     };
     let bad = observer.bad.into_inner().unwrap_or_default();
-    let mut result = RunResult { summary, bad, batches: None, responses: None };
-    if collect_table {
-        let batches = collected.batches;
-        let schema = match batches.first() {
-            Some(b) => b.schema(),
-            None => empty_schema(lib)?,
+    output.into_result(RunResult { summary, bad, batches: None, responses: None }, lib)
+}
+
+/// Where a run writes.
+enum Output {
+    /// A file in any format.
+    File(Box<dyn Sink>),
+    /// The table kept in memory.
+    Table(CollectSink),
+    /// Framed responses kept in memory.
+    Responses(ResponsesSink, SharedBuf),
+}
+
+impl Output {
+    fn new(out: Option<PathBuf>, format: Format, parquet: ParquetOptions, plan: &fex::Plan) -> PyResult<Self> {
+        let sink_error = |e: offline::SinkError| PyOSError::new_err(e.to_string());
+        let Some(path) = out else {
+            return Ok(match format {
+                Format::Responses => {
+                    let buf = SharedBuf::default();
+                    Output::Responses(ResponsesSink::new(Box::new(buf.clone())), buf)
+                }
+                Format::Parquet | Format::Arrow => Output::Table(CollectSink::default()),
+            });
         };
-        result.batches = Some((schema, batches));
-    } else if matches!(target, Out::Memory) {
-        let mut held = memory.0.lock().map_err(|_| PyRuntimeError::new_err("poisoned output buffer"))?;
-        result.responses = Some(std::mem::take(&mut *held));
+        let file = std::fs::File::create(&path)
+            .map_err(|e| PyOSError::new_err(format!("cannot create {}: {e}", path.display())))?;
+        let writer: Box<dyn Write + Send> = Box::new(std::io::BufWriter::with_capacity(1 << 20, file));
+        let sink: Box<dyn Sink> = match format {
+            Format::Parquet => Box::new(ParquetSink::new(writer, plan, parquet).map_err(sink_error)?),
+            Format::Arrow => Box::new(IpcSink::new(writer, plan).map_err(sink_error)?),
+            Format::Responses => Box::new(ResponsesSink::new(writer)),
+        };
+        Ok(Output::File(sink))
     }
-    Ok(result)
+
+    fn sink(&mut self) -> &mut dyn Sink {
+        match self {
+            Output::File(sink) => sink.as_mut(),
+            Output::Table(sink) => sink,
+            Output::Responses(sink, _) => sink,
+        }
+    }
+
+    /// The result with what was kept in memory (an empty table has the
+    /// model's columns).
+    fn into_result(self, mut result: RunResult, plan: &fex::Plan) -> PyResult<RunResult> {
+        match self {
+            Output::File(_) => {}
+            Output::Table(collected) => {
+                let schema = match collected.batches.first() {
+                    Some(b) => b.schema(),
+                    None => empty_schema(plan)?,
+                };
+                result.batches = Some((schema, collected.batches));
+            }
+            Output::Responses(sink, buf) => {
+                drop(sink);
+                let mut held = buf.0.lock().map_err(|_| PyRuntimeError::new_err("poisoned output buffer"))?;
+                result.responses = Some(std::mem::take(&mut *held));
+            }
+        }
+        Ok(result)
+    }
 }
