@@ -144,3 +144,16 @@ def test_bad_arguments_are_refused_before_running(tmp_path):
         fex.run(plan, DEFAULT_YAML, on_error="ignore")
     with pytest.raises(FileNotFoundError, match="no file matches"):
         fex.run(plan, str(tmp_path / "*.pb"))
+
+
+def test_examples_payloads_write_what_fex_extract_writes(tmp_path, batches, protos):
+    from test_spark import to_examples
+
+    examples = [e for b in batches[:2] for e in to_examples(protos["example"], b)]
+    path = tmp_path / "examples.pb"
+    path.write_bytes(framed(examples))
+    plan = fex.Plan.from_yaml(DEFAULT_YAML)
+    result = fex.run(plan, str(path), tmp_path / "py.parquet", payload="examples", chunk_records=5)
+    cli(DEFAULT_YAML, [str(path)], tmp_path / "cli.parquet", "--payload", "example", "--chunk-records", "5")
+    assert (tmp_path / "py.parquet").read_bytes() == (tmp_path / "cli.parquet").read_bytes()
+    assert (result.records, result.rows_written) == (32, 32)
