@@ -36,10 +36,11 @@ timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex 
 
 # The Python package, installed with the command README.md documents (maturin
 # builds the abi3 extension; reinstalled, as its version does not change
-# with the code), then its tests: zero-copy numpy and Arrow,
-# errors, and Spark (local mode, one session) against the real fex-server.
+# with the code), then its tests: zero-copy numpy and Arrow, errors, the
+# GIL released, `fex.run` against `fex extract`, the golden corpus, and
+# Spark (local mode, one session) against the real fex-server and `fex extract`.
 timeout --kill-after=30s 20m "$PY" -m pip install --quiet --force-reinstall --no-deps ./python
-FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
+FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=target/debug/fex \
     timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider python/tests
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered

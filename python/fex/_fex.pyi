@@ -36,19 +36,98 @@ class Records(Iterator[Any]):
     def __iter__(self) -> "Records": ...
     def __next__(self) -> Any: ...
 
+Compression = Literal["auto", "none", "zstd", "gzip", "snappy", "snappy_framed"]
+
 def read_records(
-    path: Union[str, "os.PathLike[str]"],
+    source: Union[str, "os.PathLike[str]", bytes],
     *,
-    compression: Literal["auto", "none", "zstd", "gzip", "snappy"] = "auto",
+    compression: Compression = "auto",
     lagrangex_header: bool = False,
     kafka_dump_prefix: bool = False,
     has_sort_id: bool = False,
     kafka_dump: bool = False,
     max_record_bytes: int = ...,
     with_meta: bool = False,
+    name: Optional[str] = None,
 ) -> Records:
-    """Records of a Monolith PBDataset file: bytes, or with ``with_meta``
+    """Records of a Monolith PBDataset file (or of a stream held in memory,
+    ``bytes``, called ``name`` in errors): bytes, or with ``with_meta``
     tuples of (payload, index, offset, pb_type, data_source_key)."""
+
+class BadRecordError(Exception):
+    """A record an offline run could not read or extract."""
+
+    file: str
+    index: int
+    offset: int
+    kind: Literal["read", "extract", "arrow"]
+    message: str
+    cause: Optional[Union[ExtractError, RecordError]]
+
+class BadRecord:
+    """A record ``run`` skipped (on_error="skip"): the fields of BadRecordError."""
+
+    file: str
+    index: int
+    offset: int
+    kind: Literal["read", "extract", "arrow"]
+    message: str
+    cause: Optional[Union[ExtractError, RecordError]]
+
+class RunResult:
+    """What ``run`` did, and its output when kept in memory."""
+
+    @property
+    def files(self) -> int: ...
+    @property
+    def records(self) -> int: ...
+    @property
+    def bad_records(self) -> int: ...
+    @property
+    def rows_written(self) -> int: ...
+    @property
+    def input_bytes(self) -> int: ...
+    @property
+    def payload_bytes(self) -> int: ...
+    @property
+    def transforms(self) -> dict[str, int]: ...
+    @property
+    def bad(self) -> list[BadRecord]: ...
+    @property
+    def responses(self) -> Optional[list[bytes]]: ...
+    @property
+    def has_table(self) -> bool: ...
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object: ...
+    def to_arrow(self) -> Any: ...
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+def run(
+    plan: "Plan",
+    inputs: Union[PathLike, Sequence[PathLike]],
+    out: Optional[PathLike] = None,
+    *,
+    format: Literal["parquet", "arrow", "ipc", "responses"] = "parquet",
+    payload: Literal["batch", "examples", "instances"] = "batch",
+    threads: Optional[int] = None,
+    on_error: Literal["fail", "skip"] = "fail",
+    transforms: bool = True,
+    compression: Compression = "auto",
+    lagrangex_header: bool = False,
+    kafka_dump_prefix: bool = False,
+    has_sort_id: bool = False,
+    kafka_dump: bool = False,
+    max_record_bytes: int = ...,
+    row_group_size: int = 65536,
+    parquet_compression: Literal["none", "snappy", "zstd"] = "snappy",
+    chunk_records: int = 4096,
+) -> RunResult:
+    """The offline pipeline of ``fex extract``: ``inputs`` (paths, globs,
+    directories) extracted with ``plan`` (and its ``offline:`` transforms)
+    into ``out``, or kept in memory when ``out`` is None. Releases the GIL."""
+
+def _corpus_case(text: str) -> dict[str, Any]:
+    """A golden-corpus case file, its sample encoded (for tests)."""
 
 class Identity:
     version: str

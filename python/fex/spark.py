@@ -3,13 +3,20 @@ with ``DataFrame.mapInArrow``, the same plan and code as fex-server.
 
 ``extract(df, column=..., config=...)`` returns a DataFrame with the input's
 other columns and one column per output. Outputs keep the library's Arrow
-layout (``Column.to_arrow``) within what Spark's Arrow reader takes: ragged
-→ ``array<...>`` (Arrow list; i64 row splits become i32 list offsets),
-sequences → ``array<array<...>>``, dense ``[rows, d...]`` → ``array<...>``
-of the flattened ``d...`` values (Arrow list; Spark has no fixed-size list),
-dense ``[rows]`` → a scalar, strings → ``binary``. Spark has no unsigned
-integers: uint64 ids are stored in ``bigint`` bit for bit (reinterpret, not
-convert). SHARED features are broadcast to every row.
+layout (``Column.to_arrow``) within what Spark's Arrow reader takes (no
+unsigned integers, no large or fixed-size lists): ragged → ``array<...>``
+(list offsets become int32; more than 2^31 - 1 values in one Arrow batch is
+an error), sequences → ``array<array<...>>``, weighted ragged →
+``array<struct<value, weight>>``, dense ``[rows, d...]`` → ``array<...>`` of
+the flattened ``d...`` values, dense ``[rows]`` → a scalar, strings →
+``binary``, keyed-jagged → ``struct<key: array<...>, ...>`` (row r's values
+of each key). uint64 ids are stored in ``bigint`` bit for bit (reinterpret,
+not convert). SHARED features are broadcast to every row. The Spark schema
+comes from an extraction of no rows converted the same way.
+
+``read_pbdataset(spark, path, ...)`` loads Monolith PBDataset files into a
+DataFrame of records (file, record_index, offset, sample), split on the
+executors by the library's reader.
 
 The plan (config text and the bytes of every vocabulary it read) travels
 inside the function Spark ships to executors, so executors need the fex
@@ -31,7 +38,7 @@ def _spark_types():
     return T
 
 
-def _element(spec):
+def _element(dtype):
     T = _spark_types()
     return {
         "uint64": T.LongType(),
@@ -40,13 +47,15 @@ def _element(spec):
         "float32": T.FloatType(),
         "float64": T.DoubleType(),
         "bytes": T.BinaryType(),
-    }[spec.dtype]
+    }[dtype]
 
 
-def spark_type(spec):
-    """The Spark SQL type of one output (a ``fex.TensorSpec``)."""
+def spark_type(spec, keys=None):
+    """The Spark SQL type of one output (a ``fex.TensorSpec``); a
+    keyed-jagged output needs its ``keys`` (``Column.keys``). Outputs with
+    weights are typed from their arrays (``spark_schema``)."""
     T = _spark_types()
-    elem = _element(spec)
+    elem = _element(spec.dtype)
     if spec.layout == "strings":
         return T.BinaryType()
     if spec.layout == "ragged":
@@ -55,10 +64,42 @@ def spark_type(spec):
         return T.ArrayType(elem, False)
     if spec.layout == "dense":
         return elem if len(spec.shape) == 1 else T.ArrayType(elem, False)
-    raise ValueError(
-        f"output {spec.name!r} is {spec.layout}: a keyed-jagged tensor has no row per sample; "
-        "select the ragged outputs it groups instead (outputs=[...])"
-    )
+    if spec.layout == "keyed_jagged":
+        if keys is None:
+            raise ValueError(f"output {spec.name!r} is keyed-jagged: its Spark type needs its keys")
+        return T.StructType([T.StructField(k, T.ArrayType(elem, False), False) for k in keys])
+    raise ValueError(f"output {spec.name!r} has layout {spec.layout!r}, which fex.spark does not know")
+
+
+def _type_of_arrow(t):
+    """The Spark SQL type of an Arrow type ``spark_array`` makes."""
+    import pyarrow as pa
+
+    T = _spark_types()
+    if pa.types.is_list(t):
+        return T.ArrayType(_type_of_arrow(t.value_type), False)
+    if pa.types.is_struct(t):
+        return T.StructType([T.StructField(f.name, _type_of_arrow(f.type), False) for f in t])
+    simple = {
+        pa.int64(): T.LongType(),
+        pa.int32(): T.IntegerType(),
+        pa.float32(): T.FloatType(),
+        pa.float64(): T.DoubleType(),
+        pa.binary(): T.BinaryType(),
+        pa.large_binary(): T.BinaryType(),
+    }
+    if t not in simple:
+        raise ValueError(f"Arrow type {t} has no Spark type here")
+    return simple[t]
+
+
+def spark_schema(plan, names=None):
+    """``StructField``s of the outputs ``names`` (default: all), typed from
+    the arrays an extraction of no rows gives, converted by
+    ``spark_array``: the schema cannot disagree with the data."""
+    T = _spark_types()
+    empty = plan.extract_examples([], outputs=names, shared="broadcast")
+    return [T.StructField(n, spark_type_of(spark_array(empty[n])), False) for n in empty]
 
 
 def _as_signed(values):
@@ -67,42 +108,78 @@ def _as_signed(values):
     return values.view(pa.int64()) if values.type == pa.uint64() else values
 
 
-def _fixed_to_list(arr):
-    """A fixed_size_list as a list (new i32 offsets; the values are shared)."""
+def _i32_offsets(offsets, name):
+    """List offsets rebased to start at 0, as int32 (Spark's list offsets)."""
     import numpy as np
     import pyarrow as pa
 
-    w = arr.type.list_size
-    offsets = pa.array(np.arange(0, (len(arr) + 1) * w, w, dtype=np.int32))
-    return pa.ListArray.from_arrays(offsets, _as_signed(arr.values))
+    offsets = np.asarray(offsets)
+    base = offsets[0] if len(offsets) else 0
+    rebased = offsets - base
+    if len(rebased) and rebased[-1] > np.iinfo(np.int32).max:
+        raise ValueError(
+            f"output {name!r}: {rebased[-1]} values in one Arrow batch overflow Spark's int32 list offsets; "
+            "send fewer rows per batch (spark.sql.execution.arrow.maxRecordsPerBatch)"
+        )
+    return pa.array(rebased.astype(np.int32, copy=False)), int(base), int(offsets[-1]) if len(offsets) else 0
 
 
-def _list32(offsets, values, name):
+def _items(arr, name):
+    """List items as Spark reads them: uint64 as int64 (same bits), a
+    fixed-size list as a list, a struct (value and weight) field by field."""
     import numpy as np
     import pyarrow as pa
 
-    offsets = offsets.to_numpy()
-    if len(offsets) and offsets[-1] > np.iinfo(np.int32).max:
-        raise ValueError(f"output {name!r}: {offsets[-1]} values in one Arrow batch overflow Spark's i32 list offsets")
-    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32, copy=False)), values)
+    if pa.types.is_fixed_size_list(arr.type):
+        w = arr.type.list_size
+        values = arr.values.slice(arr.offset * w, len(arr) * w)
+        offsets = pa.array(np.arange(0, (len(arr) + 1) * w, w, dtype=np.int64))
+        offsets, _, _ = _i32_offsets(offsets, name)
+        return pa.ListArray.from_arrays(offsets, _items(values, name))
+    if pa.types.is_struct(arr.type):
+        fields = [arr.field(i) for i in range(arr.type.num_fields)]
+        names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
+        return pa.StructArray.from_arrays([_items(f, name) for f in fields], names=names)
+    return _as_signed(arr)
+
+
+def _list32(arr, name):
+    """A (large) list as a list with int32 offsets over converted items."""
+    import pyarrow as pa
+
+    offsets, start, end = _i32_offsets(arr.offsets, name)
+    return pa.ListArray.from_arrays(offsets, _items(arr.values.slice(start, end - start), name))
 
 
 def spark_array(column):
-    """One ``fex.Column`` as the Arrow array Spark reads for ``spark_type``."""
+    """One ``fex.Column`` as the Arrow array Spark reads (see the module's
+    doc for the mapping), or a ``pyarrow.Array`` in the library's Arrow
+    layout (``Column.to_arrow``, a table's column). Values keep their bits;
+    only offsets and containers change."""
     import pyarrow as pa
 
+    if isinstance(column, (pa.Array, pa.ChunkedArray)):
+        arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+            return _list32(arr, "array")
+        return arr if pa.types.is_large_binary(arr.type) or pa.types.is_binary(arr.type) else _items(arr, "array")
     arr = column.to_arrow()
     if column.layout == "strings":
         return arr
     if column.layout == "dense":
-        return _fixed_to_list(arr) if pa.types.is_fixed_size_list(arr.type) else _as_signed(arr)
+        return _items(arr, column.name)
     if column.layout == "ragged":
-        items = arr.values
-        if pa.types.is_struct(items.type):
-            raise ValueError(f"output {column.name!r} carries weights, which fex.spark does not write yet")
-        items = _fixed_to_list(items) if pa.types.is_fixed_size_list(items.type) else _as_signed(items)
-        return _list32(arr.offsets, items, column.name)
-    raise ValueError(f"output {column.name!r} is {column.layout}, which has no row per sample")
+        return _list32(arr, column.name)
+    if column.layout == "keyed_jagged":
+        rows, keys = column.rows, column.keys
+        parts = [_list32(arr.slice(i * rows, rows), column.name) for i in range(len(keys))]
+        return pa.StructArray.from_arrays(parts, names=list(keys))
+    raise ValueError(f"output {column.name!r} has layout {column.layout!r}, which fex.spark does not know")
+
+
+def spark_type_of(array):
+    """The Spark SQL type of an array ``spark_array`` made."""
+    return _type_of_arrow(array.type)
 
 
 class _Job:
@@ -208,8 +285,108 @@ def extract(df, column="sample", config=None, *, files=None, outputs=None, forma
     clash = sorted(set(keep) & set(names))
     if clash:
         raise ValueError(f"kept column {clash[0]!r} has an output's name; drop it or pass keep=[...]")
-    fields = [df.schema[k] for k in keep]
-    fields += [T.StructField(n, spark_type(specs[n]), False) for n in names]
+    fields = [df.schema[k] for k in keep] + spark_schema(plan, names)
     job = _Job(plan, column, names, format, keep)
     pickle.dumps(job)  # fail here, on the driver, if anything will not ship
     return df.mapInArrow(job.run, T.StructType(fields))
+
+
+#: Records per Arrow batch that ``read_pbdataset`` hands Spark.
+RECORDS_PER_BATCH = 4096
+
+
+class _Split:
+    """Splits whole PBDataset files (rows of Spark's ``binaryFile`` source)
+    into their records with the library's reader, on the executors."""
+
+    def __init__(self, options, column):
+        self.options, self.column = options, column
+
+    def run(self, batches):
+        import pyarrow as pa
+
+        from ._fex import read_records
+
+        names = ["file", "record_index", "offset", self.column]
+        for rb in batches:
+            paths = rb.column("path").to_pylist()
+            contents = rb.column("content")
+            for i, path in enumerate(paths):
+                data = contents[i].as_py()
+                cols = ([], [], [], [])
+                for payload, index, offset, _, _ in read_records(data, name=path, with_meta=True, **self.options):
+                    for c, v in zip(cols, (path, index, offset, payload)):
+                        c.append(v)
+                    if len(cols[0]) == RECORDS_PER_BATCH:
+                        yield self._batch(pa, cols, names)
+                        cols = ([], [], [], [])
+                if cols[0]:
+                    yield self._batch(pa, cols, names)
+
+    @staticmethod
+    def _batch(pa, cols, names):
+        types = [pa.string(), pa.int64(), pa.int64(), pa.binary()]
+        arrays = [pa.array(c, t) for c, t in zip(cols, types)]
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def read_pbdataset(
+    spark,
+    path,
+    *,
+    column="sample",
+    compression="auto",
+    lagrangex_header=False,
+    kafka_dump_prefix=False,
+    has_sort_id=False,
+    kafka_dump=False,
+    max_record_bytes=None,
+    path_glob_filter=None,
+    recursive=False,
+):
+    """Loads Monolith PBDataset files (``path``: a file, directory or glob,
+    or a list of them; any filesystem Spark reads) into a DataFrame of
+    ``file`` (the path as Spark names it), ``record_index`` and ``offset`` (the
+    record's number and byte offset in its file, what fex's errors say) and
+    ``column`` (binary: the record's payload), ready for ``extract``.
+
+    Files are read whole by Spark's ``binaryFile`` source and split into
+    records on the executors by ``fex.read_records`` with the same options
+    (framing headers, zstd / gzip / snappy). A file is one task's work, so
+    a file must fit in an executor's memory (and under Spark's 2 GiB limit
+    for one binary value). A bad record fails the job with the library's
+    message (file, record index, byte offset)."""
+    if column in ("file", "record_index", "offset"):
+        raise ValueError(f"column={column!r} is one of the metadata columns; pick another name")
+    options = dict(
+        compression=compression,
+        lagrangex_header=lagrangex_header,
+        kafka_dump_prefix=kafka_dump_prefix,
+        has_sort_id=has_sort_id,
+        kafka_dump=kafka_dump,
+    )
+    if max_record_bytes is not None:
+        options["max_record_bytes"] = max_record_bytes
+    # Refuse bad options on the driver, not in every task.
+    from ._fex import read_records
+
+    read_records(b"", name="(options check)", **options)
+    from pyspark.sql import types as T
+
+    reader = spark.read.format("binaryFile")
+    if path_glob_filter is not None:
+        reader = reader.option("pathGlobFilter", path_glob_filter)
+    if recursive:
+        reader = reader.option("recursiveFileLookup", "true")
+    files = reader.load(path).select("path", "content")
+    schema = T.StructType(
+        [
+            T.StructField("file", T.StringType(), False),
+            T.StructField("record_index", T.LongType(), False),
+            T.StructField("offset", T.LongType(), False),
+            T.StructField(column, T.BinaryType(), False),
+        ]
+    )
+    job = _Split(options, column)
+    pickle.dumps(job)
+    return files.mapInArrow(job.run, schema)

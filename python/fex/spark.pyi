@@ -1,11 +1,14 @@
 from typing import Any, Mapping, Optional, Sequence, Union
 
-from ._fex import Plan, TensorSpec
+from ._fex import Column, Plan, TensorSpec
 
 CHUNK: int
+RECORDS_PER_BATCH: int
 
-def spark_type(spec: TensorSpec) -> Any: ...
-def spark_array(column: Any) -> Any: ...
+def spark_type(spec: TensorSpec, keys: Optional[Sequence[str]] = None) -> Any: ...
+def spark_schema(plan: Plan, names: Optional[Sequence[str]] = None) -> list[Any]: ...
+def spark_array(column: Union[Column, Any]) -> Any: ...
+def spark_type_of(array: Any) -> Any: ...
 def extract(
     df: Any,
     column: str = "sample",
@@ -15,4 +18,18 @@ def extract(
     outputs: Optional[Sequence[str]] = None,
     format: str = "examples",
     keep: Optional[Sequence[str]] = None,
+) -> Any: ...
+def read_pbdataset(
+    spark: Any,
+    path: Union[str, Sequence[str]],
+    *,
+    column: str = "sample",
+    compression: str = "auto",
+    lagrangex_header: bool = False,
+    kafka_dump_prefix: bool = False,
+    has_sort_id: bool = False,
+    kafka_dump: bool = False,
+    max_record_bytes: Optional[int] = None,
+    path_glob_filter: Optional[str] = None,
+    recursive: bool = False,
 ) -> Any: ...

@@ -6,10 +6,13 @@
 
 mod buffer;
 mod column;
+mod corpus;
 mod errors;
 mod extracted;
+mod offline;
 mod plan;
 mod records;
+mod result;
 
 use pyo3::prelude::*;
 
@@ -27,6 +30,11 @@ fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RecordError", py.get_type::<records::RecordError>())?;
     m.add_class::<records::Records>()?;
     m.add_function(wrap_pyfunction!(records::read_records, m)?)?;
+    m.add("BadRecordError", py.get_type::<result::BadRecordError>())?;
+    m.add_class::<result::RunResult>()?;
+    m.add_class::<result::BadRecord>()?;
+    m.add_function(wrap_pyfunction!(offline::run, m)?)?;
+    m.add_function(wrap_pyfunction!(corpus::_corpus_case, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

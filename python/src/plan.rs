@@ -49,6 +49,11 @@ impl FileSource for Recording<'_> {
 }
 
 impl Plan {
+    /// The library's plan.
+    pub fn inner(&self) -> &fex::Plan {
+        &self.plan
+    }
+
     fn compile(py: Python<'_>, text: String, base_dir: PathBuf, files: &dyn FileSource) -> PyResult<Self> {
         let recording = Recording { inner: files, seen: Mutex::new(Vec::new()) };
         let plan = py.detach(|| fex::Plan::from_yaml_with(&text, &base_dir, &recording));

@@ -49,7 +49,7 @@ impl Records {
     }
 }
 
-fn record_error(py: Python<'_>, e: &LibRecordError) -> PyErr {
+pub fn record_error(py: Python<'_>, e: &LibRecordError) -> PyErr {
     let err = RecordError::new_err(e.to_string());
     let set = || -> PyResult<()> {
         let value = err.value(py);
@@ -72,17 +72,35 @@ fn record_error(py: Python<'_>, e: &LibRecordError) -> PyErr {
     }
 }
 
-/// Reads the records of a PBDataset file (`-` for standard input).
+/// The `compression=` argument: "auto" reads the magic bytes.
+pub fn compression_of(name: &str) -> PyResult<Compression> {
+    match name {
+        "auto" => Ok(Compression::Auto),
+        "none" => Ok(Compression::None),
+        "zstd" => Ok(Compression::Zstd),
+        "gzip" => Ok(Compression::Gzip),
+        "snappy" => Ok(Compression::Snappy),
+        "snappy_framed" => Ok(Compression::SnappyFramed),
+        other => {
+            let msg = format!("compression={other:?}: expected auto, none, zstd, gzip, snappy or snappy_framed");
+            Err(PyValueError::new_err(msg))
+        }
+    }
+}
+
+/// Reads the records of a PBDataset file (`-` for standard input), or of
+/// a whole stream held in memory (`bytes`: a file Spark read; `name` is what
+/// errors call it).
 #[pyfunction]
 #[pyo3(signature = (
-    path, *, compression="auto", lagrangex_header=false, kafka_dump_prefix=false,
+    source, *, compression="auto", lagrangex_header=false, kafka_dump_prefix=false,
     has_sort_id=false, kafka_dump=false, max_record_bytes=fex::records::DEFAULT_MAX_RECORD_BYTES,
-    with_meta=false,
+    with_meta=false, name=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_records(
     py: Python<'_>,
-    path: PathBuf,
+    source: &Bound<'_, PyAny>,
     compression: &str,
     lagrangex_header: bool,
     kafka_dump_prefix: bool,
@@ -90,20 +108,22 @@ pub fn read_records(
     kafka_dump: bool,
     max_record_bytes: u64,
     with_meta: bool,
+    name: Option<String>,
 ) -> PyResult<Records> {
-    let compression = match compression {
-        "auto" => Compression::Auto,
-        "none" => Compression::None,
-        "zstd" => Compression::Zstd,
-        "gzip" => Compression::Gzip,
-        "snappy" => Compression::Snappy,
-        other => {
-            let msg = format!("compression={other:?}: expected auto, none, zstd, gzip or snappy");
-            return Err(PyValueError::new_err(msg));
-        }
-    };
+    let compression = compression_of(compression)?;
     let framing = Framing { lagrangex_header, kafka_dump_prefix, has_sort_id, kafka_dump };
     let options = ReadOptions { framing, compression, max_record_bytes };
-    let reader = RecordReader::open(&path, options, None).map_err(|e| record_error(py, &e))?;
+    let reader = match source.cast::<PyBytes>() {
+        Ok(bytes) => {
+            // One copy: the reader outlives this call and reads without the GIL.
+            let data = std::io::Cursor::new(bytes.as_bytes().to_vec());
+            RecordReader::new(name.as_deref().unwrap_or("<bytes>"), data, options)
+        }
+        Err(_) => {
+            let path: PathBuf = source.extract()?;
+            RecordReader::open(&path, options, None)
+        }
+    };
+    let reader = reader.map_err(|e| record_error(py, &e))?;
     Ok(Records { reader: Mutex::new(reader), with_meta })
 }

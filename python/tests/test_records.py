@@ -65,3 +65,18 @@ def test_bad_options_and_missing_files():
     with pytest.raises(fex.RecordError) as info:
         fex.read_records("/nonexistent/file.pb")
     assert info.value.kind == "io" and isinstance(info.value, OSError)
+
+
+def test_a_stream_in_memory_reads_as_its_file(tmp_path):
+    data = gzip.compress(framed([b"a", b"bc"], header=(3 << 8) | 1))
+    path = tmp_path / "m.pb.gz"
+    path.write_bytes(data)
+    options = dict(lagrangex_header=True, with_meta=True)
+    from_file = [r[1:] + (r[0],) for r in fex.read_records(path, **options)]
+    from_bytes = [r[1:] + (r[0],) for r in fex.read_records(data, name="s3://b/m.pb.gz", **options)]
+    assert from_bytes == from_file and [r[-1] for r in from_bytes] == [b"a", b"bc"]
+    it = fex.read_records(framed([b"ok"]) + struct.pack("<Q", 9), name="mem")
+    assert next(it) == b"ok"
+    with pytest.raises(fex.RecordError) as info:
+        next(it)
+    assert (info.value.file, info.value.index, info.value.offset) == ("mem", 1, 10)

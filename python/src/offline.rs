@@ -1,0 +1,228 @@
+//! `run`: the library's offline pipeline (`fex::offline::run`, what `fex
+//! extract` runs) from Python. PBDataset files in; a Parquet file, an Arrow
+//! IPC stream or framed `fex.v1.ExtractResponse`s out, or, without `out`,
+//! the table (or the responses) kept in memory. The model's `offline:`
+//! transforms run as in `fex extract`. The whole run releases the GIL.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use fex::offline::{
+    self, BadRecord as LibBadRecord, CollectSink, IpcSink, Observer, OnError, Options, ParquetCodec, ParquetOptions,
+    ParquetSink, Payload, ResponsesSink, RunError, Sink,
+};
+use fex::records::{Framing, ReadOptions, sources};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::plan::Plan;
+use crate::records::compression_of;
+use crate::result::{RunResult, bad_record_error, empty_schema};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Parquet,
+    Arrow,
+    Responses,
+}
+
+fn format_of(name: &str) -> PyResult<Format> {
+    match name {
+        "parquet" => Ok(Format::Parquet),
+        "arrow" | "ipc" => Ok(Format::Arrow),
+        "responses" => Ok(Format::Responses),
+        other => Err(PyValueError::new_err(format!("format={other:?}: expected parquet, arrow (ipc) or responses"))),
+    }
+}
+
+fn payload_of(name: &str) -> PyResult<Payload> {
+    match name {
+        "batch" | "example_batch" | "example-batch" => Ok(Payload::ExampleBatch),
+        "examples" | "example" => Ok(Payload::Example),
+        "instances" | "instance" => Ok(Payload::Instance),
+        other => Err(PyValueError::new_err(format!("payload={other:?}: expected batch, examples or instances"))),
+    }
+}
+
+fn codec_of(name: &str) -> PyResult<ParquetCodec> {
+    match name {
+        "none" => Ok(ParquetCodec::None),
+        "snappy" => Ok(ParquetCodec::Snappy),
+        "zstd" => Ok(ParquetCodec::Zstd),
+        other => Err(PyValueError::new_err(format!("parquet_compression={other:?}: expected none, snappy or zstd"))),
+    }
+}
+
+/// Bytes written to memory by a sink, shared with the caller.
+#[derive(Clone, Default)]
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Collects every bad record (under on_error="skip"; the writer thread
+/// tells them in input order).
+#[derive(Default)]
+struct Collect {
+    bad: Mutex<Vec<LibBadRecord>>,
+}
+
+impl Observer for Collect {
+    fn bad_record(&self, bad: &LibBadRecord) {
+        if let Ok(mut all) = self.bad.lock() {
+            all.push(bad.clone());
+        }
+    }
+}
+
+/// The inputs: one path or pattern, or a list of them (globs and
+/// directories expand as in `fex extract`).
+fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    let patterns: Vec<String> = match inputs.extract::<PathBuf>() {
+        Ok(one) => vec![one.to_string_lossy().into_owned()],
+        Err(_) => {
+            let many: Vec<PathBuf> = inputs.extract()?;
+            many.iter().map(|p| p.to_string_lossy().into_owned()).collect()
+        }
+    };
+    sources::expand(&patterns).map_err(PyFileNotFoundError::new_err)
+}
+
+/// Runs the offline pipeline: the plan's outputs for every record of
+/// `inputs`, written to `out` (or kept in memory), as `fex extract` does.
+#[pyfunction]
+#[pyo3(signature = (
+    plan, inputs, out=None, *, format="parquet", payload="batch", threads=None, on_error="fail",
+    transforms=true, compression="auto", lagrangex_header=false, kafka_dump_prefix=false,
+    has_sort_id=false, kafka_dump=false, max_record_bytes=fex::records::DEFAULT_MAX_RECORD_BYTES,
+    row_group_size=65536, parquet_compression="snappy", chunk_records=4096,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    py: Python<'_>,
+    plan: &Plan,
+    inputs: &Bound<'_, PyAny>,
+    out: Option<PathBuf>,
+    format: &str,
+    payload: &str,
+    threads: Option<usize>,
+    on_error: &str,
+    transforms: bool,
+    compression: &str,
+    lagrangex_header: bool,
+    kafka_dump_prefix: bool,
+    has_sort_id: bool,
+    kafka_dump: bool,
+    max_record_bytes: u64,
+    row_group_size: usize,
+    parquet_compression: &str,
+    chunk_records: usize,
+) -> PyResult<RunResult> {
+    let format = format_of(format)?;
+    let on_error = match on_error {
+        "fail" => OnError::Fail,
+        "skip" => OnError::Skip,
+        other => return Err(PyValueError::new_err(format!("on_error={other:?}: expected fail or skip"))),
+    };
+    let framing = Framing { lagrangex_header, kafka_dump_prefix, has_sort_id, kafka_dump };
+    let read = ReadOptions { framing, compression: compression_of(compression)?, max_record_bytes };
+    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let options = Options {
+        payload: payload_of(payload)?,
+        read,
+        threads: threads.max(1),
+        on_error,
+        chunk_records: chunk_records.max(1),
+        ..Options::default()
+    };
+    let parquet = ParquetOptions { row_group_size: row_group_size.max(1), codec: codec_of(parquet_compression)? };
+    let inputs = input_paths(inputs)?;
+    let lib = plan.inner();
+    let mut output = Output::new(out, format, parquet, lib)?;
+    let mut hook = fex::samples::Transforms::new(lib);
+    let use_hook = transforms && !hook.is_empty();
+    let observer = Collect::default();
+    let result = py.detach(|| {
+        let hook: Option<&mut dyn offline::RowsHook> = if use_hook { Some(&mut hook) } else { None };
+        offline::run(lib, &inputs, options, output.sink(), hook, &observer)
+    });
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(RunError::Bad(bad)) => return Err(bad_record_error(py, &bad)),
+        Err(e) => return Err(PyOSError::new_err(e.to_string())),
+    };
+    let bad = observer.bad.into_inner().unwrap_or_default();
+    output.into_result(RunResult { summary, bad, batches: None, responses: None }, lib)
+}
+
+/// Where a run writes.
+enum Output {
+    /// A file in any format.
+    File(Box<dyn Sink>),
+    /// The table kept in memory.
+    Table(CollectSink),
+    /// Framed responses kept in memory.
+    Responses(ResponsesSink, SharedBuf),
+}
+
+impl Output {
+    fn new(out: Option<PathBuf>, format: Format, parquet: ParquetOptions, plan: &fex::Plan) -> PyResult<Self> {
+        let sink_error = |e: offline::SinkError| PyOSError::new_err(e.to_string());
+        let Some(path) = out else {
+            return Ok(match format {
+                Format::Responses => {
+                    let buf = SharedBuf::default();
+                    Output::Responses(ResponsesSink::new(Box::new(buf.clone())), buf)
+                }
+                Format::Parquet | Format::Arrow => Output::Table(CollectSink::default()),
+            });
+        };
+        let file = std::fs::File::create(&path)
+            .map_err(|e| PyOSError::new_err(format!("cannot create {}: {e}", path.display())))?;
+        let writer: Box<dyn Write + Send> = Box::new(std::io::BufWriter::with_capacity(1 << 20, file));
+        let sink: Box<dyn Sink> = match format {
+            Format::Parquet => Box::new(ParquetSink::new(writer, plan, parquet).map_err(sink_error)?),
+            Format::Arrow => Box::new(IpcSink::new(writer, plan).map_err(sink_error)?),
+            Format::Responses => Box::new(ResponsesSink::new(writer)),
+        };
+        Ok(Output::File(sink))
+    }
+
+    fn sink(&mut self) -> &mut dyn Sink {
+        match self {
+            Output::File(sink) => sink.as_mut(),
+            Output::Table(sink) => sink,
+            Output::Responses(sink, _) => sink,
+        }
+    }
+
+    /// The result with what was kept in memory (an empty table has the
+    /// model's columns).
+    fn into_result(self, mut result: RunResult, plan: &fex::Plan) -> PyResult<RunResult> {
+        match self {
+            Output::File(_) => {}
+            Output::Table(collected) => {
+                let schema = match collected.batches.first() {
+                    Some(b) => b.schema(),
+                    None => empty_schema(plan)?,
+                };
+                result.batches = Some((schema, collected.batches));
+            }
+            Output::Responses(sink, buf) => {
+                drop(sink);
+                let mut held = buf.0.lock().map_err(|_| PyRuntimeError::new_err("poisoned output buffer"))?;
+                result.responses = Some(std::mem::take(&mut *held));
+            }
+        }
+        Ok(result)
+    }
+}
