@@ -30,6 +30,12 @@ def compile_protos(out):
     args = ["protoc", f"-I{ROOT}/proto", f"-I{include}", f"--python_out={out}", f"--grpc_python_out={out}"] + files
     if protoc.main(args) != 0:
         raise RuntimeError("protoc failed")
+    # Regular packages, not namespace ones: once the `fex` Python package is
+    # installed in the same virtualenv (scripts/test.sh installs it after this
+    # test, so a second run finds it), a regular package named `fex` would
+    # win over a namespace directory wherever it sits on sys.path.
+    for package in ["fex", "fex/v1", "monolith"]:
+        open(os.path.join(out, package, "__init__.py"), "a").close()
     sys.path.insert(0, out)
 
 
