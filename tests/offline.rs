@@ -110,6 +110,48 @@ fn bad_records_are_skipped_or_stop_the_run() {
     }
 }
 
+/// Says stop once it has seen `after` chunks written (progress is told once
+/// per chunk written, in order).
+struct StopAfter {
+    after: u64,
+    written: std::sync::atomic::AtomicU64,
+    asked: std::sync::atomic::AtomicU64,
+}
+
+impl offline::Observer for StopAfter {
+    fn progress(&self, _: &offline::Summary) {
+        self.written.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn stop(&self) -> bool {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.written.load(std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+}
+
+#[test]
+fn an_observer_stops_the_run_before_the_end_of_its_input() {
+    let plan = Plan::from_yaml(MODEL).unwrap();
+    let records: Vec<Vec<u8>> = (0..50).map(|i| batch(i * 10, 2)).collect();
+    let (_dir, path) = file(&records);
+    // One thread: chunks are read, extracted and written one after another,
+    // so "stop after 3 written" stops before the fourth is read.
+    let observer = StopAfter { after: 3, written: 0.into(), asked: 0.into() };
+    let options = Options { chunk_records: 1, ..Options::default() };
+    let mut sink = CollectSink::default();
+    let result = offline::run(&plan, std::slice::from_ref(&path), options, &mut sink, None, &observer);
+    assert!(matches!(result, Err(RunError::Stopped)), "{result:?}");
+    assert_eq!(observer.asked.load(std::sync::atomic::Ordering::SeqCst), 4, "asked before each chunk read");
+    assert_eq!(ids(&sink).len(), 6, "three records of two rows were written, nothing after");
+    assert!(result.unwrap_err().to_string().contains("output is incomplete"));
+    // Never asked to stop: the same run reads everything.
+    let observer = StopAfter { after: u64::MAX, written: 0.into(), asked: 0.into() };
+    let mut sink = CollectSink::default();
+    let threads = Options { threads: 2, ..options };
+    let summary = offline::run(&plan, &[path], threads, &mut sink, None, &observer).unwrap();
+    assert_eq!(summary.rows_written, 100);
+}
+
 /// The model's `offline:` transforms as the hook (`samples::Transforms`):
 /// `batch` groups rows across records, so rows are held back between
 /// records, and the short last batch is written at the end of input

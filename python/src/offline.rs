@@ -6,7 +6,9 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
 
 use fex::offline::{
     self, BadRecord as LibBadRecord, CollectSink, IpcSink, Observer, OnError, Options, ParquetCodec, ParquetOptions,
@@ -70,10 +72,12 @@ impl Write for SharedBuf {
 }
 
 /// Collects every bad record (under on_error="skip"; the writer thread
-/// tells them in input order).
+/// tells them in input order), and stops the run once Python was
+/// interrupted.
 #[derive(Default)]
 struct Collect {
     bad: Mutex<Vec<LibBadRecord>>,
+    interrupted: AtomicBool,
 }
 
 impl Observer for Collect {
@@ -82,6 +86,48 @@ impl Observer for Collect {
             all.push(bad.clone());
         }
     }
+
+    fn stop(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+}
+
+/// How often a running `fex.run` looks for Ctrl-C (Python's signal handlers
+/// run only on the main thread, in `check_signals`).
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `work` on a thread of its own while this thread, without the GIL,
+/// waits for it and polls Python's signal handlers; an exception they raise
+/// (KeyboardInterrupt) sets `interrupted`, which stops the run at its next
+/// chunk, and is returned once the run has ended.
+fn run_interruptibly<T: Send>(
+    py: Python<'_>,
+    interrupted: &AtomicBool,
+    work: impl FnOnce() -> T + Send,
+) -> (T, Option<PyErr>) {
+    py.detach(|| {
+        std::thread::scope(|s| {
+            let (done, finished) = mpsc::channel();
+            let worker = s.spawn(move || {
+                let result = work();
+                let _ = done.send(());
+                result
+            });
+            let mut signal = None;
+            while let Err(mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(SIGNAL_POLL) {
+                if signal.is_none()
+                    && let Err(e) = Python::attach(|py| py.check_signals())
+                {
+                    interrupted.store(true, Ordering::Relaxed);
+                    signal = Some(e);
+                }
+            }
+            match worker.join() {
+                Ok(result) => (result, signal),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
+    })
 }
 
 /// The inputs: one path or pattern, or a list of them (globs and
@@ -151,10 +197,14 @@ pub fn run(
     let mut hook = fex::samples::Transforms::new(lib);
     let use_hook = transforms && !hook.is_empty();
     let observer = Collect::default();
-    let result = py.detach(|| {
+    let sink = output.sink();
+    let (result, signal) = run_interruptibly(py, &observer.interrupted, || {
         let hook: Option<&mut dyn offline::RowsHook> = if use_hook { Some(&mut hook) } else { None };
-        offline::run(lib, &inputs, options, output.sink(), hook, &observer)
+        offline::run(lib, &inputs, options, sink, hook, &observer)
     });
+    if let Some(e) = signal {
+        return Err(e);
+    }
     let summary = match result {
         Ok(summary) => summary,
         Err(RunError::Bad(bad)) => return Err(bad_record_error(py, &bad)),

@@ -157,3 +157,44 @@ def test_examples_payloads_write_what_fex_extract_writes(tmp_path, batches, prot
     cli(DEFAULT_YAML, [str(path)], tmp_path / "cli.parquet", "--payload", "example", "--chunk-records", "5")
     assert (tmp_path / "py.parquet").read_bytes() == (tmp_path / "cli.parquet").read_bytes()
     assert (result.records, result.rows_written) == (32, 32)
+
+
+def test_ctrl_c_stops_a_run_and_raises_keyboard_interrupt(tmp_path, batches):
+    """SIGINT while `fex.run` reads a pipe that is still being written: the
+    run stops at its next record, closes the pipe (the writer sees a broken
+    pipe) and the call raises KeyboardInterrupt. Without the signal poll the
+    run would go on reading; the writer gives up after 60 s, so a broken
+    poll fails the test (no broken pipe) instead of hanging it."""
+    import signal
+    import threading
+    import time
+
+    fifo = tmp_path / "records.fifo"
+    os.mkfifo(fifo)
+    done = threading.Event()
+    state = {"written": 0, "broken": False}
+
+    def feed():
+        deadline = time.monotonic() + 60
+        try:
+            with open(fifo, "wb", buffering=0) as pipe:
+                while not done.is_set() and time.monotonic() < deadline:
+                    pipe.write(framed([batches[state["written"] % len(batches)]]))
+                    state["written"] += 1
+                    if state["written"] == 5:
+                        os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(0.01)
+        except BrokenPipeError:
+            state["broken"] = True
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    plan = fex.Plan.from_yaml(DEFAULT_YAML)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fex.run(plan, str(fifo), tmp_path / "out.parquet", chunk_records=1, threads=2)
+        feeder.join(30)
+        assert state["broken"], f"the run kept reading its input after Ctrl-C: {state}"
+    finally:
+        done.set()
+        feeder.join(10)

@@ -100,4 +100,8 @@ pub enum RunError {
     Bad(Box<BadRecord>),
     #[error(transparent)]
     Sink(#[from] super::sink::SinkError),
+    /// The observer asked to stop (`Observer::stop`): the input was not read
+    /// to its end and the output was not finished.
+    #[error("stopped before the end of the input, as asked (the output is incomplete)")]
+    Stopped,
 }

@@ -74,6 +74,13 @@ impl Default for Options {
 pub trait Observer: Sync {
     fn progress(&self, _summary: &Summary) {}
     fn bad_record(&self, _bad: &BadRecord) {}
+    /// Asked before each chunk is read, from the worker threads: true stops
+    /// the run. Nothing more is read or written, the sink is not finished,
+    /// and `run` returns `RunError::Stopped` (how Python's Ctrl-C ends
+    /// `fex.run`).
+    fn stop(&self) -> bool {
+        false
+    }
 }
 
 /// Observes nothing.
@@ -222,6 +229,13 @@ fn worker<'h>(shared: &Shared<'_>, window: u64, mut hook: Option<&mut (dyn RowsH
             }
         }
         if shared.abort.load(Ordering::Relaxed) {
+            return;
+        }
+        if shared.observer.stop() {
+            let mut order = lock(&shared.order);
+            order.error.get_or_insert(RunError::Stopped);
+            shared.abort.store(true, Ordering::Relaxed);
+            shared.turn.notify_all();
             return;
         }
         let Some(chunk) = read_chunk(shared) else { return };
