@@ -37,11 +37,16 @@ FLOOR = "name: floor\nversion: \"1\"\nfeatures:\n  - {name: not_in_any_request, 
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def start_server(server, models, extra):
+def pinned(cpu, cmd, pin):
+    """`cmd` on one CPU (taskset) when --pin is given."""
+    return (["taskset", "-c", str(cpu)] + cmd) if pin else cmd
+
+
+def start_server(server, models, extra, pin=False):
     cmd = [server, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
            "--log", "warn,fex_server::serve=info", "--models", models, "--max-concurrency", "4096",
            "--request-timeout", "10s", "--reload-interval", "0s"] + extra
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(pinned(0, cmd, pin), stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
         fields = json.loads(line).get("fields", {})
         if fields.get("message") == "fex-server listening":
@@ -71,12 +76,12 @@ def answered(metrics_addr):
 
 def bench(args, models, model, mode_args, requests_file):
     """One run against a fresh server."""
-    proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args))
+    proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args), args.pin)
     try:
         cmd = [args.client_bin, "bench", "--addr", addr, "--model", model, "--duration", args.duration, "--warmup", "2s",
                "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections), "--output", "json",
                "--no-progress"] + mode_args
-        client = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
+        client = subprocess.run(pinned(1, cmd, args.pin), check=True, capture_output=True, text=True, timeout=120)
         report = json.loads(client.stdout)
         report["peak_rss_mb"], cpu = proc_stats(proc.pid)
         report["server_cpu_us"] = cpu * 1e6 / max(answered(metrics_addr), 1)
@@ -119,6 +124,8 @@ def main():
     ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")
     ap.add_argument("--client-bin", default=CLIENT, help="another fex-client binary")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--pin", action="store_true",
+                    help="server on CPU 0 and client on CPU 1 (taskset): each process gets a core of its own")
     args = ap.parse_args()
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "fex-server", "-p", "fex-client"], cwd=ROOT, check=True)
@@ -144,9 +151,11 @@ def main():
         shutil.rmtree(tmp)
 
     ok = lambda r: max(r["ok"], 1)  # noqa: E731
-    req = median(results, "default", closed, lambda r: r["request_bytes"] / ok(r))
-    resp = median(results, "default", closed, lambda r: r["response_bytes"] / ok(r))
-    print(f"server flags: {args.server_args or '(defaults)'}; B = {args.batch_size}; default model: "
+    first = opened if args.open_only else closed
+    req = median(results, "default", first, lambda r: r["request_bytes"] / ok(r))
+    resp = median(results, "default", first, lambda r: r["response_bytes"] / ok(r))
+    pin = "; server pinned to CPU 0, client to CPU 1" if args.pin else ""
+    print(f"server flags: {args.server_args or '(defaults)'}{pin}; B = {args.batch_size}; default model: "
           f"{req / 1000:.1f} KB per request, {resp / 1000:.1f} KB per response")
     print()
     print("| model | run | sent/s | answered/s | p50 ms | p90 ms | p99 ms | p99.9 ms | errors+dropped "
@@ -157,16 +166,18 @@ def main():
     print()
     print("| load | model | answered/s | p50 ms | p99 ms | p99.9 ms | server CPU µs/req |")
     print("|---|---|---|---|---|---|---|")
-    for label in (closed,) if args.closed_only else (closed, opened):
+    labels = (closed,) if args.closed_only else (opened,) if args.open_only else (closed, opened)
+    for label in labels:
         for model in ("default", "floor"):
             m = lambda key: median(results, model, label, key)  # noqa: E731
             print(f"| {label} | {model} | {m(lambda r: r['throughput']):.0f} | "
                   f"{m(lambda r: r['latency_ms']['p50']):.2f} | {m(lambda r: r['latency_ms']['p99']):.2f} | "
                   f"{m(lambda r: r['latency_ms']['p999']):.2f} | {m(lambda r: r['server_cpu_us']):.0f} |")
     print()
-    tput = median(results, "default", closed, lambda r: r["throughput"]) / median(
-        results, "floor", closed, lambda r: r["throughput"])
-    print(f"closed-loop throughput default/floor: {tput:.2f} (target >= 0.8)")
+    if not args.open_only:
+        tput = median(results, "default", closed, lambda r: r["throughput"]) / median(
+            results, "floor", closed, lambda r: r["throughput"])
+        print(f"closed-loop throughput default/floor: {tput:.2f} (target >= 0.8)")
     if args.closed_only:
         return 0
     p99 = median(results, "default", opened, lambda r: r["latency_ms"]["p99"]) / median(
