@@ -155,8 +155,8 @@ fn fex_responses(input: &Path, output: &Path, model_file: &Path, flags: &[&str],
         .arg("--model")
         .arg(model_file)
         .arg("--output")
-        .arg(&output)
-        .arg(&input)
+        .arg(output)
+        .arg(input)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).to_string();
