@@ -3,6 +3,8 @@
 //! `crate::codec::RequestCodec`, so a malformed request message is the
 //! caller's INVALID_ARGUMENT instead of tonic's INTERNAL. Message types are the
 //! library's (`extern_path`): nothing but the service module is generated.
+//! Except one: an Extract request arrives as `crate::codec::ExtractCall`,
+//! the decoded message with the bytes it came in (the request log keeps them).
 
 use std::{env, path::PathBuf};
 
@@ -14,6 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(false)
         .build_server(true)
         .extern_path(".fex.v1", "::fex::proto::fex_v1")
+        .extern_path(".fex.v1.ExtractRequest", "crate::codec::ExtractCall")
         .codec_path("crate::codec::RequestCodec")
         .compile_fds(fds)?;
     Ok(())

@@ -172,3 +172,97 @@ fn transforms_batch_rows_across_records_and_flush_at_the_end() {
     assert_eq!(summary.rows_written, 7);
     assert_eq!(summary.transforms, [("batch: dropped".to_string(), 0)]);
 }
+
+/// A file in memory the sink writes and the test reads.
+#[derive(Clone, Default)]
+struct Memory(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Memory {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Memory {
+    fn bytes(&self) -> Vec<u8> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+#[test]
+fn parquet_row_groups_are_exact_whoever_encodes_them() {
+    use fex::offline::{ParquetOptions, ParquetSink, Prepared, Sink};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    // 30 records of 1 to 7 rows in chunks of 2 records: row groups of 10
+    // rows start and end inside chunks.
+    let records: Vec<Vec<u8>> = (0..30).map(|i| batch(i * 100, 1 + i % 7)).collect();
+    let rows: u64 = (0..30).map(|i| 1 + i % 7).sum();
+    let (_dir, path) = file(&records);
+    let plan = Plan::from_yaml(MODEL).unwrap();
+    let parquet = ParquetOptions { row_group_size: 10, ..ParquetOptions::default() };
+    let options = |threads| Options { threads, chunk_records: 2, ..Options::default() };
+    let through_run = |threads| {
+        let out = Memory::default();
+        let mut sink = ParquetSink::new(Box::new(out.clone()), &plan, parquet).unwrap();
+        let summary = offline::run(&plan, std::slice::from_ref(&path), options(threads), &mut sink, None, &Quiet);
+        assert_eq!(summary.unwrap().rows_written, rows);
+        out.bytes()
+    };
+    // Encoded on the run's workers (one, two or three of them).
+    let one = through_run(1);
+    assert!(one == through_run(2) && one == through_run(3), "the file depends on the thread count");
+
+    // The same batches given to the sink alone (no run, nobody helps: it
+    // encodes on its own thread), and to the parquet crate's ArrowWriter
+    // with the same properties: the same bytes.
+    let mut collect = CollectSink::default();
+    offline::run(&plan, std::slice::from_ref(&path), options(1), &mut collect, None, &Quiet).unwrap();
+    let alone = Memory::default();
+    let mut sink = ParquetSink::new(Box::new(alone.clone()), &plan, parquet).unwrap();
+    for b in &collect.batches {
+        sink.write(Prepared::Batch(b.clone())).unwrap();
+    }
+    sink.finish().unwrap();
+    assert!(alone.bytes() == one, "the sink alone wrote another file");
+    let mut kv: Vec<_> = offline::table::metadata(&plan)
+        .into_iter()
+        .map(|(k, v)| parquet::file::metadata::KeyValue::new(k, v))
+        .collect();
+    kv.sort_by(|a, b| a.key.cmp(&b.key));
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(10))
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .set_key_value_metadata(Some(kv))
+        .set_created_by(format!("fex version {}", env!("CARGO_PKG_VERSION")))
+        .set_dictionary_enabled(false)
+        .build();
+    let mut reference = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(&mut reference, collect.batches[0].schema(), Some(props)).unwrap();
+    for b in &collect.batches {
+        writer.write(b).unwrap();
+    }
+    writer.close().unwrap();
+    assert!(reference == one, "parquet's ArrowWriter wrote another file");
+
+    // Row groups of exactly 10 rows, the last one what is left; the rows
+    // read back are the records' rows in order.
+    let reader = SerializedFileReader::new(bytes::Bytes::from(one.clone())).unwrap();
+    let groups: Vec<i64> = reader.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+    let mut expected = vec![10; rows as usize / 10];
+    expected.push(rows as i64 % 10);
+    assert_eq!(groups, expected);
+    let back: Vec<_> = parquet::arrow::arrow_reader::ParquetRecordBatchReader::try_new(bytes::Bytes::from(one), 64)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    assert_eq!(ids(&CollectSink { batches: back }), ids(&collect));
+    let want: Vec<Vec<i64>> =
+        (0..30u64).flat_map(|i| (0..1 + i % 7).map(move |r| vec![(i * 100 + r) as i64])).collect();
+    assert_eq!(ids(&collect), want);
+}

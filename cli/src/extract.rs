@@ -40,7 +40,11 @@ pub fn run(a: ExtractArgs) -> u8 {
     };
     let sink: Result<Box<dyn Sink>, _> = match a.format {
         FormatArg::Parquet => {
-            let options = ParquetOptions { row_group_size: a.row_group_size, codec: a.parquet_compression.into() };
+            let options = ParquetOptions {
+                row_group_size: a.row_group_size,
+                codec: a.parquet_compression.into(),
+                dictionary: a.parquet_dictionary,
+            };
             ParquetSink::new(out, &plan, options).map(|s| Box::new(s) as Box<dyn Sink>)
         }
         FormatArg::Arrow => IpcSink::new(out, &plan).map(|s| Box::new(s) as Box<dyn Sink>),

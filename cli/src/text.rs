@@ -97,7 +97,11 @@ pub fn extract(a: ExtractArgs) -> u8 {
     ]);
     let mut sink: Box<dyn Sink> = match a.format {
         FormatArg::Parquet => {
-            let options = ParquetOptions { row_group_size: a.row_group_size, codec: a.parquet_compression.into() };
+            let options = ParquetOptions {
+                row_group_size: a.row_group_size,
+                codec: a.parquet_compression.into(),
+                dictionary: a.parquet_dictionary,
+            };
             Box::new(ParquetSink::for_columns(out, options, metadata))
         }
         FormatArg::Arrow => Box::new(IpcSink::for_columns(out)),

@@ -6,6 +6,13 @@
 //! (tests/corpus/*.yaml, each model under its own name), ExampleBatches that
 //! fex-client's generator makes for each corpus model and for the embedded
 //! default model, and the same batches split into Examples.
+//!
+//! Legacy `parser.proto.Instance` records are the third payload `fex
+//! extract` reads, but fex.v1's ExtractRequest has no Instance payload (an
+//! ExampleBatch or Examples only: proto/fex/v1/service.proto), so no server
+//! answers them. For them the proof is one step shorter: the library's entry
+//! point, called on each record as the server calls it on a request, against
+//! `fex extract --payload instance` (reader, chunks, threads, bad records).
 
 mod common;
 use common::{connect, repo};
@@ -136,18 +143,25 @@ fn offline(dir: &Path, model_file: &Path, set: &Set, tag: &str) -> (Vec<Vec<u8>>
     std::fs::write(&input, framed).unwrap();
     let output = dir.join(format!("{tag}.responses"));
     let payload = if set.kind == Kind::Batch { "example-batch" } else { "example" };
+    fex_responses(&input, &output, model_file, &["--payload", payload], tag)
+}
+
+/// Runs `fex extract --format responses --on-error skip --threads 2` with
+/// `flags`; returns the responses it wrote, in order, and its stderr.
+fn fex_responses(input: &Path, output: &Path, model_file: &Path, flags: &[&str], tag: &str) -> (Vec<Vec<u8>>, String) {
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_fex"))
-        .args(["extract", "--format", "responses", "--on-error", "skip", "--threads", "2", "--payload", payload])
+        .args(["extract", "--format", "responses", "--on-error", "skip", "--threads", "2"])
+        .args(flags)
         .arg("--model")
         .arg(model_file)
         .arg("--output")
-        .arg(&output)
-        .arg(&input)
+        .arg(output)
+        .arg(input)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).to_string();
     assert!(run.status.success(), "{tag}: {stderr}");
-    let mut reader = RecordReader::open(&output, ReadOptions::default(), None).unwrap();
+    let mut reader = RecordReader::open(output, ReadOptions::default(), None).unwrap();
     let mut out = Vec::new();
     let mut buf = Vec::new();
     while reader.next_into(&mut buf).unwrap().is_some() {
@@ -214,4 +228,109 @@ fn server_and_fex_extract_give_byte_identical_tensors() {
     assert!(checked > 500, "records compared: {checked}");
     assert!(refused > 0, "the corpus's refused samples were compared too");
     assert!(checked - refused > 400, "most samples extract: {checked} checked, {refused} refused");
+}
+
+/// A model that reads every part of an Instance: v1 fids by slot, matrix
+/// features by name (fids and float values), labels, the instance weight and
+/// LineId fields.
+const INSTANCE_MODEL: &str = "name: legacy
+version: \"3\"
+features:
+  - {name: slot_1, kind: sparse}
+  - {name: slot_2, kind: sparse}
+  - {name: slot_7, kind: sparse}
+  - {name: goods, kind: sparse}
+  - {name: score, kind: dense, shape: [2]}
+  - {name: label, kind: label, shape: [2]}
+  - {name: w, kind: instance_weight}
+  - {name: uid, kind: line_id, field: uid}
+  - {name: req_time, kind: line_id, field: req_time}
+  - {name: actions, kind: line_id, field: actions, shape: [3]}
+";
+
+/// `n` varied Instances (a splitmix64 stream from `seed`), every seventh
+/// one broken (a fid list whose length runs past the record).
+fn instances(n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let v1 = |slot: u64, id: u64| (slot << 54) | (id & ((1 << 54) - 1));
+    (0..n)
+        .map(|i| {
+            if i % 7 == 6 {
+                return b"\x0a\x40\x01\x02".to_vec();
+            }
+            let fids = (0..next() % 6).map(|_| v1([1, 2, 7, 9][next() as usize % 4], next())).collect();
+            let matrix = |name: &str, fid: Vec<u64>, value: Vec<f32>| fex::proto::matrix::Feature {
+                name: Some(name.into()),
+                fid,
+                float_value: value,
+                ..Default::default()
+            };
+            let goods = (0..next() % 3).map(|_| next() >> 8).collect();
+            let score = (0..next() % 4).map(|k| k as f32 * 0.25).collect();
+            let line_id = fex::proto::matrix::LineId {
+                uid: Some(next()),
+                req_time: Some((next() % 1_000_000) as i64),
+                actions: (0..next() % 5).map(|a| a as i32).collect(),
+                ..Default::default()
+            };
+            fex::proto::parser_pb::Instance {
+                fid: fids,
+                label: vec![(next() % 2) as f32, 1.0],
+                instance_weight: (i % 3 != 0).then_some((next() % 4) as f32),
+                line_id: Some(line_id),
+                feature: vec![matrix("goods", goods, vec![]), matrix("score", vec![], score)],
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
+#[test]
+fn the_library_and_fex_extract_give_byte_identical_tensors_for_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_file = dir.path().join("legacy.yaml");
+    std::fs::write(&model_file, INSTANCE_MODEL).unwrap();
+    let plan = fex::Plan::from_file(&model_file).unwrap();
+    let records = instances(60, 7);
+    // Each record as the server extracts a request: the library's entry
+    // point, SHARED rows as declared, the response built as it answers.
+    let mut ex = fex::Extractor::new();
+    let policy = fex::Policy { shared: fex::SharedRows::AsDeclared, ..fex::Policy::default() };
+    let library: Vec<Result<Vec<u8>, String>> = records
+        .iter()
+        .map(|r| {
+            let mut out = fex::Extracted::default();
+            match ex.extract(&plan, fex::Input::Instances(&[r.as_slice()]), policy, &mut out) {
+                Ok(()) => Ok(fex::proto::fex_v1::ExtractResponse {
+                    model: plan.name.clone(),
+                    model_version: plan.identity().version.clone(),
+                    batch_size: out.batch_size as i32,
+                    tensors: out.into_tensors(),
+                }
+                .encode_to_vec()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .collect();
+    let input = dir.path().join("instances.bin");
+    let mut framed = Vec::new();
+    for r in &records {
+        write_record(&mut framed, r).unwrap();
+    }
+    std::fs::write(&input, framed).unwrap();
+    // Chunks of 4 records on 2 threads: the output is still in input order.
+    let output = dir.path().join("instances.responses");
+    let flags = ["--payload", "instance", "--chunk-records", "4"];
+    let (offline, stderr) = fex_responses(&input, &output, &model_file, &flags, "instances");
+    let refused = compare(&library, &offline, &stderr, "instances");
+    assert_eq!(refused, 60 / 7, "the broken records were compared too");
+    assert!(library.iter().flatten().any(|r| r.len() > 100), "the good records carry tensors");
 }

@@ -139,8 +139,7 @@ fn a_request_log_replays_to_the_servers_responses_byte_for_byte() {
         (first.model.as_str(), &first.model_version, first.model_digest),
         ("default", &plan.identity().version, plan.identity().digest)
     );
-    // The request's bytes are those the client sent (prost encodes fields in
-    // order, as the server does when it logs).
+    // The request's bytes are those the client sent.
     assert_eq!(first.request, sequential[0].encode_to_vec());
 
     let output = dir.path().join("replayed");
@@ -247,4 +246,96 @@ fn replay_examples_requests_too() {
     let run = replay(&log, &models, &output, &[]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     assert_eq!(read_records(&output), vec![answer]);
+}
+
+/// Sends a request message's bytes as they are (tonic's prost codec would
+/// encode a message; this one writes the bytes given) and returns the
+/// response's bytes.
+#[derive(Clone, Copy, Default)]
+struct RawCodec;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Bytes;
+    type Decode = Vec<u8>;
+    type Encoder = RawCodec;
+    type Decoder = RawCodec;
+
+    fn encoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+
+    fn decoder(&mut self) -> RawCodec {
+        RawCodec
+    }
+}
+
+impl tonic::codec::Encoder for RawCodec {
+    type Item = Bytes;
+    type Error = tonic::Status;
+
+    fn encode(&mut self, item: Bytes, buf: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        bytes::BufMut::put_slice(buf, &item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawCodec {
+    type Item = Vec<u8>;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, buf: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, tonic::Status> {
+        let mut out = vec![0; bytes::Buf::remaining(buf)];
+        bytes::Buf::copy_to_slice(buf, &mut out);
+        Ok(Some(out))
+    }
+}
+
+#[test]
+fn the_log_keeps_the_request_as_sent_unknown_fields_included() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = models_dir(dir.path());
+    let log = dir.path().join("log");
+    let plan = fex::Plan::from_file(&models.join("default.yaml")).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut args = fex_server::args::Args::for_tests();
+    args.models = Some(models.clone());
+    args.request_log = Some(log.clone());
+    let registry = fex_server::registry::Registry::from_path(&models).unwrap();
+    let server = runtime.block_on(fex_server::serve::start(&args, Arc::new(registry))).unwrap();
+    runtime.block_on(connect(server.addr));
+
+    // A request from a newer client: fields 15 (varint) and 20 (bytes) this
+    // server does not know, one between the known fields, one after, and
+    // the payload before the model name (prost would write them in field
+    // order, without the unknown ones).
+    let known = requests(&plan, 1, 5).remove(0);
+    let Some(Payload::ExampleBatch(batch)) = &known.payload else { unreachable!() };
+    let mut sent = Vec::new();
+    prost::encoding::bytes::encode(2, batch, &mut sent);
+    prost::encoding::uint64::encode(15, &42, &mut sent);
+    prost::encoding::string::encode(1, &known.model, &mut sent);
+    prost::encoding::bytes::encode(20, &Bytes::from_static(b"from a newer client"), &mut sent);
+    assert_ne!(sent, known.encode_to_vec());
+    assert_eq!(ExtractRequest::decode(sent.as_slice()).unwrap(), known, "the same request to this server");
+
+    let answer = runtime.block_on(async {
+        let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr)).unwrap();
+        let mut grpc = tonic::client::Grpc::new(endpoint.connect().await.unwrap());
+        grpc.ready().await.unwrap();
+        let path = tonic::codegen::http::uri::PathAndQuery::from_static("/fex.v1.FeatureExtractor/Extract");
+        grpc.unary(tonic::Request::new(Bytes::from(sent.clone())), path, RawCodec).await.unwrap().into_inner()
+    });
+    server.request_log.as_ref().unwrap().sync();
+    server.shutdown();
+    runtime.block_on(server.wait()).unwrap();
+
+    let files = log_files(&log);
+    let records: Vec<Vec<u8>> = files.iter().flat_map(|f| read_records(f)).collect();
+    assert_eq!(records.len(), 1);
+    let logged = LoggedRequest::decode(records[0].as_slice()).unwrap();
+    assert!(logged.request == sent, "the log holds the request's bytes as the client sent them");
+    let output = dir.path().join("replayed");
+    let run = replay(&log, &models, &output, &[]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(read_records(&output) == vec![answer], "fex replay gives the server's response");
 }

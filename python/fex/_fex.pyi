@@ -120,6 +120,7 @@ def run(
     max_record_bytes: int = ...,
     row_group_size: int = 65536,
     parquet_compression: Literal["none", "snappy", "zstd"] = "snappy",
+    parquet_dictionary: bool = False,
     chunk_records: int = 4096,
 ) -> RunResult:
     """The offline pipeline of ``fex extract``: ``inputs`` (paths, globs,

@@ -150,7 +150,7 @@ fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     plan, inputs, out=None, *, format="parquet", payload="batch", threads=None, on_error="fail",
     transforms=true, compression="auto", lagrangex_header=false, kafka_dump_prefix=false,
     has_sort_id=false, kafka_dump=false, max_record_bytes=fex::records::DEFAULT_MAX_RECORD_BYTES,
-    row_group_size=65536, parquet_compression="snappy", chunk_records=4096,
+    row_group_size=65536, parquet_compression="snappy", parquet_dictionary=false, chunk_records=4096,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
@@ -171,6 +171,7 @@ pub fn run(
     max_record_bytes: u64,
     row_group_size: usize,
     parquet_compression: &str,
+    parquet_dictionary: bool,
     chunk_records: usize,
 ) -> PyResult<RunResult> {
     let format = format_of(format)?;
@@ -190,7 +191,11 @@ pub fn run(
         chunk_records: chunk_records.max(1),
         ..Options::default()
     };
-    let parquet = ParquetOptions { row_group_size: row_group_size.max(1), codec: codec_of(parquet_compression)? };
+    let parquet = ParquetOptions {
+        row_group_size: row_group_size.max(1),
+        codec: codec_of(parquet_compression)?,
+        dictionary: parquet_dictionary,
+    };
     let inputs = input_paths(inputs)?;
     let lib = plan.inner();
     let mut output = Output::new(out, format, parquet, lib)?;

@@ -2,6 +2,9 @@
 //! - a request message that does not decode is the caller's mistake,
 //!   INVALID_ARGUMENT naming what was wrong, where tonic's prost codec answers
 //!   INTERNAL (which this server keeps for its own bugs);
+//! - an Extract request keeps the bytes it arrived as (`ExtractCall`: tonic's
+//!   buffer, shared, not copied), so the request log writes what the client
+//!   sent, fields this server does not know included;
 //! - a response is encoded into a buffer reserved for its whole length first,
 //!   so its tensor bytes are copied exactly once. tonic's prost encoder
 //!   writes into an 8 KiB buffer that grows by doubling as prost appends,
@@ -9,7 +12,8 @@
 
 use std::marker::PhantomData;
 
-use bytes::BytesMut;
+use bytes::{Buf, Bytes, BytesMut};
+use fex::proto::fex_v1::{DescribeModelRequest, ExtractRequest, ListModelsRequest};
 use prost::Message;
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -26,10 +30,42 @@ impl<T, U> Default for RequestCodec<T, U> {
     }
 }
 
+/// A request message the service takes, decoded from the message's bytes.
+pub trait RequestMessage: Sized + Send + 'static {
+    fn decode_request(bytes: Bytes) -> Result<Self, prost::DecodeError>;
+}
+
+/// An Extract request and the bytes it was decoded from (the generated
+/// service takes this type for `fex.v1.ExtractRequest`: server/build.rs).
+#[derive(Debug, Clone, Default)]
+pub struct ExtractCall {
+    pub request: ExtractRequest,
+    /// The message exactly as received; the payload's `Bytes` share it.
+    pub bytes: Bytes,
+}
+
+impl RequestMessage for ExtractCall {
+    fn decode_request(bytes: Bytes) -> Result<Self, prost::DecodeError> {
+        Ok(Self { request: ExtractRequest::decode(bytes.clone())?, bytes })
+    }
+}
+
+impl RequestMessage for ListModelsRequest {
+    fn decode_request(bytes: Bytes) -> Result<Self, prost::DecodeError> {
+        Self::decode(bytes)
+    }
+}
+
+impl RequestMessage for DescribeModelRequest {
+    fn decode_request(bytes: Bytes) -> Result<Self, prost::DecodeError> {
+        Self::decode(bytes)
+    }
+}
+
 impl<T, U> Codec for RequestCodec<T, U>
 where
     T: Message + Send + 'static,
-    U: Message + Default + Send + 'static,
+    U: RequestMessage,
 {
     type Encode = T;
     type Decode = U;
@@ -49,12 +85,15 @@ where
 #[derive(Debug)]
 pub struct RequestDecoder<U>(PhantomData<U>);
 
-impl<U: Message + Default> Decoder for RequestDecoder<U> {
+impl<U: RequestMessage> Decoder for RequestDecoder<U> {
     type Item = U;
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        U::decode(buf).map(Some).map_err(|e| {
+        // The message's bytes split off tonic's buffer (no copy); the
+        // decoded payload's `Bytes` are slices of them.
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        U::decode_request(bytes).map(Some).map_err(|e| {
             let error = ServeError::malformed_request(&e);
             tracing::debug!(error = %error, "request message refused");
             error.into()

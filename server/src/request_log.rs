@@ -1,6 +1,6 @@
 //! `--request-log`: sampled Extract requests kept for `fex replay`, off the
-//! request path. A call that is sampled hands a cheap clone of its decoded
-//! request (the payload is shared `Bytes`) to a bounded queue with
+//! request path. A call that is sampled hands the request message's bytes as
+//! they arrived (shared `Bytes`; unknown fields kept) to a bounded queue with
 //! `try_send`; one writer thread encodes each `fex.v1.LoggedRequest` and
 //! appends it, PBDataset-framed (`[u64 LE length][payload]`, what
 //! `fex::records` reads), to the current file. When the queue is full the
@@ -24,7 +24,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fex::proto::fex_v1::{ExtractRequest, LoggedRequest};
+use bytes::Bytes;
+use fex::proto::fex_v1::LoggedRequest;
 use prost::Message;
 
 use crate::args::Args;
@@ -69,7 +70,8 @@ impl LogOptions {
 
 /// One answered call, waiting to be written.
 pub struct Pending {
-    pub request: ExtractRequest,
+    /// The fex.v1.ExtractRequest message, byte for byte as received.
+    pub request: Bytes,
     pub model: String,
     pub model_version: String,
     pub model_digest: u64,
@@ -205,7 +207,7 @@ impl Writer {
                 Msg::Record(p, micros) => {
                     drop(self.gate.lock().unwrap_or_else(|e| e.into_inner()));
                     let record = LoggedRequest {
-                        request: p.request.encode_to_vec(),
+                        request: p.request.to_vec(),
                         model: p.model,
                         model_version: p.model_version,
                         model_digest: p.model_digest,

@@ -14,6 +14,7 @@ use fex::proto::fex_v1::{
 use fex::{Extracted, Extractor};
 use tonic::{Request, Response, Status};
 
+use crate::codec::ExtractCall;
 use crate::layers::{CallDeadline, CallModel};
 use crate::metrics::Metrics;
 use crate::pool::{Pool, Refused};
@@ -33,11 +34,11 @@ pub struct ExtractorService {
 
 #[tonic::async_trait]
 impl FeatureExtractor for ExtractorService {
-    async fn extract(&self, request: Request<ExtractRequest>) -> Result<Response<ExtractResponse>, Status> {
+    async fn extract(&self, request: Request<ExtractCall>) -> Result<Response<ExtractResponse>, Status> {
         let call = request.extensions().get::<CallModel>().cloned();
         let deadline = request.extensions().get::<CallDeadline>().copied();
         let request_id = request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let mut request = request.into_inner();
+        let ExtractCall { mut request, bytes } = request.into_inner();
         let span = tracing::info_span!("extract", model = %quoted(&request.model), bytes = payload_len(&request));
         let result = async {
             let model = self.lookup(&request.model)?;
@@ -46,9 +47,9 @@ impl FeatureExtractor for ExtractorService {
             if let Some(call) = &call {
                 call.set(&model.plan.name);
             }
-            // A sampled call keeps a copy of its request (its payload is
-            // shared `Bytes`, not copied) for the log, queued once answered.
-            let logged = self.request_log.as_ref().filter(|log| log.sampled()).map(|log| (log, request.clone()));
+            // A sampled call keeps its request's bytes as they arrived
+            // (shared, not copied) for the log, queued once answered.
+            let logged = self.request_log.as_ref().filter(|log| log.sampled()).map(|log| (log, bytes));
             let response = self.handle(Arc::clone(&model), &mut request, deadline).await?;
             if let Some((log, request)) = logged {
                 let request_id = request_id.unwrap_or_else(|| log.next_id());

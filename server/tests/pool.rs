@@ -14,6 +14,7 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use fex_server::args::Args;
+use fex_server::codec::ExtractCall;
 use fex_server::layers::CallDeadline;
 use fex_server::pool::Refused;
 use fex_server::serve::Server;
@@ -122,7 +123,9 @@ async fn a_result_completed_after_the_deadline_is_deadline_exceeded_not_ok() {
     };
     let budget = Duration::from_secs(1);
     let at = Instant::now() + budget;
-    let mut request = tonic::Request::new(extract_request("default", sample_batch(16)));
+    let message = extract_request("default", sample_batch(16));
+    let bytes = message.encode_to_vec().into();
+    let mut request = tonic::Request::new(ExtractCall { request: message, bytes });
     request.extensions_mut().insert(CallDeadline { at, budget });
     let mut call = std::pin::pin!(service.extract(request));
     let mut cx = Context::from_waker(Waker::noop());

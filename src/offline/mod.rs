@@ -17,4 +17,5 @@ pub use report::{BadError, BadRecord, RunError, Summary};
 pub use run::{Observer, OnError, Options, Payload, Quiet, run};
 pub use sink::{
     CollectSink, Format, IpcSink, ParquetCodec, ParquetOptions, ParquetSink, Prepared, ResponsesSink, Sink, SinkError,
+    SinkHelper,
 };

@@ -13,7 +13,7 @@ use prost::Message;
 
 use super::hook::{RecordCtx, RowsHook};
 use super::report::{BadError, BadRecord, RunError, Summary};
-use super::sink::{Format, Prepared, Sink};
+use super::sink::{Format, Prepared, Sink, SinkHelper};
 use crate::config::Plan;
 use crate::extract::{Extracted, Extractor, Input, Policy, SharedRows};
 use crate::proto::fex_v1::ExtractResponse;
@@ -153,6 +153,8 @@ struct Shared<'s> {
     issued: AtomicU64,
     input_bytes: Arc<AtomicU64>,
     observer: &'s dyn Observer,
+    /// The sink's work for any thread (Parquet's row group encoding).
+    helper: Option<Arc<dyn SinkHelper>>,
 }
 
 /// Reads `inputs` (files or `-`, in order), extracts `plan`'s outputs for
@@ -169,6 +171,7 @@ pub fn run(
 ) -> Result<Summary, RunError> {
     let threads = if hook.is_some() { 1 } else { options.threads.max(1) };
     let format = sink.format();
+    let helper = sink.helper();
     let shared = Shared {
         plan,
         options,
@@ -187,6 +190,7 @@ pub fn run(
         issued: AtomicU64::new(0),
         input_bytes: Arc::new(AtomicU64::new(0)),
         observer,
+        helper,
     };
     let window = threads as u64 * 2 + 1;
     match hook {
@@ -219,6 +223,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn worker<'h>(shared: &Shared<'_>, window: u64, mut hook: Option<&mut (dyn RowsHook + 'h)>) {
     let mut ex = Extractor::new();
     loop {
+        // The sink's queued work (encoding) goes before new input: it holds
+        // rows already read, and it is what the ordered writer waits for.
+        if help(shared) {
+            continue;
+        }
         // Wait while too far ahead of the writer: bounded memory.
         {
             let mut order = lock(&shared.order);
@@ -238,12 +247,36 @@ fn worker<'h>(shared: &Shared<'_>, window: u64, mut hook: Option<&mut (dyn RowsH
             shared.turn.notify_all();
             return;
         }
-        let Some(chunk) = read_chunk(shared) else { return };
+        let Some(chunk) = read_chunk(shared) else {
+            while help(shared) {}
+            return;
+        };
         let processed = process(shared, &mut ex, &chunk, hook.as_deref_mut());
         if let Some(hook) = hook.as_deref() {
             lock(&shared.order).summary.transforms = hook.counts();
         }
         deliver(shared, chunk.seq, processed);
+    }
+}
+
+/// Does one piece of the sink's pending work, if any; false when there was
+/// none or the run has failed. A failure is the run's error.
+fn help(shared: &Shared<'_>) -> bool {
+    let Some(helper) = &shared.helper else { return false };
+    if shared.abort.load(Ordering::Relaxed) {
+        return false;
+    }
+    match helper.help() {
+        Ok(done) => done,
+        Err(e) => {
+            let mut order = lock(&shared.order);
+            if order.error.is_none() {
+                order.error = Some(e.into());
+            }
+            shared.abort.store(true, Ordering::Relaxed);
+            shared.turn.notify_all();
+            false
+        }
     }
 }
 

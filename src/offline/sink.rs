@@ -2,16 +2,18 @@
 //! framed `fex.v1.ExtractResponse` records (what fex-server answers, for byte
 //! comparisons). Sinks receive prepared items in input order, one at a time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{ArrowColumnChunk, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 
 use crate::config::Plan;
 
@@ -49,8 +51,21 @@ pub enum SinkError {
 pub trait Sink: Send {
     fn format(&self) -> Format;
     fn write(&mut self, item: Prepared) -> Result<(), SinkError>;
+    /// Work the sink leaves to the run's threads (Parquet encodes its row
+    /// groups there): `run` calls `help` on every worker between chunks.
+    /// None by default.
+    fn helper(&self) -> Option<Arc<dyn SinkHelper>> {
+        None
+    }
     /// Ends the output (footers, flushes). Called once, after the last write.
     fn finish(&mut self) -> Result<(), SinkError>;
+}
+
+/// A sink's work that any thread may do, in any order (`Sink::helper`).
+pub trait SinkHelper: Send + Sync {
+    /// Does one piece of pending work on the calling thread; `Ok(false)`
+    /// when none was waiting.
+    fn help(&self) -> Result<bool, SinkError>;
 }
 
 /// Parquet compression of the table's pages.
@@ -68,11 +83,15 @@ pub struct ParquetOptions {
     /// Rows per row group.
     pub row_group_size: usize,
     pub codec: ParquetCodec,
+    /// Dictionary-encode column chunks (off by default: interning every
+    /// value made writing 1.6x slower for a file 11% smaller, on the default
+    /// model's table; benches/README.md, "Offline").
+    pub dictionary: bool,
 }
 
 impl Default for ParquetOptions {
     fn default() -> Self {
-        Self { row_group_size: 64 * 1024, codec: ParquetCodec::Snappy }
+        Self { row_group_size: 64 * 1024, codec: ParquetCodec::Snappy, dictionary: false }
     }
 }
 
@@ -87,11 +106,130 @@ fn empty_batch(plan: &Plan) -> Result<RecordBatch, SinkError> {
     Ok(super::table::to_batch(out, plan)?)
 }
 
+/// A Parquet file. Rows are cut into row groups of exactly `row_group_size`
+/// rows in input order (the last one may be shorter), so the file does not
+/// depend on how the input was chunked or on the thread count. Encoding a
+/// row group's column chunks is the expensive part; it is queued as a job
+/// (`Sink::helper`) that the run's worker threads take between chunks, and
+/// whoever finishes a row group appends every finished one to the file in
+/// order. Without helpers the sink encodes on its own thread once more
+/// than one row group waits, so memory stays bounded either way.
 pub struct ParquetSink {
     out: Option<Box<dyn Write + Send>>,
-    writer: Option<ArrowWriter<Box<dyn Write + Send>>>,
     props: WriterProperties,
     empty: Option<RecordBatch>,
+    row_group_size: usize,
+    encoder: Option<Arc<Encoder>>,
+    pipeline: Arc<Pipeline>,
+    /// The rows of the row group being filled, in order.
+    filling: Vec<RecordBatch>,
+    filling_rows: usize,
+    /// Row groups queued so far.
+    groups: usize,
+}
+
+/// Queued row groups above which `write` encodes one itself.
+const MAX_QUEUED: usize = 1;
+
+/// What encoding a row group needs: the column writers' factory and the
+/// Arrow schema its batches have.
+struct Encoder {
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+}
+
+impl Encoder {
+    fn encode(&self, index: usize, rows: &[RecordBatch]) -> Result<Vec<ArrowColumnChunk>, SinkError> {
+        let mut writers = self.factory.create_column_writers(index)?;
+        for batch in rows {
+            let mut leaves_out = writers.iter_mut();
+            for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+                for leaf in compute_leaves(field, column)? {
+                    let writer = leaves_out.next().ok_or_else(|| {
+                        arrow_schema::ArrowError::SchemaError(format!(
+                            "column {:?} has more leaves than the file's schema",
+                            field.name()
+                        ))
+                    })?;
+                    writer.write(&leaf)?;
+                }
+            }
+        }
+        Ok(writers.into_iter().map(|w| w.close()).collect::<Result<_, _>>()?)
+    }
+}
+
+/// A row group's rows, waiting to be encoded.
+struct Job {
+    index: usize,
+    rows: Vec<RecordBatch>,
+    encoder: Arc<Encoder>,
+}
+
+/// Row groups waiting to be encoded, and the file they are appended to.
+#[derive(Default)]
+struct Pipeline {
+    queue: Mutex<VecDeque<Job>>,
+    file: Mutex<Appender>,
+}
+
+/// The file, the next row group it takes, and row groups encoded ahead of it.
+#[derive(Default)]
+struct Appender {
+    writer: Option<SerializedFileWriter<Box<dyn Write + Send>>>,
+    next: usize,
+    done: BTreeMap<usize, Vec<ArrowColumnChunk>>,
+    failed: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Pipeline {
+    fn queued(&self) -> usize {
+        lock(&self.queue).len()
+    }
+}
+
+impl SinkHelper for Pipeline {
+    fn help(&self) -> Result<bool, SinkError> {
+        let Some(Job { index, rows, encoder }) = lock(&self.queue).pop_front() else {
+            return Ok(false);
+        };
+        let encoded = encoder.encode(index, &rows);
+        drop(rows);
+        let mut file = lock(&self.file);
+        let chunks = match encoded {
+            Ok(chunks) => chunks,
+            Err(e) => {
+                file.failed = true;
+                return Err(e);
+            }
+        };
+        if file.failed {
+            return Ok(true);
+        }
+        file.done.insert(index, chunks);
+        let file = &mut *file;
+        while let Some(chunks) = file.done.remove(&file.next) {
+            let appended = (|| -> Result<(), SinkError> {
+                let writer = file.writer.as_mut().expect("the file is open while row groups are queued");
+                let mut group = writer.next_row_group()?;
+                for chunk in chunks {
+                    chunk.append_to_row_group(&mut group)?;
+                }
+                group.close()?;
+                Ok(())
+            })();
+            if let Err(e) = appended {
+                file.failed = true;
+                return Err(e);
+            }
+            file.next += 1;
+        }
+        Ok(true)
+    }
 }
 
 impl ParquetSink {
@@ -112,21 +250,52 @@ impl ParquetSink {
         let kv = metadata.into_iter().map(|(k, v)| KeyValue::new(k, v));
         let mut kv: Vec<KeyValue> = kv.collect();
         kv.sort_by(|a, b| a.key.cmp(&b.key));
+        let row_group_size = options.row_group_size.max(1);
         let props = WriterProperties::builder()
-            .set_max_row_group_row_count(Some(options.row_group_size.max(1)))
+            .set_max_row_group_row_count(Some(row_group_size))
             .set_compression(compression)
             .set_key_value_metadata(Some(kv))
             .set_created_by(format!("fex version {}", env!("CARGO_PKG_VERSION")))
+            .set_dictionary_enabled(options.dictionary)
             .build();
-        Self { out: Some(out), writer: None, props, empty: Some(empty) }
+        Self {
+            out: Some(out),
+            props,
+            empty: Some(empty),
+            row_group_size,
+            encoder: None,
+            pipeline: Arc::default(),
+            filling: Vec::new(),
+            filling_rows: 0,
+            groups: 0,
+        }
     }
 
-    fn writer(&mut self, schema: SchemaRef) -> Result<&mut ArrowWriter<Box<dyn Write + Send>>, SinkError> {
-        if self.writer.is_none() {
-            let out = self.out.take().expect("the output is taken once");
-            self.writer = Some(ArrowWriter::try_new(out, schema, Some(self.props.clone()))?);
+    /// Opens the file with `schema` (the first batch's) on first use.
+    fn encoder(&mut self, schema: SchemaRef) -> Result<Arc<Encoder>, SinkError> {
+        if let Some(encoder) = &self.encoder {
+            return Ok(Arc::clone(encoder));
         }
-        Ok(self.writer.as_mut().expect("just made"))
+        let out = self.out.take().expect("the output is taken once");
+        let writer = ArrowWriter::try_new(out, Arc::clone(&schema), Some(self.props.clone()))?;
+        let (writer, factory) = writer.into_serialized_writer()?;
+        lock(&self.pipeline.file).writer = Some(writer);
+        let encoder = Arc::new(Encoder { factory, schema });
+        self.encoder = Some(Arc::clone(&encoder));
+        Ok(encoder)
+    }
+
+    /// Queues the filled row group; encodes queued ones here while more than
+    /// `MAX_QUEUED` wait (nobody else is taking them).
+    fn queue_group(&mut self, encoder: Arc<Encoder>) -> Result<(), SinkError> {
+        let rows = std::mem::take(&mut self.filling);
+        self.filling_rows = 0;
+        lock(&self.pipeline.queue).push_back(Job { index: self.groups, rows, encoder });
+        self.groups += 1;
+        while self.pipeline.queued() > MAX_QUEUED {
+            self.pipeline.help()?;
+        }
+        Ok(())
     }
 }
 
@@ -139,16 +308,43 @@ impl Sink for ParquetSink {
         let Prepared::Batch(batch) = item else {
             return Err(SinkError::Format { found: "frames", expected: "parquet" });
         };
-        self.writer(batch.schema())?.write(&batch)?;
+        let encoder = self.encoder(batch.schema())?;
+        let mut at = 0;
+        while at < batch.num_rows() {
+            let take = (self.row_group_size - self.filling_rows).min(batch.num_rows() - at);
+            self.filling.push(batch.slice(at, take));
+            self.filling_rows += take;
+            at += take;
+            if self.filling_rows == self.row_group_size {
+                self.queue_group(Arc::clone(&encoder))?;
+            }
+        }
         Ok(())
     }
 
+    fn helper(&self) -> Option<Arc<dyn SinkHelper>> {
+        Some(Arc::clone(&self.pipeline) as Arc<dyn SinkHelper>)
+    }
+
     fn finish(&mut self) -> Result<(), SinkError> {
-        if self.writer.is_none() {
-            let empty = self.empty.take().expect("finish is called once");
-            self.writer(empty.schema())?;
+        let encoder = match &self.encoder {
+            Some(encoder) => Arc::clone(encoder),
+            None => {
+                let empty = self.empty.take().expect("finish is called once");
+                self.encoder(empty.schema())?
+            }
+        };
+        if self.filling_rows > 0 {
+            self.queue_group(encoder)?;
         }
-        let mut out = self.writer.take().expect("made above").into_inner()?;
+        while self.pipeline.help()? {}
+        let mut file = lock(&self.pipeline.file);
+        if file.failed || file.next != self.groups {
+            let message = format!("{} of {} row groups were written", file.next, self.groups);
+            return Err(SinkError::Io(std::io::Error::other(message)));
+        }
+        let writer = file.writer.take().expect("the file is open until finish");
+        let mut out = writer.into_inner()?;
         out.flush()?;
         Ok(())
     }
