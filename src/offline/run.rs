@@ -444,17 +444,10 @@ fn process<'h>(
             }
         }
     }
-    if shared.format == Format::Table && !batches.is_empty() {
-        let item = if batches.len() == 1 {
-            Ok(batches.pop().expect("one"))
-        } else {
-            arrow_select::concat::concat_batches(&batches[0].schema(), &batches)
-        };
-        match item {
-            Ok(b) => p.items.push(Prepared::Batch(b)),
-            Err(e) => p.bad.push(BadRecord::at(&chunk.at(), 0, BadError::Arrow(e.to_string()))),
-        }
-    }
+    // Each record's batch goes to the sink as it is: concatenating a chunk's
+    // batches copied the whole table once more (the Parquet sink cuts row
+    // groups by slicing; Arrow IPC writes a message per batch).
+    p.items.extend(batches.into_iter().map(Prepared::Batch));
     if let Some(e) = &chunk.read_error {
         p.bad.push(e.clone());
     }
