@@ -79,22 +79,33 @@ fn run(case: &Case) -> String {
             Ok(r) => r,
             Err(e) => return format!("config error: {e}\n"),
         };
+    if !render_batches(|| reader.next_batch(), &mut out) {
+        return out;
+    }
+    out.push_str(&format!("rows: {}, skipped: {}\n", reader.rows(), reader.skipped()));
+    out
+}
+
+/// Renders every batch `next` gives into `out`, then the error that ends
+/// the input, if one does (false then).
+fn render_batches(
+    mut next: impl FnMut() -> Result<Option<Vec<fex::NamedColumn>>, fex::text::TextError>,
+    out: &mut String,
+) -> bool {
     let mut n = 0;
     loop {
-        match reader.next_batch() {
+        match next() {
             Ok(Some(columns)) => {
                 out.push_str(&format!("batch {n}:\n{}", render_columns(&columns)));
                 n += 1;
             }
-            Ok(None) => break,
+            Ok(None) => return true,
             Err(e) => {
                 out.push_str(&format!("error: {e}\n"));
-                return out;
+                return false;
             }
         }
     }
-    out.push_str(&format!("rows: {}, skipped: {}\n", reader.rows(), reader.skipped()));
-    out
 }
 
 /// A Criteo case: `config` is `batch=N`; ids are the raw values (no
@@ -105,19 +116,8 @@ fn run_criteo(case: &Case) -> String {
     let input = std::io::Cursor::new(case.input.as_bytes());
     let mut reader = fex::text::criteo::CriteoReader::new(input, "input.tsv", None, batch, case.options.read_options());
     let mut out = String::new();
-    let mut n = 0;
-    loop {
-        match reader.next_batch() {
-            Ok(Some(columns)) => {
-                out.push_str(&format!("batch {n}:\n{}", render_columns(&columns)));
-                n += 1;
-            }
-            Ok(None) => break,
-            Err(e) => {
-                out.push_str(&format!("error: {e}\n"));
-                return out;
-            }
-        }
+    if !render_batches(|| reader.next_batch(), &mut out) {
+        return out;
     }
     out.push_str(&format!("skipped: {}\n", reader.skipped()));
     out

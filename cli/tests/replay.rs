@@ -62,6 +62,35 @@ fn metric(server: &fex_server::serve::Server, name: &str) -> u64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
+/// A real fex-server (127.0.0.1:0) on the default model, logging requests
+/// to `<dir>/log`; `configure` adjusts its flags.
+struct Logging {
+    runtime: tokio::runtime::Runtime,
+    models: PathBuf,
+    log: PathBuf,
+    server: fex_server::serve::Server,
+}
+
+fn start_logging(dir: &Path, configure: impl FnOnce(&mut fex_server::args::Args)) -> Logging {
+    let models = models_dir(dir);
+    let log = dir.join("log");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut args = fex_server::args::Args::for_tests();
+    args.models = Some(models.clone());
+    args.request_log = Some(log.clone());
+    configure(&mut args);
+    let registry = fex_server::registry::Registry::from_path(&models).unwrap();
+    let server = runtime.block_on(fex_server::serve::start(&args, Arc::new(registry))).unwrap();
+    Logging { runtime, models, log, server }
+}
+
+/// Writes out the records still queued, then drains and stops the server.
+fn stop(runtime: &tokio::runtime::Runtime, server: fex_server::serve::Server) {
+    server.request_log.as_ref().expect("--request-log is on").sync();
+    server.shutdown();
+    runtime.block_on(server.wait()).unwrap();
+}
+
 fn replay(log: &Path, models: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_fex"))
         .arg("replay")
@@ -78,18 +107,10 @@ fn replay(log: &Path, models: &Path, output: &Path, extra: &[&str]) -> std::proc
 #[test]
 fn a_request_log_replays_to_the_servers_responses_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    let models = models_dir(dir.path());
-    let log = dir.path().join("log");
-    let plan = fex::Plan::from_file(&models.join("default.yaml")).unwrap();
-
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut args = fex_server::args::Args::for_tests();
-    args.models = Some(models.clone());
-    args.request_log = Some(log.clone());
     // Small files: the log rotates several times during the burst.
-    args.request_log_max_file_bytes = 16 << 10;
-    let registry = fex_server::registry::Registry::from_path(&models).unwrap();
-    let server = runtime.block_on(fex_server::serve::start(&args, Arc::new(registry))).unwrap();
+    let Logging { runtime, models, log, server } =
+        start_logging(dir.path(), |args| args.request_log_max_file_bytes = 16 << 10);
+    let plan = fex::Plan::from_file(&models.join("default.yaml")).unwrap();
     let client = runtime.block_on(connect(server.addr));
 
     // One after another (the log's order is the answers' order), then four
@@ -128,8 +149,7 @@ fn a_request_log_replays_to_the_servers_responses_byte_for_byte() {
     server.request_log.as_ref().expect("--request-log is on").sync();
     assert_eq!(metric(&server, "fex_request_log_records_total"), 56);
     assert_eq!(metric(&server, "fex_request_log_dropped_total"), 0);
-    server.shutdown();
-    runtime.block_on(server.wait()).unwrap();
+    stop(&runtime, server);
 
     let files = log_files(&log);
     assert!(files.len() > 2, "the log rotated: {files:?}");
@@ -184,16 +204,8 @@ fn a_request_log_replays_to_the_servers_responses_byte_for_byte() {
 #[test]
 fn a_full_log_queue_drops_and_counts_and_calls_still_answer() {
     let dir = tempfile::tempdir().unwrap();
-    let models = models_dir(dir.path());
-    let log = dir.path().join("log");
+    let Logging { runtime, models, log, server } = start_logging(dir.path(), |args| args.request_log_queue = 1);
     let plan = fex::Plan::from_file(&models.join("default.yaml")).unwrap();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut args = fex_server::args::Args::for_tests();
-    args.models = Some(models.clone());
-    args.request_log = Some(log.clone());
-    args.request_log_queue = 1;
-    let registry = fex_server::registry::Registry::from_path(&models).unwrap();
-    let server = runtime.block_on(fex_server::serve::start(&args, Arc::new(registry))).unwrap();
     let request_log = Arc::clone(server.request_log.as_ref().unwrap());
     let mut client = runtime.block_on(connect(server.addr));
 
@@ -211,8 +223,7 @@ fn a_full_log_queue_drops_and_counts_and_calls_still_answer() {
     request_log.sync();
     let written = metric(&server, "fex_request_log_records_total");
     assert_eq!(written + dropped, 10);
-    server.shutdown();
-    runtime.block_on(server.wait()).unwrap();
+    stop(&runtime, server);
     let on_disk: usize = log_files(&log).iter().map(|f| read_records(f).len()).sum();
     assert_eq!(on_disk as u64, written);
 }
@@ -221,14 +232,7 @@ fn a_full_log_queue_drops_and_counts_and_calls_still_answer() {
 fn replay_examples_requests_too() {
     // An Examples payload is logged and replayed like a batch.
     let dir = tempfile::tempdir().unwrap();
-    let models = models_dir(dir.path());
-    let log = dir.path().join("log");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut args = fex_server::args::Args::for_tests();
-    args.models = Some(models.clone());
-    args.request_log = Some(log.clone());
-    let registry = fex_server::registry::Registry::from_path(&models).unwrap();
-    let server = runtime.block_on(fex_server::serve::start(&args, Arc::new(registry))).unwrap();
+    let Logging { runtime, models, log, server } = start_logging(dir.path(), |_| {});
     let mut client = runtime.block_on(connect(server.addr));
     let example = fex::proto::monolith_pb::Example::default().encode_to_vec();
     let request = ExtractRequest {
@@ -239,9 +243,7 @@ fn replay_examples_requests_too() {
         outputs: vec![],
     };
     let answer = runtime.block_on(client.extract(request)).unwrap().response.encode_to_vec();
-    server.request_log.as_ref().unwrap().sync();
-    server.shutdown();
-    runtime.block_on(server.wait()).unwrap();
+    stop(&runtime, server);
     let output = dir.path().join("replayed");
     let run = replay(&log, &models, &output, &[]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
@@ -293,15 +295,8 @@ impl tonic::codec::Decoder for RawCodec {
 #[test]
 fn the_log_keeps_the_request_as_sent_unknown_fields_included() {
     let dir = tempfile::tempdir().unwrap();
-    let models = models_dir(dir.path());
-    let log = dir.path().join("log");
+    let Logging { runtime, models, log, server } = start_logging(dir.path(), |_| {});
     let plan = fex::Plan::from_file(&models.join("default.yaml")).unwrap();
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let mut args = fex_server::args::Args::for_tests();
-    args.models = Some(models.clone());
-    args.request_log = Some(log.clone());
-    let registry = fex_server::registry::Registry::from_path(&models).unwrap();
-    let server = runtime.block_on(fex_server::serve::start(&args, Arc::new(registry))).unwrap();
     runtime.block_on(connect(server.addr));
 
     // A request from a newer client: fields 15 (varint) and 20 (bytes) this
@@ -325,9 +320,7 @@ fn the_log_keeps_the_request_as_sent_unknown_fields_included() {
         let path = tonic::codegen::http::uri::PathAndQuery::from_static("/fex.v1.FeatureExtractor/Extract");
         grpc.unary(tonic::Request::new(Bytes::from(sent.clone())), path, RawCodec).await.unwrap().into_inner()
     });
-    server.request_log.as_ref().unwrap().sync();
-    server.shutdown();
-    runtime.block_on(server.wait()).unwrap();
+    stop(&runtime, server);
 
     let files = log_files(&log);
     let records: Vec<Vec<u8>> = files.iter().flat_map(|f| read_records(f)).collect();

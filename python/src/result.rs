@@ -9,7 +9,6 @@ use std::sync::Arc;
 use arrow_array::{RecordBatch, RecordBatchIterator};
 use arrow_schema::SchemaRef;
 use fex::offline::{self, BadError, BadRecord as LibBadRecord, Summary};
-use fex::{Extractor, Input, Policy, SharedRows};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
@@ -37,12 +36,7 @@ pub struct RunResult {
 /// The table's schema for a plan when nothing was written: the columns of
 /// an extraction of no rows (as the Parquet sink writes an empty table).
 pub fn empty_schema(plan: &fex::Plan) -> PyResult<SchemaRef> {
-    let mut out = fex::Extracted::default();
-    let policy = Policy { shared: SharedRows::Broadcast, ..Policy::default() };
-    Extractor::new()
-        .extract(plan, Input::Examples(&[]), policy, &mut out)
-        .map_err(|e| PyRuntimeError::new_err(format!("the model's empty table: {e}")))?;
-    let batch = offline::table::to_batch(out, plan).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let batch = offline::table::empty_batch(plan).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     Ok(batch.schema())
 }
 

@@ -95,17 +95,6 @@ impl Default for ParquetOptions {
     }
 }
 
-/// The table's schema for a plan: the columns an extraction of no rows has.
-/// Used when nothing was written, so an empty table still has its columns.
-fn empty_batch(plan: &Plan) -> Result<RecordBatch, SinkError> {
-    let mut ex = crate::Extractor::new();
-    let mut out = crate::Extracted::default();
-    let policy = crate::Policy { shared: crate::SharedRows::Broadcast, ..Default::default() };
-    ex.extract(plan, crate::Input::Examples(&[]), policy, &mut out)
-        .map_err(|e| std::io::Error::other(format!("the model's empty table: {e}")))?;
-    Ok(super::table::to_batch(out, plan)?)
-}
-
 /// A Parquet file. Rows are cut into row groups of exactly `row_group_size`
 /// rows in input order (the last one may be shorter), so the file does not
 /// depend on how the input was chunked or on the thread count. Encoding a
@@ -235,7 +224,7 @@ impl SinkHelper for Pipeline {
 impl ParquetSink {
     pub fn new(out: Box<dyn Write + Send>, plan: &Plan, options: ParquetOptions) -> Result<Self, SinkError> {
         let metadata = super::table::metadata(plan);
-        Ok(Self { empty: Some(empty_batch(plan)?), ..Self::for_columns(out, options, metadata) })
+        Ok(Self { empty: Some(super::table::empty_batch(plan)?), ..Self::for_columns(out, options, metadata) })
     }
 
     /// A sink for batches of columns no plan describes (the text readers'):
@@ -358,7 +347,7 @@ pub struct IpcSink {
 
 impl IpcSink {
     pub fn new(out: Box<dyn Write + Send>, plan: &Plan) -> Result<Self, SinkError> {
-        Ok(Self { out: Some(out), writer: None, empty: Some(empty_batch(plan)?) })
+        Ok(Self { out: Some(out), writer: None, empty: Some(super::table::empty_batch(plan)?) })
     }
 
     /// A sink for batches of columns no plan describes (the text readers'):

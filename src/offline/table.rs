@@ -30,6 +30,18 @@ pub fn to_batch(out: Extracted, plan: &Plan) -> Result<RecordBatch, ArrowError> 
     columns_to_batch(out.columns, out.batch_size, metadata(plan))
 }
 
+/// The plan's table with no rows (what a sink writes when no record was):
+/// an extraction of no samples, so its columns are exactly those a run's
+/// batches have.
+pub fn empty_batch(plan: &Plan) -> Result<RecordBatch, ArrowError> {
+    let mut out = Extracted::default();
+    let policy = crate::Policy { shared: crate::SharedRows::Broadcast, ..Default::default() };
+    crate::Extractor::new()
+        .extract(plan, crate::Input::Examples(&[]), policy, &mut out)
+        .map_err(|e| ArrowError::InvalidArgumentError(format!("the model's empty table: {e}")))?;
+    to_batch(out, plan)
+}
+
 /// Columns of `rows` rows each (a text reader's batch, an extraction's
 /// output) as a record batch; a KeyedJagged column becomes one List column
 /// per key, named `<column>.<key>`.
