@@ -266,3 +266,62 @@ fn parquet_row_groups_are_exact_whoever_encodes_them() {
         (0..30u64).flat_map(|i| (0..1 + i % 7).map(move |r| vec![(i * 100 + r) as i64])).collect();
     assert_eq!(ids(&collect), want);
 }
+
+#[test]
+fn arrow_ipc_streams_are_arrow_ipcs_own_bytes_whoever_encodes_them() {
+    use fex::offline::{IpcSink, Prepared, Sink};
+    let records: Vec<Vec<u8>> = (0..30).map(|i| batch(i * 100, 1 + i % 7)).collect();
+    let (_dir, path) = file(&records);
+    let plan = Plan::from_yaml(MODEL).unwrap();
+    let options = |threads| Options { threads, chunk_records: 2, ..Options::default() };
+    // Messages encoded on the run's workers (one, two or three of them),
+    // written with vectored writes to an output that takes one slice a call.
+    let through_run = |threads| {
+        let out = Memory::default();
+        let mut sink = IpcSink::new(Box::new(out.clone()), &plan).unwrap();
+        offline::run(&plan, std::slice::from_ref(&path), options(threads), &mut sink, None, &Quiet).unwrap();
+        out.bytes()
+    };
+    let one = through_run(1);
+    assert!(one == through_run(2) && one == through_run(3), "the stream depends on the thread count");
+
+    // arrow-ipc's StreamWriter over the same batches writes the same bytes,
+    // and so does the sink given the batches themselves.
+    let mut collect = CollectSink::default();
+    offline::run(&plan, std::slice::from_ref(&path), options(1), &mut collect, None, &Quiet).unwrap();
+    let stream_writer = |batches: &[arrow_array::RecordBatch], schema: &arrow_schema::Schema| {
+        let mut reference = Vec::new();
+        let mut writer = arrow_ipc::writer::StreamWriter::try_new(&mut reference, schema).unwrap();
+        for b in batches {
+            writer.write(b).unwrap();
+        }
+        writer.finish().unwrap();
+        drop(writer);
+        reference
+    };
+    assert!(
+        stream_writer(&collect.batches, &collect.batches[0].schema()) == one,
+        "arrow-ipc's StreamWriter wrote another stream"
+    );
+    let alone = Memory::default();
+    let mut sink = IpcSink::new(Box::new(alone.clone()), &plan).unwrap();
+    for b in &collect.batches {
+        sink.write(Prepared::Batch(b.clone())).unwrap();
+    }
+    sink.finish().unwrap();
+    assert!(alone.bytes() == one, "the sink alone wrote another stream");
+
+    // Read back: the records' rows in order.
+    let back: Vec<_> = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(one), None)
+        .unwrap()
+        .map(|b| b.unwrap())
+        .collect();
+    assert_eq!(ids(&CollectSink { batches: back }), ids(&collect));
+
+    // No input: the schema and the end of the stream, as StreamWriter writes them.
+    let empty = Memory::default();
+    let mut sink = IpcSink::new(Box::new(empty.clone()), &plan).unwrap();
+    offline::run(&plan, &[], options(2), &mut sink, None, &Quiet).unwrap();
+    let schema = offline::table::empty_batch(&plan).unwrap().schema();
+    assert!(empty.bytes() == stream_writer(&[], &schema), "an empty stream differs");
+}

@@ -160,7 +160,7 @@ pub struct ExtractArgs {
     #[arg(long, value_enum, default_value_t = OnErrorArg::Fail)]
     pub on_error: OnErrorArg,
     /// Records per chunk (a chunk is the unit of work of one thread; it
-    /// also ends at 4 MiB of payload). Changes nothing in the output.
+    /// also ends at 256 KiB of payload). Changes nothing in the output.
     #[arg(long, default_value_t = 4096)]
     pub chunk_records: usize,
     /// No progress bar and no summary.

@@ -3,6 +3,7 @@
 //! what it did.
 
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use fex::offline::{self, IpcSink, Options, ParquetOptions, ParquetSink, ResponsesSink, RunError, Sink, Summary};
@@ -113,12 +114,16 @@ pub fn load_model(path: &Path) -> Result<fex::Plan, u8> {
     })
 }
 
+/// The output file, or standard output for `-`, buffered for the sinks
+/// (`fex::offline::buffered`: large writes are not copied).
 pub fn create(path: &Path) -> std::io::Result<Box<dyn Write + Send>> {
     if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout())));
+        // Standard output's own handle buffers by line; its descriptor,
+        // duplicated, is written directly.
+        let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
+        return Ok(fex::offline::buffered(std::fs::File::from(stdout)));
     }
-    let file = std::fs::File::create(path)?;
-    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, file)))
+    Ok(fex::offline::buffered(std::fs::File::create(path)?))
 }
 
 fn print_summary(s: &Summary, a: &ExtractArgs, seconds: f64) {

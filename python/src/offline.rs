@@ -243,7 +243,7 @@ impl Output {
         };
         let file = std::fs::File::create(&path)
             .map_err(|e| PyOSError::new_err(format!("cannot create {}: {e}", path.display())))?;
-        let writer: Box<dyn Write + Send> = Box::new(std::io::BufWriter::with_capacity(1 << 20, file));
+        let writer = offline::buffered(file);
         let sink: Box<dyn Sink> = match format {
             Format::Parquet => Box::new(ParquetSink::new(writer, plan, parquet).map_err(sink_error)?),
             Format::Arrow => Box::new(IpcSink::new(writer, plan).map_err(sink_error)?),

@@ -16,6 +16,6 @@ pub use hook::{RecordCtx, RowsHook};
 pub use report::{BadError, BadRecord, RunError, Summary};
 pub use run::{Observer, OnError, Options, Payload, Quiet, run};
 pub use sink::{
-    CollectSink, Format, IpcSink, ParquetCodec, ParquetOptions, ParquetSink, Prepared, ResponsesSink, Sink, SinkError,
-    SinkHelper,
+    BatchEncoder, CollectSink, Format, IpcMessage, IpcSink, OUTPUT_BUFFER, ParquetCodec, ParquetOptions, ParquetSink,
+    Prepared, ResponsesSink, Sink, SinkError, SinkHelper, buffered,
 };

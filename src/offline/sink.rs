@@ -30,6 +30,8 @@ pub enum Format {
 #[derive(Debug)]
 pub enum Prepared {
     Batch(RecordBatch),
+    /// A batch already encoded as an Arrow IPC message (`IpcSink::encoder`).
+    Ipc(IpcMessage),
     /// Already framed: `[u64 LE length][ExtractResponse]` per record.
     Frames(Vec<u8>),
 }
@@ -57,8 +59,19 @@ pub trait Sink: Send {
     fn helper(&self) -> Option<Arc<dyn SinkHelper>> {
         None
     }
+    /// What each worker does to a batch before handing it over (Arrow IPC
+    /// encodes its message there); the run asks once per worker. None by
+    /// default: batches come as they are.
+    fn encoder(&self) -> Option<Box<dyn BatchEncoder>> {
+        None
+    }
     /// Ends the output (footers, flushes). Called once, after the last write.
     fn finish(&mut self) -> Result<(), SinkError>;
+}
+
+/// Prepares a batch for a sink on a worker thread (`Sink::encoder`).
+pub trait BatchEncoder: Send {
+    fn encode(&mut self, batch: RecordBatch) -> Result<Prepared, SinkError>;
 }
 
 /// A sink's work that any thread may do, in any order (`Sink::helper`).
@@ -294,8 +307,10 @@ impl Sink for ParquetSink {
     }
 
     fn write(&mut self, item: Prepared) -> Result<(), SinkError> {
-        let Prepared::Batch(batch) = item else {
-            return Err(SinkError::Format { found: "frames", expected: "parquet" });
+        let batch = match item {
+            Prepared::Batch(batch) => batch,
+            Prepared::Frames(_) => return Err(SinkError::Format { found: "frames", expected: "parquet" }),
+            Prepared::Ipc(_) => return Err(SinkError::Format { found: "arrow message", expected: "parquet" }),
         };
         let encoder = self.encoder(batch.schema())?;
         let mut at = 0;
@@ -339,33 +354,45 @@ impl Sink for ParquetSink {
     }
 }
 
+/// An Arrow IPC stream. Each batch becomes one record batch message whose
+/// body is the batch's own buffers: the run's workers encode it
+/// (`Sink::encoder`), which only builds the small flatbuffer header, and the
+/// sink writes header and buffers with vectored writes, so the table's bytes
+/// are not copied on their way out. The bytes are arrow-ipc's
+/// `StreamWriter`'s (tests/offline.rs compares them).
 pub struct IpcSink {
-    out: Option<Box<dyn Write + Send>>,
-    writer: Option<arrow_ipc::writer::StreamWriter<Box<dyn Write + Send>>>,
+    out: Box<dyn Write + Send>,
+    /// Encodes the batches given as `Prepared::Batch` (a hook's held-back
+    /// rows, the text readers); made for the first.
+    encoder: Option<IpcEncoder>,
+    /// The schema of the stream, once its message is written.
+    schema: Option<SchemaRef>,
     empty: Option<RecordBatch>,
 }
 
 impl IpcSink {
     pub fn new(out: Box<dyn Write + Send>, plan: &Plan) -> Result<Self, SinkError> {
-        Ok(Self { out: Some(out), writer: None, empty: Some(super::table::empty_batch(plan)?) })
+        Ok(Self { out, encoder: None, schema: None, empty: Some(super::table::empty_batch(plan)?) })
     }
 
     /// A sink for batches of columns no plan describes (the text readers'):
     /// the schema is the first batch's; with no batch, a stream of no columns.
     pub fn for_columns(out: Box<dyn Write + Send>) -> Self {
         let empty = RecordBatch::new_empty(Arc::new(arrow_schema::Schema::empty()));
-        Self { out: Some(out), writer: None, empty: Some(empty) }
+        Self { out, encoder: None, schema: None, empty: Some(empty) }
     }
 
-    fn writer(
-        &mut self,
-        schema: &arrow_schema::Schema,
-    ) -> Result<&mut arrow_ipc::writer::StreamWriter<Box<dyn Write + Send>>, SinkError> {
-        if self.writer.is_none() {
-            let out = self.out.take().expect("the output is taken once");
-            self.writer = Some(arrow_ipc::writer::StreamWriter::try_new(out, schema)?);
+    /// Writes the schema message before the first batch.
+    fn start(&mut self, schema: &SchemaRef) -> Result<(), SinkError> {
+        if self.schema.is_none() {
+            let options = arrow_ipc::writer::IpcWriteOptions::default();
+            let generator = arrow_ipc::writer::IpcDataGenerator::default();
+            let mut tracker = arrow_ipc::writer::DictionaryTracker::new(false);
+            let message = generator.schema_to_bytes_with_dictionary_tracker(schema, &mut tracker, &options);
+            arrow_ipc::writer::write_message(&mut self.out, message, &options)?;
+            self.schema = Some(Arc::clone(schema));
         }
-        Ok(self.writer.as_mut().expect("just made"))
+        Ok(())
     }
 }
 
@@ -375,24 +402,103 @@ impl Sink for IpcSink {
     }
 
     fn write(&mut self, item: Prepared) -> Result<(), SinkError> {
-        let Prepared::Batch(batch) = item else {
-            return Err(SinkError::Format { found: "frames", expected: "arrow" });
+        let message = match item {
+            Prepared::Batch(batch) => {
+                if self.encoder.is_none() {
+                    self.encoder = Some(IpcEncoder::new()?);
+                }
+                self.encoder.as_mut().expect("made above").message(batch)?
+            }
+            Prepared::Ipc(message) => message,
+            Prepared::Frames(_) => return Err(SinkError::Format { found: "frames", expected: "arrow" }),
         };
-        self.writer(&batch.schema())?.write(&batch)?;
+        self.start(&message.schema)?;
+        write_buffers(&mut self.out, &message.buffers)?;
         Ok(())
     }
 
+    fn encoder(&self) -> Option<Box<dyn BatchEncoder>> {
+        // Should one fail to start, that worker leaves its batches to `write`.
+        IpcEncoder::new().ok().map(|e| Box::new(e) as Box<dyn BatchEncoder>)
+    }
+
     fn finish(&mut self) -> Result<(), SinkError> {
-        if self.writer.is_none() {
+        if self.schema.is_none() {
             let empty = self.empty.take().expect("finish is called once");
-            self.writer(&empty.schema())?;
+            self.start(&empty.schema())?;
         }
-        let mut writer = self.writer.take().expect("made above");
-        writer.finish()?;
-        writer.get_mut().flush()?;
+        // The end-of-stream marker: a continuation word and a zero length.
+        self.out.write_all(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])?;
+        self.out.flush()?;
         Ok(())
     }
 }
+
+/// One Arrow IPC record batch message: the header, the batch's buffers and
+/// their padding, in the order they are written. The buffers are the
+/// batch's own, shared, not copied.
+#[derive(Debug)]
+pub struct IpcMessage {
+    schema: SchemaRef,
+    buffers: Vec<arrow_buffer::Buffer>,
+}
+
+/// Turns batches into IPC record batch messages (without the stream's schema
+/// message, which the sink writes once).
+struct IpcEncoder {
+    inner: arrow_ipc::writer::StreamEncoder,
+}
+
+impl IpcEncoder {
+    fn new() -> Result<Self, SinkError> {
+        // arrow-ipc's encoder puts the schema message before its first
+        // batch; that one is spent here on an empty batch of no columns, and
+        // the encoder never uses its schema again (no dictionaries).
+        let nothing = Arc::new(arrow_schema::Schema::empty());
+        let mut inner = arrow_ipc::writer::StreamEncoder::try_new(&nothing)?;
+        inner.encode(&RecordBatch::new_empty(nothing))?;
+        Ok(Self { inner })
+    }
+
+    fn message(&mut self, batch: RecordBatch) -> Result<IpcMessage, SinkError> {
+        let buffers = self.inner.encode(&batch)?;
+        Ok(IpcMessage { schema: batch.schema(), buffers })
+    }
+}
+
+impl BatchEncoder for IpcEncoder {
+    fn encode(&mut self, batch: RecordBatch) -> Result<Prepared, SinkError> {
+        Ok(Prepared::Ipc(self.message(batch)?))
+    }
+}
+
+/// Writes `buffers` in order with vectored writes: one system call for many
+/// buffers, none of them copied on the way (unless `out` buffers them).
+fn write_buffers(out: &mut dyn Write, buffers: &[arrow_buffer::Buffer]) -> std::io::Result<()> {
+    let mut slices: Vec<std::io::IoSlice<'_>> =
+        buffers.iter().filter(|b| !b.is_empty()).map(|b| std::io::IoSlice::new(b.as_slice())).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        match out.write_vectored(rest) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut rest, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Buffers writes to `out` for a sink: small writes (headers, short
+/// messages) are gathered, and a write of at least `OUTPUT_BUFFER` bytes (an
+/// Arrow message, a Parquet page, a chunk of responses) goes straight
+/// through instead of being copied into the buffer first.
+pub fn buffered(out: impl Write + Send + 'static) -> Box<dyn Write + Send> {
+    Box::new(std::io::BufWriter::with_capacity(OUTPUT_BUFFER, out))
+}
+
+/// `buffered`'s buffer size.
+pub const OUTPUT_BUFFER: usize = 64 << 10;
 
 /// Framed `fex.v1.ExtractResponse` records.
 pub struct ResponsesSink {
@@ -442,6 +548,7 @@ impl Sink for CollectSink {
                 Ok(())
             }
             Prepared::Frames(_) => Err(SinkError::Format { found: "frames", expected: "collect" }),
+            Prepared::Ipc(_) => Err(SinkError::Format { found: "arrow message", expected: "collect" }),
         }
     }
 
