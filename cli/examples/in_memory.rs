@@ -12,6 +12,11 @@ use std::time::Instant;
 use fex::records::{ReadOptions, RecordReader};
 use fex::{Extracted, Extractor, Input, Plan, Policy, SharedRows};
 
+/// The allocator `fex` runs with (cli/src/main.rs), so the ratio compares
+/// the pipeline, not two allocators.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     anyhow::ensure!(args.len() == 4, "usage: in_memory MODEL FILE RECORDS");

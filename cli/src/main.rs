@@ -28,6 +28,12 @@ pub mod exit {
     pub const NO_INPUT: u8 = 66;
 }
 
+/// Each record's table is allocated on the worker that extracts it and
+/// freed on whichever worker writes it; mimalloc frees across threads
+/// without glibc's arena locks (benches/README.md, "Offline").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = args::Cli::parse();
     let code = match cli.command {

@@ -6,6 +6,7 @@
 //! command and the Python binding both run `run`.
 
 mod hook;
+mod ipc;
 mod report;
 mod run;
 mod sink;

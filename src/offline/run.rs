@@ -159,6 +159,9 @@ struct Shared<'s> {
     observer: &'s dyn Observer,
     /// The sink's work for any thread (Parquet's row group encoding).
     helper: Option<Arc<dyn SinkHelper>>,
+    /// Chunk buffers already read and processed, for the next chunks: a
+    /// fresh buffer is memory the kernel must fault in and zero again.
+    spare: Mutex<Vec<Vec<u8>>>,
 }
 
 /// Reads `inputs` (files or `-`, in order), extracts `plan`'s outputs for
@@ -196,6 +199,7 @@ pub fn run(
         input_bytes: Arc::new(AtomicU64::new(0)),
         observer,
         helper,
+        spare: Mutex::new(Vec::new()),
     };
     let window = threads as u64 * 2 + 1;
     match hook {
@@ -266,7 +270,11 @@ fn worker<'h>(
         if let Some(hook) = hook.as_deref() {
             lock(&shared.order).summary.transforms = hook.counts();
         }
-        deliver(shared, chunk.seq, processed);
+        let seq = chunk.seq;
+        let mut data = chunk.data;
+        data.clear();
+        lock(&shared.spare).push(data);
+        deliver(shared, seq, processed);
     }
 }
 
@@ -356,7 +364,7 @@ fn read_chunk(shared: &Shared<'_>) -> Option<Chunk> {
         }
         let reader = st.current.as_mut().expect("opened above");
         let source: Arc<str> = Arc::from(reader.name());
-        let mut data = Vec::new();
+        let mut data = lock(&shared.spare).pop().unwrap_or_default();
         let mut records = Vec::new();
         let mut read_error = None;
         while data.len() < opts.chunk_bytes && records.len() < opts.chunk_records {

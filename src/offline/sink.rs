@@ -403,12 +403,7 @@ impl Sink for IpcSink {
 
     fn write(&mut self, item: Prepared) -> Result<(), SinkError> {
         let message = match item {
-            Prepared::Batch(batch) => {
-                if self.encoder.is_none() {
-                    self.encoder = Some(IpcEncoder::new()?);
-                }
-                self.encoder.as_mut().expect("made above").message(batch)?
-            }
+            Prepared::Batch(batch) => self.encoder.get_or_insert_with(IpcEncoder::new).message(batch)?,
             Prepared::Ipc(message) => message,
             Prepared::Frames(_) => return Err(SinkError::Format { found: "frames", expected: "arrow" }),
         };
@@ -418,8 +413,7 @@ impl Sink for IpcSink {
     }
 
     fn encoder(&self) -> Option<Box<dyn BatchEncoder>> {
-        // Should one fail to start, that worker leaves its batches to `write`.
-        IpcEncoder::new().ok().map(|e| Box::new(e) as Box<dyn BatchEncoder>)
+        Some(Box::new(IpcEncoder::new()))
     }
 
     fn finish(&mut self) -> Result<(), SinkError> {
@@ -444,24 +438,36 @@ pub struct IpcMessage {
 }
 
 /// Turns batches into IPC record batch messages (without the stream's schema
-/// message, which the sink writes once).
+/// message, which the sink writes once): `ipc::Encoder` for the tables fex
+/// makes, arrow-ipc's own encoder for anything else.
 struct IpcEncoder {
-    inner: arrow_ipc::writer::StreamEncoder,
+    fast: super::ipc::Encoder,
+    general: Option<arrow_ipc::writer::StreamEncoder>,
 }
 
 impl IpcEncoder {
-    fn new() -> Result<Self, SinkError> {
-        // arrow-ipc's encoder puts the schema message before its first
-        // batch; that one is spent here on an empty batch of no columns, and
-        // the encoder never uses its schema again (no dictionaries).
-        let nothing = Arc::new(arrow_schema::Schema::empty());
-        let mut inner = arrow_ipc::writer::StreamEncoder::try_new(&nothing)?;
-        inner.encode(&RecordBatch::new_empty(nothing))?;
-        Ok(Self { inner })
+    fn new() -> Self {
+        Self { fast: super::ipc::Encoder::new(), general: None }
     }
 
     fn message(&mut self, batch: RecordBatch) -> Result<IpcMessage, SinkError> {
-        let buffers = self.inner.encode(&batch)?;
+        if let Some(buffers) = self.fast.encode(&batch) {
+            return Ok(IpcMessage { schema: batch.schema(), buffers });
+        }
+        let general = match &mut self.general {
+            Some(general) => general,
+            None => {
+                // arrow-ipc's encoder puts the schema message before its
+                // first batch; that one is spent here on an empty batch of
+                // no columns, and the encoder never uses its schema again
+                // (no dictionaries).
+                let nothing = Arc::new(arrow_schema::Schema::empty());
+                let mut general = arrow_ipc::writer::StreamEncoder::try_new(&nothing)?;
+                general.encode(&RecordBatch::new_empty(nothing))?;
+                self.general.insert(general)
+            }
+        };
+        let buffers = general.encode(&batch)?;
         Ok(IpcMessage { schema: batch.schema(), buffers })
     }
 }
