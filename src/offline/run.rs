@@ -322,11 +322,7 @@ fn flush(shared: &Shared<'_>, hook: &mut dyn RowsHook) {
             ex.write(shared.plan, rows, policy, &mut out).map_err(extract)?;
             rows_written += out.batch_size as u64;
             let item = match shared.format {
-                Format::Responses => {
-                    let mut frames = Vec::new();
-                    frame_response(shared.plan, out, &mut frames);
-                    Prepared::Frames(frames)
-                }
+                Format::Responses => Prepared::Frames(frame_response(shared.plan, out)),
                 Format::Table => Prepared::Batch(
                     super::table::to_batch(out, shared.plan).map_err(|e| end(BadError::Arrow(e.to_string())))?,
                 ),
@@ -430,7 +426,6 @@ fn process<'h>(
     let per_record =
         shared.format == Format::Responses || shared.options.payload == Payload::ExampleBatch || hook.is_some();
     if per_record {
-        let mut frames = Vec::new();
         for (i, payload) in payloads.iter().enumerate() {
             let one = [*payload];
             let result = unit(shared, ex, chunk, i, &one, hook.as_deref_mut());
@@ -438,15 +433,12 @@ fn process<'h>(
                 Ok(out) => {
                     p.rows_written += out.batch_size as u64;
                     match shared.format {
-                        Format::Responses => frame_response(shared.plan, out, &mut frames),
+                        Format::Responses => p.items.push(Prepared::Frames(frame_response(shared.plan, out))),
                         Format::Table => table(out, i, &mut p),
                     }
                 }
                 Err(bad) => p.bad.push(bad),
             }
-        }
-        if shared.format == Format::Responses {
-            p.items.push(Prepared::Frames(frames));
         }
     } else {
         // Examples and Instances: the chunk's records in one call; when it
@@ -519,7 +511,9 @@ fn blame(e: &crate::ExtractError, n: usize) -> usize {
     e.row().filter(|&r| r < n && n > 1).unwrap_or(0)
 }
 
-fn frame_response(plan: &Plan, out: Extracted, frames: &mut Vec<u8>) {
+/// One record's response, framed, in a buffer of its exact size (one per
+/// record: growing a chunk's buffer copied its bytes again).
+fn frame_response(plan: &Plan, out: Extracted) -> Vec<u8> {
     let response = ExtractResponse {
         model: plan.name.clone(),
         model_version: plan.identity().version.clone(),
@@ -527,8 +521,10 @@ fn frame_response(plan: &Plan, out: Extracted, frames: &mut Vec<u8>) {
         tensors: out.into_tensors(),
     };
     let len = response.encoded_len();
-    frames.extend_from_slice(&(len as u64).to_le_bytes());
-    response.encode(frames).expect("a Vec grows as needed");
+    let mut frame = Vec::with_capacity(8 + len);
+    frame.extend_from_slice(&(len as u64).to_le_bytes());
+    response.encode(&mut frame).expect("the buffer holds the encoded length");
+    frame
 }
 
 /// Hands a chunk's output to the writer. Whoever finds the next chunk ready
