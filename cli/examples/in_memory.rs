@@ -26,10 +26,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    anyhow::ensure!(
-        args.len() == 4 || args.len() == 5,
-        "usage: in_memory MODEL FILE RECORDS [parquet|parquet-none]"
-    );
+    anyhow::ensure!(args.len() == 4 || args.len() == 5, "usage: in_memory MODEL FILE RECORDS [parquet|parquet-none]");
     let plan = Plan::from_file(std::path::Path::new(&args[1]))?;
     let limit: usize = args[3].parse()?;
     let parquet = match args.get(4).map(String::as_str) {
