@@ -6,13 +6,13 @@
 //! arrow-ipc's own builders in arrow-ipc's order, so the bytes are the ones
 //! `arrow_ipc::writer::StreamWriter` writes (with its default options:
 //! metadata V5, 64-byte alignment, no compression). tests/offline.rs
-//! compares them, for every layout. A batch it does not know (nulls, sliced
-//! offsets, other types, no rows) is left to arrow-ipc: `encode` says None.
+//! compares them, for every layout. A batch it does not know (nulls, other
+//! types, no rows) is left to arrow-ipc: `encode` says None.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{Array, OffsetSizeTrait, RecordBatch};
-use arrow_buffer::{Buffer, OffsetBuffer};
+use arrow_buffer::{ArrowNativeType, Buffer, OffsetBuffer};
 use arrow_schema::DataType;
 
 /// Every body buffer starts at a multiple of this.
@@ -133,22 +133,24 @@ impl Encoder {
     }
 
     /// Writes the offsets of rows `start..start + len` and returns the range
-    /// of values they cover; None unless they start at 0 (arrow-ipc would
-    /// rewrite them).
+    /// of values they cover. Offsets that do not start at 0 (a slice of
+    /// rows: a keyed-jagged output's keys) are rebased, as arrow-ipc does.
     fn offsets<O: OffsetSizeTrait>(
         &mut self,
         offsets: &OffsetBuffer<O>,
         start: usize,
         len: usize,
     ) -> Option<(usize, usize)> {
-        let first = offsets.get(start)?.as_usize();
-        let last = offsets.get(start + len)?.as_usize();
-        if first != 0 {
-            return None;
-        }
-        let width = std::mem::size_of::<O>();
-        self.buffer(offsets.inner().inner().slice_with_length(start * width, (len + 1) * width));
-        Some((first, last))
+        let rows = offsets.get(start..start + len + 1)?;
+        let (first, last) = (rows[0], rows[len]);
+        let buffer = if first == O::zero() {
+            let width = std::mem::size_of::<O>();
+            offsets.inner().inner().slice_with_length(start * width, (len + 1) * width)
+        } else {
+            Buffer::from_vec(rows.iter().map(|&o| o - first).collect::<Vec<O>>())
+        };
+        self.buffer(buffer);
+        Some((first.as_usize(), last.as_usize()))
     }
 
     fn values(&mut self, values: &Buffer, width: usize, start: usize, len: usize) -> Option<()> {
@@ -276,18 +278,21 @@ mod tests {
             let bytes: Vec<u8> = parts.iter().flat_map(|p| p.as_slice().iter().copied()).collect();
             assert!(bytes == arrow_ipc_message(&batch), "the message differs from arrow-ipc's");
         }
-        // Each column alone, too.
+        // Each column alone, too, and slices of rows: offsets that do not
+        // start at 0 are rebased (keyed-jagged columns are such slices).
         for i in 0..batch.num_columns() {
             let one = batch.project(&[i]).unwrap();
             assert_eq!(ours(&one), Some(arrow_ipc_message(&one)), "column {}", batch.schema().field(i).name());
+        }
+        for (start, len) in [(1, 2), (2, 1), (1, 1), (0, 2)] {
+            let rows = batch.slice(start, len);
+            assert_eq!(ours(&rows), Some(arrow_ipc_message(&rows)), "rows {start}..{}", start + len);
         }
     }
 
     #[test]
     fn batches_it_does_not_know_are_left_to_arrow_ipc() {
         let batch = every_layout();
-        // A slice of rows: list offsets no longer start at 0.
-        assert_eq!(ours(&batch.slice(1, 2)), None);
         // Nulls.
         let nulls: ArrayRef = Arc::new(PrimitiveArray::<Int64Type>::new(
             ScalarBuffer::from(vec![1, 2]),
