@@ -12,7 +12,7 @@
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, UInt64Type};
 use arrow_array::{Array, OffsetSizeTrait, RecordBatch};
-use arrow_buffer::{ArrowNativeType, Buffer, OffsetBuffer};
+use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::DataType;
 
 /// Every body buffer starts at a multiple of this.
