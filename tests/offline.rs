@@ -10,6 +10,9 @@ use fex::records::write_record;
 use fex::{Extractor, Input, Plan, Rows};
 
 const MODEL: &str = "name: m\nfeatures:\n  - {name: ids, kind: sparse}\n";
+/// The same list as a second output too (a keyed-jagged one): a table of
+/// several fields, whose row groups are encoded a field at a time.
+const WIDE_MODEL: &str = "name: m\nfeatures:\n  - {name: ids, kind: sparse}\n  - {name: kjt, op: kjt, inputs: [ids]}\n";
 
 /// A batch of `rows` rows whose row r holds the one fid `base + r`.
 fn batch(base: u64, rows: u64) -> Vec<u8> {
@@ -203,7 +206,7 @@ fn parquet_row_groups_are_exact_whoever_encodes_them() {
     let records: Vec<Vec<u8>> = (0..30).map(|i| batch(i * 100, 1 + i % 7)).collect();
     let rows: u64 = (0..30).map(|i| 1 + i % 7).sum();
     let (_dir, path) = file(&records);
-    let plan = Plan::from_yaml(MODEL).unwrap();
+    let plan = Plan::from_yaml(WIDE_MODEL).unwrap();
     let parquet = ParquetOptions { row_group_size: 10, ..ParquetOptions::default() };
     let options = |threads| Options { threads, chunk_records: 2, ..Options::default() };
     let through_run = |threads| {

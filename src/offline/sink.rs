@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_writer::{ArrowColumnChunk, ArrowRowGroupWriterFactory, compute_leaves};
+use parquet::arrow::arrow_writer::{ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -112,9 +112,9 @@ impl Default for ParquetOptions {
 /// rows in input order (the last one may be shorter), so the file does not
 /// depend on how the input was chunked or on the thread count. Encoding a
 /// row group's column chunks is the expensive part; it is queued as a job
-/// (`Sink::helper`) that the run's worker threads take between chunks, and
-/// whoever finishes a row group appends every finished one to the file in
-/// order. Without helpers the sink encodes on its own thread once more
+/// per field (`Sink::helper`) that the run's worker threads take between
+/// chunks, and whoever finishes a row group's last job appends every
+/// finished row group to the file in order. Without helpers the sink encodes on its own thread once more
 /// than one row group waits, so memory stays bounded either way.
 pub struct ParquetSink {
     out: Option<Box<dyn Write + Send>>,
@@ -133,19 +133,73 @@ pub struct ParquetSink {
 /// Queued row groups above which `write` encodes one itself.
 const MAX_QUEUED: usize = 1;
 
-/// What encoding a row group needs: the column writers' factory and the
-/// Arrow schema its batches have.
+/// What encoding a row group needs: the column writers' factory, the Arrow
+/// schema its batches have, and how many Parquet leaf columns each field
+/// has (which of a row group's column writers are whose).
 struct Encoder {
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
+    leaves: Vec<usize>,
 }
 
 impl Encoder {
-    fn encode(&self, index: usize, rows: &[RecordBatch]) -> Result<Vec<ArrowColumnChunk>, SinkError> {
-        let mut writers = self.factory.create_column_writers(index)?;
-        for batch in rows {
+    fn new(factory: ArrowRowGroupWriterFactory, schema: SchemaRef) -> Self {
+        let leaves = schema.fields().iter().map(|f| leaf_count(f.data_type())).collect();
+        Self { factory, schema, leaves }
+    }
+
+    /// Row group `index`'s encoding as jobs of one field each (so the
+    /// run's threads share a row group, not only take turns with them),
+    /// or one job for all fields if the writers do not split as expected.
+    fn jobs(self: &Arc<Self>, index: usize, rows: Vec<RecordBatch>) -> Result<Vec<Job>, SinkError> {
+        let writers = self.factory.create_column_writers(index)?;
+        let rows = Arc::new(rows);
+        let job = |fields: std::ops::Range<usize>, writers| Job {
+            group: index,
+            fields,
+            writers,
+            rows: Arc::clone(&rows),
+            encoder: Arc::clone(self),
+        };
+        if self.leaves.iter().sum::<usize>() != writers.len() {
+            return Ok(vec![job(0..self.leaves.len(), writers)]);
+        }
+        let mut writers = writers.into_iter();
+        Ok(self.leaves.iter().enumerate().map(|(i, &n)| job(i..i + 1, writers.by_ref().take(n).collect())).collect())
+    }
+}
+
+/// How many Parquet leaf columns an Arrow type is written as.
+fn leaf_count(data_type: &arrow_schema::DataType) -> usize {
+    use arrow_schema::DataType as T;
+    match data_type {
+        T::List(f) | T::LargeList(f) | T::FixedSizeList(f, _) | T::ListView(f) | T::LargeListView(f) | T::Map(f, _) => {
+            leaf_count(f.data_type())
+        }
+        T::Struct(fields) => fields.iter().map(|f| leaf_count(f.data_type())).sum(),
+        T::RunEndEncoded(_, values) => leaf_count(values.data_type()),
+        _ => 1,
+    }
+}
+
+/// Some fields of a row group, waiting to be encoded into their column
+/// chunks.
+struct Job {
+    group: usize,
+    fields: std::ops::Range<usize>,
+    /// The column writers of those fields' leaves, in order.
+    writers: Vec<ArrowColumnWriter>,
+    rows: Arc<Vec<RecordBatch>>,
+    encoder: Arc<Encoder>,
+}
+
+impl Job {
+    fn encode(self) -> Result<Vec<ArrowColumnChunk>, SinkError> {
+        let Job { fields, mut writers, rows, encoder, .. } = self;
+        let schema_fields = &encoder.schema.fields()[fields.clone()];
+        for batch in rows.iter() {
             let mut leaves_out = writers.iter_mut();
-            for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+            for (field, column) in schema_fields.iter().zip(&batch.columns()[fields.clone()]) {
                 for leaf in compute_leaves(field, column)? {
                     let writer = leaves_out.next().ok_or_else(|| {
                         arrow_schema::ArrowError::SchemaError(format!(
@@ -157,31 +211,35 @@ impl Encoder {
                 }
             }
         }
+        drop(rows);
         Ok(writers.into_iter().map(|w| w.close()).collect::<Result<_, _>>()?)
     }
 }
 
-/// A row group's rows, waiting to be encoded.
-struct Job {
-    index: usize,
-    rows: Vec<RecordBatch>,
-    encoder: Arc<Encoder>,
-}
-
-/// Row groups waiting to be encoded, and the file they are appended to.
+/// Row groups' jobs waiting to be done, and the file they are appended to.
 #[derive(Default)]
 struct Pipeline {
     queue: Mutex<VecDeque<Job>>,
     file: Mutex<Appender>,
 }
 
-/// The file, the next row group it takes, and row groups encoded ahead of it.
+/// The file, the next row group it takes, and the parts of row groups
+/// encoded so far (each field's column chunks, by field).
 #[derive(Default)]
 struct Appender {
     writer: Option<SerializedFileWriter<Box<dyn Write + Send>>>,
     next: usize,
-    done: BTreeMap<usize, Vec<ArrowColumnChunk>>,
+    done: BTreeMap<usize, Parts>,
     failed: bool,
+}
+
+/// A row group's column chunks as its jobs finish.
+#[derive(Default)]
+struct Parts {
+    /// By first field.
+    chunks: BTreeMap<usize, Vec<ArrowColumnChunk>>,
+    /// Jobs not finished yet.
+    left: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -189,18 +247,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Pipeline {
+    /// Row groups with work still queued.
     fn queued(&self) -> usize {
-        lock(&self.queue).len()
+        let queue = lock(&self.queue);
+        match (queue.front(), queue.back()) {
+            (Some(first), Some(last)) => last.group - first.group + 1,
+            _ => 0,
+        }
+    }
+
+    fn push(&self, jobs: Vec<Job>) {
+        let Some(first) = jobs.first() else { return };
+        let (group, n) = (first.group, jobs.len());
+        lock(&self.file).done.insert(group, Parts { chunks: BTreeMap::new(), left: n });
+        lock(&self.queue).extend(jobs);
     }
 }
 
 impl SinkHelper for Pipeline {
     fn help(&self) -> Result<bool, SinkError> {
-        let Some(Job { index, rows, encoder }) = lock(&self.queue).pop_front() else {
+        let Some(job) = lock(&self.queue).pop_front() else {
             return Ok(false);
         };
-        let encoded = encoder.encode(index, &rows);
-        drop(rows);
+        let (group, first) = (job.group, job.fields.start);
+        let encoded = job.encode();
         let mut file = lock(&self.file);
         let chunks = match encoded {
             Ok(chunks) => chunks,
@@ -212,13 +282,17 @@ impl SinkHelper for Pipeline {
         if file.failed {
             return Ok(true);
         }
-        file.done.insert(index, chunks);
+        let parts = file.done.get_mut(&group).expect("a row group's parts are made when it is queued");
+        parts.chunks.insert(first, chunks);
+        parts.left -= 1;
+        // Append every finished row group that is next, in order.
         let file = &mut *file;
-        while let Some(chunks) = file.done.remove(&file.next) {
+        while file.done.get(&file.next).is_some_and(|p| p.left == 0) {
+            let parts = file.done.remove(&file.next).expect("just seen");
             let appended = (|| -> Result<(), SinkError> {
                 let writer = file.writer.as_mut().expect("the file is open while row groups are queued");
                 let mut group = writer.next_row_group()?;
-                for chunk in chunks {
+                for chunk in parts.chunks.into_values().flatten() {
                     chunk.append_to_row_group(&mut group)?;
                 }
                 group.close()?;
@@ -282,7 +356,7 @@ impl ParquetSink {
         let writer = ArrowWriter::try_new(out, Arc::clone(&schema), Some(self.props.clone()))?;
         let (writer, factory) = writer.into_serialized_writer()?;
         lock(&self.pipeline.file).writer = Some(writer);
-        let encoder = Arc::new(Encoder { factory, schema });
+        let encoder = Arc::new(Encoder::new(factory, schema));
         self.encoder = Some(Arc::clone(&encoder));
         Ok(encoder)
     }
@@ -292,7 +366,7 @@ impl ParquetSink {
     fn queue_group(&mut self, encoder: Arc<Encoder>) -> Result<(), SinkError> {
         let rows = std::mem::take(&mut self.filling);
         self.filling_rows = 0;
-        lock(&self.pipeline.queue).push_back(Job { index: self.groups, rows, encoder });
+        self.pipeline.push(encoder.jobs(self.groups, rows)?);
         self.groups += 1;
         while self.pipeline.queued() > MAX_QUEUED {
             self.pipeline.help()?;
@@ -560,5 +634,42 @@ impl Sink for CollectSink {
 
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{DataType, Field, Fields, Schema};
+
+    use super::*;
+
+    #[test]
+    fn leaf_counts_split_a_row_groups_writers_by_field() {
+        let item = |t: DataType| Arc::new(Field::new("item", t, false));
+        let weighted = DataType::Struct(Fields::from(vec![
+            Field::new("value", DataType::UInt64, false),
+            Field::new("weight", DataType::Float32, false),
+        ]));
+        let fields = vec![
+            Field::new("ids", DataType::List(item(DataType::Int64)), false),
+            Field::new("weighted", DataType::LargeList(item(weighted)), false),
+            Field::new("sequence", DataType::List(item(DataType::FixedSizeList(item(DataType::Int64), 2))), false),
+            Field::new("dense", DataType::FixedSizeList(item(DataType::Float32), 6), false),
+            Field::new("strings", DataType::LargeBinary, false),
+            Field::new("scalar", DataType::Float64, false),
+        ];
+        let schema = Arc::new(Schema::new(fields));
+        let writer = ArrowWriter::try_new(Vec::new(), Arc::clone(&schema), None).unwrap();
+        let (_file, factory) = writer.into_serialized_writer().unwrap();
+        let writers = factory.create_column_writers(0).unwrap().len();
+        let encoder = Arc::new(Encoder::new(factory, schema));
+        assert_eq!(encoder.leaves, [1, 2, 1, 1, 1, 1]);
+        assert_eq!(encoder.leaves.iter().sum::<usize>(), writers);
+        // One job per field, each with its own leaves' writers.
+        let jobs = encoder.jobs(0, Vec::new()).unwrap();
+        let split: Vec<(usize, usize)> = jobs.iter().map(|j| (j.fields.start, j.writers.len())).collect();
+        assert_eq!(split, [(0, 1), (1, 2), (2, 1), (3, 1), (4, 1), (5, 1)]);
     }
 }
