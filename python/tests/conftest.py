@@ -45,6 +45,14 @@ def plan():
 
 
 @pytest.fixture(scope="session")
+def request_bytes():
+    """The benchmark's ranking request: an ExampleBatch of 256 rows for
+    the default model."""
+    with open(os.path.join(ROOT, "benches", "data", "default_b256.pb"), "rb") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="session")
 def protos():
     import test_grpcio
 

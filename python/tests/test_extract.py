@@ -3,7 +3,6 @@ library's buffers (no copy), errors carry their fields, plans pickle with
 their files, and the conversions keep values and memory."""
 
 import gc
-import os
 import pickle
 import threading
 import tracemalloc
@@ -12,16 +11,6 @@ import numpy as np
 import pytest
 
 import fex
-
-from conftest import ROOT
-
-REQUEST = os.path.join(ROOT, "benches", "data", "default_b256.pb")
-
-
-@pytest.fixture(scope="module")
-def request_bytes():
-    with open(REQUEST, "rb") as f:
-        return f.read()
 
 
 @pytest.fixture(scope="module")

@@ -17,15 +17,6 @@ import fex
 
 from conftest import ROOT, binary, read_framed
 
-REQUEST = os.path.join(ROOT, "benches", "data", "default_b256.pb")
-
-
-@pytest.fixture(scope="module")
-def request_bytes():
-    with open(REQUEST, "rb") as f:
-        return f.read()
-
-
 @pytest.fixture(scope="module")
 def big_batch(tmp_path_factory):
     """One ExampleBatch of 4096 rows, the default model's most."""

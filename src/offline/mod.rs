@@ -17,6 +17,6 @@ pub use hook::{RecordCtx, RowsHook};
 pub use report::{BadError, BadRecord, RunError, Summary};
 pub use run::{Observer, OnError, Options, Payload, Quiet, run};
 pub use sink::{
-    BatchEncoder, CollectSink, Format, IpcMessage, IpcSink, OUTPUT_BUFFER, ParquetCodec, ParquetOptions, ParquetSink,
-    Prepared, ResponsesSink, Sink, SinkError, SinkHelper, buffered,
+    BatchEncoder, CollectSink, Format, IpcMessage, IpcSink, ParquetCodec, ParquetOptions, ParquetSink, Prepared,
+    ResponsesSink, Sink, SinkError, SinkHelper, buffered,
 };

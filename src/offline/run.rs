@@ -321,12 +321,7 @@ fn flush(shared: &Shared<'_>, hook: &mut dyn RowsHook) {
             let mut out = Extracted::default();
             ex.write(shared.plan, rows, policy, &mut out).map_err(extract)?;
             rows_written += out.batch_size as u64;
-            let item = match shared.format {
-                Format::Responses => Prepared::Frames(frame_response(shared.plan, out)),
-                Format::Table => Prepared::Batch(
-                    super::table::to_batch(out, shared.plan).map_err(|e| end(BadError::Arrow(e.to_string())))?,
-                ),
-            };
+            let item = prepare(shared.plan, shared.format, out, None).map_err(|e| end(BadError::Arrow(e)))?;
             sink.write(item)?;
         }
         Ok(rows_written)
@@ -408,17 +403,12 @@ fn process<'h>(
     let mut p = Processed { records: chunk.records.len() as u64, ..Processed::default() };
     p.payload_bytes = chunk.records.iter().map(|(m, _)| m.len as u64).sum();
     let payloads = chunk.payloads();
-    // Each record's batch goes to the sink as it is (concatenating a chunk's
-    // batches copied the whole table once more), prepared by the sink's
-    // encoder while it is still in this core's cache.
-    let mut table = |out: Extracted, i: usize, p: &mut Processed| {
-        let prepared = super::table::to_batch(out, shared.plan).map_err(|e| e.to_string()).and_then(|b| match encoder
-            .as_deref_mut()
-        {
-            Some(encoder) => encoder.encode(b).map_err(|e| e.to_string()),
-            None => Ok(Prepared::Batch(b)),
-        });
-        match prepared {
+    // Each record's output goes to the sink as it is (concatenating a
+    // chunk's batches copied the whole table once more), prepared by the
+    // sink's encoder while it is still in this core's cache.
+    let mut push = |out: Extracted, i: usize, p: &mut Processed| {
+        p.rows_written += out.batch_size as u64;
+        match prepare(shared.plan, shared.format, out, encoder.as_deref_mut()) {
             Ok(item) => p.items.push(item),
             Err(e) => p.bad.push(BadRecord::at(&chunk.at(), i, BadError::Arrow(e))),
         }
@@ -427,16 +417,8 @@ fn process<'h>(
         shared.format == Format::Responses || shared.options.payload == Payload::ExampleBatch || hook.is_some();
     if per_record {
         for (i, payload) in payloads.iter().enumerate() {
-            let one = [*payload];
-            let result = unit(shared, ex, chunk, i, &one, hook.as_deref_mut());
-            match result {
-                Ok(out) => {
-                    p.rows_written += out.batch_size as u64;
-                    match shared.format {
-                        Format::Responses => p.items.push(Prepared::Frames(frame_response(shared.plan, out))),
-                        Format::Table => table(out, i, &mut p),
-                    }
-                }
+            match unit(shared, ex, chunk, i, &[*payload], hook.as_deref_mut()) {
+                Ok(out) => push(out, i, &mut p),
                 Err(bad) => p.bad.push(bad),
             }
         }
@@ -444,17 +426,11 @@ fn process<'h>(
         // Examples and Instances: the chunk's records in one call; when it
         // fails, one record at a time, to name the bad ones.
         match unit(shared, ex, chunk, 0, &payloads, None) {
-            Ok(out) => {
-                p.rows_written += out.batch_size as u64;
-                table(out, 0, &mut p);
-            }
+            Ok(out) => push(out, 0, &mut p),
             Err(_) => {
                 for (i, payload) in payloads.iter().enumerate() {
                     match unit(shared, ex, chunk, i, &[*payload], None) {
-                        Ok(out) => {
-                            p.rows_written += out.batch_size as u64;
-                            table(out, i, &mut p);
-                        }
+                        Ok(out) => push(out, i, &mut p),
                         Err(bad) => p.bad.push(bad),
                     }
                 }
@@ -509,6 +485,27 @@ fn unit<'h>(
 /// The record (of `n`) an error of an Examples call belongs to.
 fn blame(e: &crate::ExtractError, n: usize) -> usize {
     e.row().filter(|&r| r < n && n > 1).unwrap_or(0)
+}
+
+/// An extraction's output as the sink's item: its framed response, or its
+/// rows as a record batch, encoded by the worker's `encoder` when the sink
+/// gave one. An error is Arrow's, as text.
+fn prepare(
+    plan: &Plan,
+    format: Format,
+    out: Extracted,
+    encoder: Option<&mut (dyn BatchEncoder + '_)>,
+) -> Result<Prepared, String> {
+    match format {
+        Format::Responses => Ok(Prepared::Frames(frame_response(plan, out))),
+        Format::Table => {
+            let batch = super::table::to_batch(out, plan).map_err(|e| e.to_string())?;
+            match encoder {
+                Some(encoder) => encoder.encode(batch).map_err(|e| e.to_string()),
+                None => Ok(Prepared::Batch(batch)),
+            }
+        }
+    }
 }
 
 /// One record's response, framed, in a buffer of its exact size (one per

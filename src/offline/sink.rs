@@ -26,13 +26,14 @@ pub enum Format {
     Responses,
 }
 
-/// One chunk's output, prepared off the sink's thread.
+/// One extraction's output (a record's; a chunk's of Examples), prepared
+/// off the sink's thread.
 #[derive(Debug)]
 pub enum Prepared {
     Batch(RecordBatch),
     /// A batch already encoded as an Arrow IPC message (`IpcSink::encoder`).
     Ipc(IpcMessage),
-    /// Already framed: `[u64 LE length][ExtractResponse]` per record.
+    /// Already framed: `[u64 LE length][ExtractResponse]`.
     Frames(Vec<u8>),
 }
 
@@ -578,7 +579,7 @@ pub fn buffered(out: impl Write + Send + 'static) -> Box<dyn Write + Send> {
 }
 
 /// `buffered`'s buffer size.
-pub const OUTPUT_BUFFER: usize = 64 << 10;
+const OUTPUT_BUFFER: usize = 64 << 10;
 
 /// Framed `fex.v1.ExtractResponse` records.
 pub struct ResponsesSink {
