@@ -231,6 +231,305 @@ fn add_label_samples_negatives_as_action_label_does_online() {
     assert_eq!(off, on);
 }
 
+/// Keeps column `name` of the rows `transform` leaves of `rows` (Examples).
+fn after(features: &str, transform: &str, rows: &str) -> Extracted {
+    let p = plan(features, &format!("    - {transform}\n"));
+    run(&p, &[examples(rows)], &mut Transforms::new(&p)).remove(0)
+}
+
+const RT: &str = "  - {name: rt, kind: line_id, field: req_time}\n";
+
+/// special_strategy (variant_filter_kernel.cc, `SpecialStrategyOp::DoCompute`,
+/// lines 323-372): a row without special strategies is kept by
+/// keep_empty_strategy (331-338); the first listed strategy the row has
+/// decides (340-343); at sample rate 1 it is kept and takes the
+/// strategy's label as its first (348-362); a listed strategy without a
+/// rate keeps the row (366-367); strategies none of them listed drop it.
+#[test]
+fn special_strategy_keeps_relabels_and_drops_as_the_kernel() {
+    let features = format!("{RT}  - {{name: label, kind: label, shape: [1]}}\n");
+    let rows = "    - {line_id: {req_time: 1}, label: [0.0]}
+    - {line_id: {req_time: 2, special_strategies: [5]}, label: [0.0]}
+    - {line_id: {req_time: 3, special_strategies: [6]}, label: [0.0]}
+    - {line_id: {req_time: 4, special_strategies: [9, 7]}, label: [0.0]}
+    - {line_id: {req_time: 5, special_strategies: [8]}, label: [0.0]}
+";
+    let t = "{transform: special_strategy, strategy_list: [7, 5, 8], strategy_conf: \"5:1.0:2.0,7:1:3.0,8:0:4.0\"}";
+    let out = after(&features, t, rows);
+    // Row 5's rate 0 keeps it only for a draw of exactly 0.
+    assert_eq!(out.tensor("rt").unwrap().i64s(), [1, 2, 4]);
+    assert_eq!(out.tensor("label").unwrap().f32s(), [0.0, 2.0, 3.0]);
+    let t = "{transform: special_strategy, strategy_list: [6], keep_empty_strategy: false}";
+    assert_eq!(after(&features, t, rows).tensor("rt").unwrap().i64s(), [3]);
+}
+
+/// special_strategy below rate 1 keeps a row when its draw is at most the
+/// rate (line 351). The draw is a hash of the row under `seed`, so the
+/// same seed keeps the same rows; over 1000 rows at rate 0.3 the kept
+/// count is Binomial(1000, 0.3): mean 300, sd 14.5, and the bound below
+/// is 5 sd.
+#[test]
+fn special_strategy_samples_at_its_rate_reproducibly() {
+    let rows: String =
+        (0..1000).map(|i| format!("    - {{line_id: {{req_time: {i}, special_strategies: [5]}}}}\n")).collect();
+    let kept = |seed: u64| {
+        let t = format!("{{transform: special_strategy, strategy_list: [5], strategy_conf: \"5:0.3\", seed: {seed}}}");
+        after(RT, &t, &rows).tensor("rt").unwrap().i64s()
+    };
+    let (a, b) = (kept(1), kept(2));
+    assert!((228..=372).contains(&a.len()), "{}", a.len());
+    assert_eq!(kept(1), a, "a seed fixes the draws");
+    assert_ne!(a, b, "another seed draws again");
+}
+
+/// negative_sample (variant_filter_kernel.cc, `NegativeSampleOp`, lines
+/// 413-492): a row whose label[label_index] is below threshold is dropped
+/// when its draw in [0, 0.999] is below the drop rate: drop_rate 1 drops
+/// every negative and keeps every positive; with action_priority and
+/// per_action_drop_rate the row's most prior listed action picks the rate
+/// (483-492); a row with no listed action falls back to drop_rate.
+#[test]
+fn negative_sample_drops_negatives_by_rate_and_action() {
+    let features = format!("{RT}  - {{name: label, kind: label, shape: [2]}}\n");
+    let rows = "    - {line_id: {req_time: 1, actions: [2, 1]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 2, actions: [2, 1]}, label: [1.0, 0.0]}
+    - {line_id: {req_time: 3, actions: [2]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 4, actions: [3]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 5}, label: [1.0]}
+";
+    let rt = |t: &str| after(&features, t, rows).tensor("rt").unwrap().i64s();
+    assert_eq!(rt("{transform: negative_sample, drop_rate: 1.0, label_index: 1}"), [2, 5]);
+    assert_eq!(rt("{transform: negative_sample, drop_rate: 0.0, label_index: 1}"), [1, 2, 3, 4, 5]);
+    assert_eq!(rt("{transform: negative_sample, drop_rate: 1.0}"), [1, 2, 3, 4, 5], "label 0 is positive");
+    let per_action = "{transform: negative_sample, drop_rate: 1.0, label_index: 1, action_priority: \"1,2\", per_action_drop_rate: \"1:0.0,2:1.0\"}";
+    assert_eq!(rt(per_action), [1, 2, 5]);
+}
+
+/// negative_sample at drop_rate 0.5 over 1000 negatives keeps
+/// Binomial(1000, 0.5) of them (the draw is in steps of 1/1000, line 428):
+/// mean 500, sd 15.8; the bound is 5 sd.
+#[test]
+fn negative_sample_keeps_about_one_minus_the_drop_rate() {
+    let rows: String = (0..1000).map(|i| format!("    - {{line_id: {{req_time: {i}}}, label: [-1.0]}}\n")).collect();
+    let kept = after(RT, "{transform: negative_sample, drop_rate: 0.5, seed: 9}", &rows).tensor("rt").unwrap().i64s();
+    assert!((421..=579).contains(&kept.len()), "{}", kept.len());
+}
+
+/// filter_by_feature_value (value_filter_by_feature.cc,
+/// `IsInstanceOfInterest`, lines 178-416): the feature's single value is
+/// compared as relational_utils.h compares (between is [lo, hi)); set ops
+/// read an int64 list whole; a row without the feature, with another list
+/// type, or with a list of several values, is kept only by keep_empty.
+#[test]
+fn filter_by_feature_value_compares_one_feature_value() {
+    let rows = "    - {line_id: {req_time: 1}, features: {price: {float_list: [1.5]}, tags: {int64_list: [1, 2]}, name: {bytes_list: [abc]}}}
+    - {line_id: {req_time: 2}, features: {price: {float_list: [3.0]}, tags: {int64_list: [3]}, name: {bytes_list: [xbc]}}}
+    - {line_id: {req_time: 3}, features: {price: {float_list: [1.0, 2.0]}, tags: {int64_list: []}}}
+    - {line_id: {req_time: 4}, features: {price: {double_list: [2.0]}}}
+    - {line_id: {req_time: 5}}
+";
+    let rt =
+        |t: &str| after(RT, &format!("{{transform: filter_by_feature_value, {t}}}"), rows).tensor("rt").unwrap().i64s();
+    assert_eq!(rt("field: price, type: float, op: ge, operand: 1.5"), [1, 2]);
+    assert_eq!(rt("field: price, type: float, op: between, operand: [1.0, 3.0]"), [1]);
+    assert_eq!(rt("field: price, type: float, op: lt, operand: 2.0, keep_empty: true"), [1, 3, 4, 5]);
+    assert_eq!(rt("field: price, type: double, op: eq, operand: 2.0"), [4]);
+    assert_eq!(rt("field: tags, type: int64, op: any, operand: [2, 3]"), [1, 2]);
+    assert_eq!(rt("field: tags, type: int64, op: all, operand: [1, 2]"), [1]);
+    assert_eq!(rt("field: tags, type: int64, op: eq, operand: 3"), [2]);
+    assert_eq!(rt("field: tags, type: int64, op: diff, operand: [9], keep_empty: true"), [1, 2, 3, 4, 5]);
+    assert_eq!(rt("field: name, type: bytes, op: endswith, operand: bc"), [1, 2]);
+    assert_eq!(rt("field: name, type: bytes, op: in, operand: [xbc]"), [2]);
+}
+
+const LABEL5: &str = "  - {name: label, kind: label, shape: [5]}\n";
+
+/// scatter_label's docstring (feature_utils.py, lines 401-410) and kernel
+/// (scatter_label_kernel.cc, lines 88-104): config "100:3,200:1,300:4" is
+/// 5 tasks; the first label moves to the chnid's index, every other label
+/// is INVALID_LABEL, all of them for another chnid.
+#[test]
+fn scatter_label_follows_the_docstring() {
+    let rows = "    - {line_id: {chnid: 100}, label: [0.7, 9.0]}
+    - {line_id: {chnid: 200}, label: [1.0]}
+    - {line_id: {chnid: 400}, label: [1.0]}
+    - {line_id: {chnid: 300}}
+";
+    let out = after(LABEL5, "{transform: scatter_label, config: \"100:3,200:1,300:4\"}", rows);
+    let i = INVALID;
+    #[rustfmt::skip]
+    assert_eq!(out.tensor("label").unwrap().f32s(), [
+        i, i, i, 0.7, i,
+        i, 1.0, i, i, i,
+        i, i, i, i, i,
+        i, i, i, i, i,
+    ]);
+}
+
+const LABEL2: &str = "  - {name: label, kind: label, shape: [2]}\n";
+
+/// label_upper_bound (label_upper_bound_kernel.cc, lines 68-81): label i
+/// above bound i becomes the bound; a row with fewer labels than bounds is
+/// left as it is. label_normalization (label_normalization_kernel.cc,
+/// lines 73-102) runs each label through every method in order.
+#[test]
+fn label_upper_bound_and_normalization_rewrite_labels() {
+    let rows = "    - {label: [3.0, 0.25]}\n    - {label: [7.0]}\n";
+    let out = after(LABEL2, "{transform: label_upper_bound, label_upper_bounds: [1.0, 0.5]}", rows);
+    assert_eq!(out.tensor("label").unwrap().f32s(), [1.0, 0.25, 7.0, 0.0]);
+    let norm = |methods: &str, values: &str, label: &str| {
+        let t = format!("{{transform: label_normalization, norm_methods: {methods}, norm_values: {values}}}");
+        after(LABEL2, &t, &format!("    - {{label: {label}}}\n")).tensor("label").unwrap().f32s()
+    };
+    // scale by 2, then log(x + 1): 2 -> 1 -> ln 2.
+    assert_eq!(norm("[scale, log]", "[2.0, 1.0]", "[2.0, 7.0]"), [(2.0f64).ln() as f32, (4.5f64).ln() as f32]);
+    assert_eq!(norm("[scale2int]", "[2.0]", "[7.0, -7.0]"), [3.0, -3.0]);
+    assert_eq!(norm("[repow]", "[2.0]", "[3.0, -1.0]"), [9.0, 0.0]);
+    assert_eq!(norm("[pow]", "[2.0]", "[2.0, -1.0]"), [9.0, 0.0]);
+    assert_eq!(norm("[scalelog]", "[2.0]", "[2.0, -6.0]"), [(2.0f64).ln() as f32, f32::NEG_INFINITY]);
+}
+
+/// use_field_as_label as feature_utils_test.py (lines 529-567) shows it,
+/// and its kernel (use_field_as_label_kernel.cc in 0x1997/monolith, a copy
+/// of bytedance/monolith's history, lines 75-87): every label becomes
+/// max(label, value of the field), the value counting 0 when
+/// overwrite_invalid_value and value >= label_threshold. With labels [0,
+/// 0.5] and sample_rate 1: threshold 1.1 gives [1, 1], 0.9 gives [0, 0.5].
+#[test]
+fn use_field_as_label_follows_the_monolith_test() {
+    let rows = "    - {line_id: {sample_rate: 1.0}, label: [0.0, 0.5]}\n    - {label: [2.0, 0.5]}\n";
+    let labels = |extra: &str| {
+        let t = format!("{{transform: use_field_as_label, field: sample_rate{extra}}}");
+        after(LABEL2, &t, rows).tensor("label").unwrap().f32s()
+    };
+    // The second row has no sample_rate: its default, 1.0.
+    assert_eq!(labels(""), [1.0, 1.0, 2.0, 1.0]);
+    assert_eq!(labels(", overwrite_invalid_value: true, label_threshold: 1.1"), [1.0, 1.0, 2.0, 1.0]);
+    assert_eq!(labels(", overwrite_invalid_value: true, label_threshold: 0.9"), [0.0, 0.5, 2.0, 0.5]);
+}
+
+/// add_action (add_action_kernel.cc, lines 94-169): when the LineId field
+/// passes the comparison, the action is appended to LineId.actions (the
+/// field's default when absent: req_time 0).
+#[test]
+fn add_action_appends_an_action_when_the_field_passes() {
+    let features = "  - {name: acts, kind: line_id, field: actions, shape: [3]}\n";
+    let rows = "    - {line_id: {req_time: 100, actions: [1]}}
+    - {line_id: {req_time: 50, actions: [1]}}
+    - {line_id: {req_id: abc}}
+";
+    let acts =
+        |t: &str| after(features, &format!("{{transform: add_action, {t}}}"), rows).tensor("acts").unwrap().i64s();
+    assert_eq!(acts("field: req_time, op: ge, operand: 100, action: 9"), [1, 9, 0, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(acts("field: req_time, op: in, operand: [0, 50], action: -2"), [1, 0, 0, 1, -2, 0, -2, 0, 0]);
+    assert_eq!(acts("field: req_id, op: eq, operand: abc, action: 4"), [1, 0, 0, 1, 0, 0, 4, 0, 0]);
+}
+
+/// multi_label_gen (multi_label_gen_kernel.cc, lines 101-131): the label
+/// value is pos_label / neg_label by the most prior action
+/// (`FindMostPriorAction`, 158-179), else INVALID_LABEL; the row gets
+/// task_num labels, all INVALID_LABEL but the one its head value names
+/// (chnid in decimal, 183-184); use_origin_label takes the first label.
+#[test]
+fn multi_label_gen_puts_one_label_at_the_heads_index() {
+    let rows = "    - {line_id: {chnid: 100, actions: [1]}, label: [0.3]}
+    - {line_id: {chnid: 200, actions: [1, 2]}}
+    - {line_id: {chnid: 100, actions: [5]}}
+    - {line_id: {chnid: 300, actions: [1]}}
+";
+    let labels = |t: &str| {
+        let features = "  - {name: label, kind: label, shape: [3]}\n";
+        let t = format!("{{transform: multi_label_gen, head_to_index: {{100: 0, 200: 2}}, {t}}}");
+        after(features, &t, rows).tensor("label").unwrap().f32s()
+    };
+    let i = INVALID;
+    #[rustfmt::skip]
+    assert_eq!(labels("pos_actions: [1], neg_actions: [2], action_priority: \"2,1\""), [
+        1.0, i, i,
+        i, i, 0.0,
+        i, i, i,
+        i, i, i,
+    ]);
+    #[rustfmt::skip]
+    assert_eq!(labels("use_origin_label: true"), [
+        0.3, i, i,
+        i, i, i,
+        i, i, i,
+        i, i, i,
+    ]);
+}
+
+/// instance_reweight (instance_reweight_dataset_kernel.cc, `CalReplicas`,
+/// lines 152-263) with action_priority "3,2,7,1" and reweight
+/// "1:0:1,2:3:-1,7:6:1,3:2:1": a row without actions or pre_actions is
+/// written once; a row whose most prior action outranks its pre_actions'
+/// is written count(actions) times (1 times the weight of its most prior
+/// action and of each unlisted one) and relabelled; with pre_actions of the
+/// other label, count(pre) + count(cur) times; of the same label,
+/// |count(pre) - count(cur)| times, negated when pre wins; a row whose
+/// pre_actions outrank its actions, or without labels, is dropped.
+#[test]
+fn instance_reweight_repeats_and_relabels_as_cal_replicas() {
+    let features = format!("{RT}  - {{name: label, kind: label, shape: [1]}}\n");
+    let rows = "    - {line_id: {req_time: 1}, label: [0.5]}
+    - {line_id: {req_time: 2, actions: [2]}, label: [1.0]}
+    - {line_id: {req_time: 3, actions: [1]}, label: [1.0]}
+    - {line_id: {req_time: 4, actions: [7, 5]}, label: [0.0]}
+    - {line_id: {req_time: 5, pre_actions: [2], actions: [7]}, label: [1.0]}
+    - {line_id: {req_time: 6, pre_actions: [7], actions: [2]}, label: [1.0]}
+    - {line_id: {req_time: 7, pre_actions: [1], actions: [7]}, label: [0.0]}
+    - {line_id: {req_time: 8, pre_actions: [7], actions: [3]}, label: [0.0]}
+    - {line_id: {req_time: 9, actions: [5]}, label: [0.5]}
+    - {line_id: {req_time: 10, actions: [2]}}
+";
+    let p = plan(
+        &features,
+        "    - {transform: instance_reweight, action_priority: \"3,2,7,1\", reweight: \"1:0:1,2:3:-1,7:6:1,3:2:1\"}\n",
+    );
+    let mut t = Transforms::new(&p);
+    let out = run(&p, &[examples(rows)], &mut t).remove(0);
+    let expected: Vec<(i64, f32)> =
+        [(1, 1, 0.5), (2, 3, -1.0), (4, 6, 1.0), (6, 9, -1.0), (7, 6, 1.0), (8, 4, -1.0), (9, 1, 0.5)]
+            .iter()
+            .flat_map(|&(rt, n, label)| std::iter::repeat_n((rt, label), n))
+            .collect();
+    let found: Vec<(i64, f32)> =
+        out.tensor("rt").unwrap().i64s().into_iter().zip(out.tensor("label").unwrap().f32s()).collect();
+    assert_eq!(found, expected);
+    assert_eq!(t.counts()[0], TransformCount { name: "instance_reweight", dropped: 3, generated: 23 });
+}
+
+/// switch_slot_batch (ragged_feature_kernel.cc, `SwitchSlotBatchOp`, lines
+/// 169-276): in place, a fid list's fids take the new slot (v2: slot << 48,
+/// v1: slot << 54, the fid's low bits kept; reader_util.h 50-56);
+/// otherwise `<name>_<suffix>` is added with the switched fids, the
+/// feature left as it is. Both for Examples and ExampleBatch rows.
+#[test]
+fn switch_slot_batch_moves_fids_to_a_new_slot() {
+    let features =
+        "  - {name: f_a, kind: sparse}\n  - {name: f_b, kind: sparse}\n  - {name: f_b_share, kind: sparse}\n";
+    let p = plan(features, "    - {transform: switch_slot_batch, features: {f_a: [true, 5], f_b: [false, 7]}}\n");
+    let (a, b) = ((1u64 << 48) | 70, (2u64 << 54) | 90);
+    let rows = examples(&format!(
+        "    - {{features: {{f_a: {{fid_v2_list: [{a}, 71]}}, f_b: {{fid_v1_list: [{b}]}}}}}}\n    - {{features: {{f_a: {{fid_v2_list: []}}}}}}\n"
+    ));
+    let out = run(&p, &[rows], &mut Transforms::new(&p)).remove(0);
+    assert_eq!(ids(&out, "f_a"), [vec![(5 << 48) | 70, (5 << 48) | 71], vec![]]);
+    // A sparse output gives v1 fids as v2 (slot << 48): f_b_share's v1 slot is 7.
+    assert_eq!(ids(&out, "f_b"), [vec![(2 << 48) | 90], vec![]]);
+    assert_eq!(ids(&out, "f_b_share"), [vec![(7 << 48) | 90], vec![]]);
+    let second = batch(&format!(
+        "batch_size: 2
+lists:
+  - {{name: f_a, features: [{{fid_v2_list: [{a}]}}, {{fid_v2_list: [72]}}]}}
+  - {{name: f_b, type: SHARED, features: [{{fid_v2_list: [3]}}]}}
+"
+    ));
+    let out = run_one(&p, Input::Batch(&second), &mut Transforms::new(&p));
+    assert_eq!(ids(&out, "f_a"), [[(5 << 48) | 70], [(5 << 48) | 72]]);
+    assert_eq!(ids(&out, "f_b_share"), [[(7 << 48) | 3], [(7 << 48) | 3]]);
+}
+
 /// Indexes one input, applies the transforms, writes the rows.
 fn run_one(plan: &Plan, input: Input<'_>, t: &mut Transforms) -> Extracted {
     let mut ex = Extractor::new();
@@ -418,7 +717,7 @@ offline:
     expect_test::expect![[r#"
         offline: unknown key "transform"; allowed: transforms
         offline.transforms[0]: unknown key "has_fid" for transform filter_by_fids; allowed: transform, filter_fids, has_fids, select_fids, has_actions, req_time_min, select_slots
-        offline.transforms[9].transform: unknown transform "filter_by_vals", expected one of filter_by_fids, filter_by_value, filter_by_label, add_label, negative_gen, shuffle, batch
+        offline.transforms[9].transform: unknown transform "filter_by_vals", expected one of filter_by_fids, filter_by_value, filter_by_feature_value, filter_by_label, special_strategy, negative_sample, add_label, add_action, scatter_label, multi_label_gen, label_upper_bound, label_normalization, use_field_as_label, instance_reweight, switch_slot_batch, negative_gen, shuffle, batch
         offline.transforms[10]: found no mapping; a transform is {transform: <name>, ...}
         offline.transforms[0].select_slots: found slot 0, slots are 1..=32767
         offline.transforms[1].op: repeated fields take all, any or diff
@@ -432,6 +731,66 @@ offline:
         offline.transforms[8].channel_feature: missing; per_channel pools items by this feature's first fid
         offline.transforms[8]: negative_gen after batch; row transforms come before shuffle and batch"#]]
     .assert_eq(&lines.join("\n"));
+}
+
+/// The added transforms' parameters, checked as Monolith's wrappers
+/// (feature_utils.py, datasets.py) and kernels check them, every error
+/// with its path; split_flow and merge_flow are refused with the reason.
+#[test]
+fn row_transform_config_errors_name_path_and_rule() {
+    let text = "name: t
+features:
+  - {name: item, kind: sparse}
+offline:
+  transforms:
+    - {transform: special_strategy, strategy_list: [], strategy_conf: \"1:0.5:1,2:0.5\"}
+    - {transform: special_strategy, strategy_list: [1], strategy_conf: \"1:1.5\"}
+    - {transform: negative_sample, drop_rate: 2.0}
+    - {transform: negative_sample, drop_rate: 0.5, action_priority: \"1,2\"}
+    - {transform: filter_by_feature_value, field: f, type: float, op: any, operand: [1]}
+    - {transform: filter_by_feature_value, field: f, type: int32, op: eq, operand: 1}
+    - {transform: scatter_label, config: \"100:x\"}
+    - {transform: label_upper_bound, label_upper_bounds: []}
+    - {transform: label_normalization, norm_methods: [log, sqrt], norm_values: [1.0]}
+    - {transform: use_field_as_label, field: req_id}
+    - {transform: add_action, field: actions, op: not-in, operand: [1], action: 3}
+    - {transform: add_action, field: req_time, op: eq, operand: 1}
+    - {transform: multi_label_gen, head_to_index: {a: 2}, head_field: req_time, task_num: 2}
+    - {transform: multi_label_gen, head_to_index: {1: 0}, use_origin_label: true, pos_actions: [1]}
+    - {transform: instance_reweight, action_priority: \"1,2\", reweight: \"1:-1:1,2:3\"}
+    - {transform: instance_reweight, reweight: \"1:1:1\"}
+    - {transform: switch_slot_batch, features: {f_a: [true, 0], f_b: 5}}
+    - {transform: split_flow, data_flow: [a, b], index: 0}
+    - {transform: use_field_as_label, field_name: sample_rate}
+";
+    let err = Plan::from_yaml(text).unwrap_err();
+    let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
+    expect_test::expect![[r#"
+        offline.transforms[17].transform: split_flow splits a tf.data graph into flows and merges them; fex's offline transforms are one chain, so there is nothing to split or merge (see README, Offline transforms)
+        offline.transforms[18]: unknown key "field_name" for transform use_field_as_label; allowed: transform, field, type, overwrite_invalid_value, label_threshold
+        offline.transforms[0].strategy_list: missing or empty; the special strategies to look for
+        offline.transforms[0].strategy_conf: give a label for every strategy or for none
+        offline.transforms[1].strategy_conf: "1:1.5": sample rate 1.5 is outside [0, 1]
+        offline.transforms[2].drop_rate: found 2, allowed [0, 1]
+        offline.transforms[3].per_action_drop_rate: give action_priority and per_action_drop_rate together ("1,2" and "1:0.5,2:0.9")
+        offline.transforms[4].op: all, any and diff are for int64 features
+        offline.transforms[5].type: found "int32"; the feature's value type: int64, float, double or bytes
+        offline.transforms[6].config: "100:x" is not chnid:index; write "100:3,200:1,300:4"
+        offline.transforms[7].label_upper_bounds: missing or empty; give one bound per label
+        offline.transforms[8].norm_values: found 1 values for 2 methods; give one per method
+        offline.transforms[8].norm_methods: unknown method "sqrt", expected one of log, scale, scale2int, pow, repow, scalelog
+        offline.transforms[9].field: found type string; the label comes from a singular number field
+        offline.transforms[10].op: unknown op "not-in", expected one of gt, ge, eq, lt, le, neq, between, in
+        offline.transforms[11].action: missing; the action appended to LineId.actions
+        offline.transforms[12].head_field: found type int64; the head field is chnid or a string field
+        offline.transforms[12].task_num: found 2, must be above the largest index 2
+        offline.transforms[12].pos_actions: missing or empty; the actions that make a positive
+        offline.transforms[13].use_origin_label: takes the first label; give no pos_actions or neg_actions
+        offline.transforms[14].reweight: "1:-1:1": weight -1 must be 0 or more
+        offline.transforms[15].action_priority: missing; actions by priority, highest first ("2,7,0")
+        offline.transforms[16].features: f_a: found slot 0, slots are 1..=32767
+        offline.transforms[16].features: f_b: expected [inplace, slot], as [true, 5]
+        offline.transforms[18].field: missing; name a LineId field or give its number and type"#]].assert_eq(&lines.join("\n"));
 }
 
 /// README's `offline:` example is a valid section.

@@ -235,6 +235,20 @@ impl<'a> Rows<'a> {
         }
     }
 
+    /// Gives row `row` the named features of `example` in place of its own
+    /// (an Example this row now owns, which must also hold any features an
+    /// earlier override gave it), with the byte range of each source's
+    /// Feature in it: how switch_slot_batch rewrites a feature.
+    pub fn set_features(&mut self, row: usize, example: Bytes, features: &[(usize, u32, u32)]) {
+        let buf = self.own(example);
+        self.meta[row].features = Some(buf);
+        for &(source, start, end) in features {
+            if source < self.sources {
+                self.set_cell(row, Some(source), Some(Cell { buf, start, end, index: 0, list: 0 }));
+            }
+        }
+    }
+
     /// Makes `rows` hold no borrowed bytes: each borrowed buffer becomes a
     /// slice of the owner in `owners` that holds it (no copy), or a copy.
     /// Rows kept past their input (shuffling, batching) need this.

@@ -7,6 +7,7 @@ mod kinds;
 mod line_id;
 mod numeric;
 mod offline;
+mod offline_rows;
 mod ops;
 mod transforms;
 mod values;

@@ -31,6 +31,7 @@ impl Checker {
                     batch_size: self.positive(p, "batch_size", r.batch_size, None),
                     drop_remainder: r.drop_remainder.unwrap_or(false),
                 }),
+                other => self.row_transform(p, other, files),
             };
             out.extend(checked.map(|c| (p, c)));
         }
@@ -67,7 +68,7 @@ impl Checker {
     }
 
     /// A count that must be at least 1 (`default` when absent and allowed).
-    fn positive(&mut self, path: &str, key: &str, v: Option<i64>, default: Option<usize>) -> usize {
+    pub(super) fn positive(&mut self, path: &str, key: &str, v: Option<i64>, default: Option<usize>) -> usize {
         match (v, default) {
             (Some(n), _) if n >= 1 => n as usize,
             (Some(n), _) => {
@@ -82,7 +83,7 @@ impl Checker {
         }
     }
 
-    fn non_negative(&mut self, path: &str, key: &str, v: Option<i64>, default: usize) -> usize {
+    pub(super) fn non_negative(&mut self, path: &str, key: &str, v: Option<i64>, default: usize) -> usize {
         match v {
             Some(n) if n < 0 => {
                 self.error(format!("{path}.{key}"), format!("found {n}, must not be negative"));
@@ -221,7 +222,7 @@ impl Checker {
 
     fn filter_by_value(&mut self, path: &str, r: &raw::FilterByValue, files: Files<'_>) -> Option<SampleTransform> {
         let before = self.count();
-        let field = self.value_field(path, r);
+        let field = self.value_field(path, r.field.as_ref(), r.r#type.as_deref());
         let op = match r.op.as_deref().map(|o| (o, ValueOp::parse(o))) {
             Some((_, Some(op))) => op,
             Some((o, None)) => {
@@ -257,9 +258,14 @@ impl Checker {
         }))
     }
 
-    fn value_field(&mut self, path: &str, r: &raw::FilterByValue) -> Option<LineIdField> {
-        let ty = r.r#type.as_deref();
-        match &r.field {
+    /// A LineId field by known name, or by number with `type`.
+    pub(super) fn value_field(
+        &mut self,
+        path: &str,
+        field: Option<&FieldRef>,
+        ty: Option<&str>,
+    ) -> Option<LineIdField> {
+        match field {
             None => self.error(format!("{path}.field"), "missing; name a LineId field or give its number and type"),
             Some(FieldRef::Name(name)) => match known_field(name) {
                 Some(_) if ty.is_some() => {
@@ -299,7 +305,7 @@ impl Checker {
 
     /// feature_utils.py: set ops on repeated integer fields only, string ops
     /// on string fields only.
-    fn value_op_fits(&mut self, path: &str, field: LineIdField, op: ValueOp) {
+    pub(super) fn value_op_fits(&mut self, path: &str, field: LineIdField, op: ValueOp) {
         let class = field.ty.class();
         let msg = if field.repeated && !op.is_set() {
             Some("repeated fields take all, any or diff")
@@ -315,7 +321,7 @@ impl Checker {
         }
     }
 
-    fn operand(&mut self, path: &str, field: LineIdField, op: ValueOp, v: &Value) -> Option<Operand> {
+    pub(super) fn operand(&mut self, path: &str, field: LineIdField, op: ValueOp, v: &Value) -> Option<Operand> {
         let list =
             matches!(op, ValueOp::Between | ValueOp::In | ValueOp::NotIn | ValueOp::StartsWith | ValueOp::EndsWith)
                 || op.is_set();
@@ -364,7 +370,7 @@ impl Checker {
 
     /// An operand file: Monolith's serialized `FilterValues` (the default),
     /// or `lines`, one value per line.
-    fn operand_file(
+    pub(super) fn operand_file(
         &mut self,
         path: &str,
         field: LineIdField,
@@ -469,14 +475,14 @@ pub(super) fn label_tasks(config: &str) -> Result<Vec<spec::LabelTask>, String> 
 }
 
 /// Comma-separated integers, empty parts skipped.
-fn ints(s: &str) -> Result<Vec<i32>, String> {
+pub(super) fn ints(s: &str) -> Result<Vec<i32>, String> {
     s.split(',')
         .filter(|p| !p.trim().is_empty())
         .map(|p| p.trim().parse().map_err(|_| format!("{p:?} is not an action (an integer)")))
         .collect()
 }
 
-fn ty_name(ty: FieldType) -> String {
+pub(super) fn ty_name(ty: FieldType) -> String {
     format!("{ty:?}").to_lowercase()
 }
 

@@ -10,8 +10,10 @@ use super::{error, fail};
 use crate::config::ConfigError;
 
 /// The transforms, for messages.
-pub(in crate::config) const TRANSFORMS: &str =
-    "filter_by_fids, filter_by_value, filter_by_label, add_label, negative_gen, shuffle, batch";
+pub(in crate::config) const TRANSFORMS: &str = "filter_by_fids, filter_by_value, filter_by_feature_value, \
+     filter_by_label, special_strategy, negative_sample, add_label, add_action, scatter_label, multi_label_gen, \
+     label_upper_bound, label_normalization, use_field_as_label, instance_reweight, switch_slot_batch, negative_gen, \
+     shuffle, batch";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -56,6 +58,40 @@ transform!(NegativeGen {
     origin_neg_in_pool_proba: f64, neg_sample_declay_factor: f64, easy_hard_ratio: f64, seed: u64,
 });
 transform!(Shuffle { buffer_size: i64, seed: u64 });
+transform!(SpecialStrategy { strategy_list: Vec<i64>, strategy_conf: String, keep_empty_strategy: bool, seed: u64 });
+transform!(NegativeSample {
+    drop_rate: f64,
+    label_index: i64,
+    threshold: f64,
+    action_priority: String,
+    per_action_drop_rate: String,
+    seed: u64,
+});
+transform!(FilterByFeatureValue {
+    field: String,
+    r#type: String,
+    op: String,
+    operand: Value,
+    operand_file: String,
+    operand_format: String,
+    keep_empty: bool,
+});
+transform!(ScatterLabel { config: String });
+transform!(LabelUpperBound { label_upper_bounds: Vec<f64> });
+transform!(LabelNormalization { norm_methods: Vec<String>, norm_values: Vec<f64> });
+transform!(UseFieldAsLabel {
+    field: super::FieldRef,
+    r#type: String,
+    overwrite_invalid_value: bool,
+    label_threshold: f64
+});
+transform!(AddAction { field: super::FieldRef, r#type: String, op: String, operand: Value, action: i32 });
+transform!(MultiLabelGen {
+    head_to_index: Mapping, head_field: super::FieldRef, r#type: String, pos_actions: Vec<i32>, neg_actions: Vec<i32>,
+    use_origin_label: bool, pos_label: f64, neg_label: f64, action_priority: String, task_num: i64,
+});
+transform!(InstanceReweight { action_priority: String, reweight: String });
+transform!(SwitchSlotBatch { features: Mapping, suffix: String });
 transform!(Batch { batch_size: i64, drop_remainder: bool });
 
 /// One transform as written, with its path (`offline.transforms[2]`).
@@ -74,6 +110,17 @@ pub(in crate::config) enum RawBody {
     NegativeGen(NegativeGen),
     Shuffle(Shuffle),
     Batch(Batch),
+    SpecialStrategy(SpecialStrategy),
+    NegativeSample(NegativeSample),
+    FilterByFeatureValue(FilterByFeatureValue),
+    ScatterLabel(ScatterLabel),
+    LabelUpperBound(LabelUpperBound),
+    LabelNormalization(LabelNormalization),
+    UseFieldAsLabel(UseFieldAsLabel),
+    AddAction(AddAction),
+    MultiLabelGen(MultiLabelGen),
+    InstanceReweight(InstanceReweight),
+    SwitchSlotBatch(SwitchSlotBatch),
 }
 
 /// Reads the `offline:` mapping.
@@ -109,6 +156,27 @@ fn transform(i: usize, value: &Value, errors: &mut Vec<ConfigError>) -> Option<R
         "negative_gen" => RawBody::NegativeGen(read(map, scope, errors)),
         "shuffle" => RawBody::Shuffle(read(map, scope, errors)),
         "batch" => RawBody::Batch(read(map, scope, errors)),
+        "special_strategy" => RawBody::SpecialStrategy(read(map, scope, errors)),
+        "negative_sample" => RawBody::NegativeSample(read(map, scope, errors)),
+        "filter_by_feature_value" => RawBody::FilterByFeatureValue(read(map, scope, errors)),
+        "scatter_label" => RawBody::ScatterLabel(read(map, scope, errors)),
+        "label_upper_bound" => RawBody::LabelUpperBound(read(map, scope, errors)),
+        "label_normalization" => RawBody::LabelNormalization(read(map, scope, errors)),
+        "use_field_as_label" => RawBody::UseFieldAsLabel(read(map, scope, errors)),
+        "add_action" => RawBody::AddAction(read(map, scope, errors)),
+        "multi_label_gen" => RawBody::MultiLabelGen(read(map, scope, errors)),
+        "instance_reweight" => RawBody::InstanceReweight(read(map, scope, errors)),
+        "switch_slot_batch" => RawBody::SwitchSlotBatch(read(map, scope, errors)),
+        "split_flow" | "merge_flow" => {
+            errors.push(error(
+                format!("{path}.transform"),
+                format!(
+                    "{name} splits a tf.data graph into flows and merges them; fex's offline transforms are one \
+                     chain, so there is nothing to split or merge (see README, Offline transforms)"
+                ),
+            ));
+            return None;
+        }
         other => {
             errors.push(error(
                 format!("{path}.transform"),

@@ -164,7 +164,7 @@ pub(super) fn keep_by_value<'r>(
 }
 
 /// relational_utils.h `compare` and `contains`: `between` is `[lo, hi)`.
-fn scalar_op<T: PartialOrd>(op: ValueOp, v: &T, ops: &[T]) -> bool {
+pub(super) fn scalar_op<T: PartialOrd>(op: ValueOp, v: &T, ops: &[T]) -> bool {
     let first = &ops[0];
     match op {
         ValueOp::Gt => v > first,
@@ -183,7 +183,7 @@ fn scalar_op<T: PartialOrd>(op: ValueOp, v: &T, ops: &[T]) -> bool {
 /// `LineIdValueFilter::cmp`: the intersection of the field's values with the
 /// operands. (The kernel intersects the vectors as given, which is set
 /// intersection when both are sorted; this is set intersection always.)
-fn set_op(op: ValueOp, values: &BTreeSet<i64>, ops: &[i64]) -> bool {
+pub(super) fn set_op(op: ValueOp, values: &BTreeSet<i64>, ops: &[i64]) -> bool {
     let distinct: BTreeSet<i64> = ops.iter().copied().collect();
     let common = distinct.iter().filter(|o| values.contains(o)).count();
     match op {

@@ -9,11 +9,18 @@
 //! order (negative generation's pool and the seeded draws depend on it).
 //! `shuffle` and `batch` order rows across inputs: [`Transforms::reorder`].
 
+mod actions;
+mod feature_value;
 mod filters;
 mod label;
 mod negative;
 mod order;
+mod pool_file;
+mod relabel;
 mod row;
+mod rowwise;
+mod sampling;
+mod switch_slot;
 
 use crate::config::Plan;
 use crate::config::offline::SampleTransform;
@@ -22,6 +29,7 @@ use crate::wire::DecodeError;
 
 pub use label::INVALID_LABEL;
 pub use order::Reorder;
+pub use pool_file::ItemPoolError;
 
 /// A transform could not read a row.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +60,7 @@ pub struct TransformCount {
     pub name: &'static str,
     /// Rows it dropped.
     pub dropped: u64,
-    /// Rows it added (negatives).
+    /// Rows it added (negatives, instance_reweight's repeats).
     pub generated: u64,
 }
 
@@ -60,6 +68,7 @@ enum Stage {
     Filter(SampleTransform),
     AddLabel(crate::config::offline::AddLabel),
     NegativeGen(Box<negative::NegativeGenState>),
+    Row(rowwise::RowTransform),
 }
 
 /// A model's offline transforms, with their state across inputs.
@@ -82,6 +91,9 @@ impl Transforms {
                 }
                 SampleTransform::Shuffle { buffer_size, seed } => shuffle = Some((*buffer_size, *seed)),
                 SampleTransform::Batch { batch_size, drop_remainder } => batch = Some((*batch_size, *drop_remainder)),
+                t if rowwise::RowTransform::handles(t) => {
+                    stages.push((i, Stage::Row(rowwise::RowTransform::new(plan, t))))
+                }
                 other => stages.push((i, Stage::Filter(other.clone()))),
             }
         }
@@ -110,6 +122,10 @@ impl Transforms {
                     count.dropped += state.apply(rows).map_err(at)?;
                     count.generated += state.generated - before;
                 }
+                Stage::Row(t) => {
+                    let (dropped, added) = t.apply(rows).map_err(at)?;
+                    (count.dropped, count.generated) = (count.dropped + dropped, count.generated + added);
+                }
             }
         }
         Ok(())
@@ -134,13 +150,38 @@ impl Transforms {
             .unwrap_or_default()
     }
 
-    /// The counts as `("<transform>: dropped", n)` and
-    /// `("negative_gen: generated", n)`, in config order: a run's summary.
+    /// negative_gen's item pool and draw state as a file's bytes (see
+    /// `pool_file` for the format); `None` without negative_gen.
+    pub fn save_item_pool(&self) -> Option<Vec<u8>> {
+        self.negative_gen().map(|n| pool_file::encode(&n.snapshot()))
+    }
+
+    /// Restores negative_gen's item pool and draw state from a file
+    /// `save_item_pool` wrote, so the run continues the one that saved it.
+    pub fn restore_item_pool(&mut self, bytes: &[u8]) -> Result<(), ItemPoolError> {
+        let snapshot = pool_file::decode(bytes)?;
+        let stage = self.stages.iter_mut().find_map(|(_, s)| match s {
+            Stage::NegativeGen(n) => Some(n),
+            _ => None,
+        });
+        stage.ok_or(ItemPoolError::NoNegativeGen)?.restore(snapshot)
+    }
+
+    fn negative_gen(&self) -> Option<&negative::NegativeGenState> {
+        self.stages.iter().find_map(|(_, s)| match s {
+            Stage::NegativeGen(n) => Some(&**n),
+            _ => None,
+        })
+    }
+
+    /// The counts as `("<transform>: dropped", n)` and, for negative_gen and
+    /// instance_reweight, `("<transform>: generated", n)`, in config order: a
+    /// run's summary.
     pub fn summary(&self) -> Vec<(String, u64)> {
         let mut out = Vec::new();
         for c in self.counts() {
             out.push((format!("{}: dropped", c.name), c.dropped));
-            if c.name == "negative_gen" {
+            if matches!(c.name, "negative_gen" | "instance_reweight") {
                 out.push((format!("{}: generated", c.name), c.generated));
             }
         }

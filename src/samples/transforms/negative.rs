@@ -17,6 +17,7 @@ use bytes::Bytes;
 use super::Rng;
 use super::filters::actions;
 use super::label::{owned, rewrite};
+use super::pool_file::{self, ItemPoolError};
 use super::row::Split;
 use crate::config::offline::NegativeGen;
 use crate::extract::Rows;
@@ -262,6 +263,68 @@ impl NegativeGenState {
         rows.set_weight(at, weight);
         self.generated += 1;
         Ok(Some(at))
+    }
+}
+
+/// Item pool save and restore (`pool_file`).
+impl NegativeGenState {
+    /// The pool, oldest item first per channel, and the draw state.
+    pub fn snapshot(&self) -> pool_file::Snapshot {
+        let channel = |cid: &u64| {
+            let c = self.channels.get(cid)?;
+            let items = c.queue.iter().filter_map(|gid| {
+                let item = c.items.get(gid)?;
+                Some(pool_file::Pooled { gid: *gid, sample_cnt: item.sample_cnt, example: item.example.clone() })
+            });
+            Some((*cid, items.collect()))
+        };
+        let channels = self.order.iter().filter_map(channel).collect();
+        pool_file::Snapshot { config: self.pool_config(), rng: self.rng.0, channels }
+    }
+
+    /// Replaces the pool and the draw state with a snapshot's, taken from a
+    /// negative_gen with the same pool config.
+    pub fn restore(&mut self, s: pool_file::Snapshot) -> Result<(), ItemPoolError> {
+        let model = self.pool_config();
+        if s.config != model {
+            return Err(ItemPoolError::Mismatch { saved: s.config, model });
+        }
+        let (mut channels, mut order) = (HashMap::new(), Vec::new());
+        for (cid, items) in s.channels {
+            let mut channel = Channel::default();
+            for p in items {
+                let cells = self.cells_of(&p.example).map_err(|error| ItemPoolError::Item { gid: p.gid, error })?;
+                channel.queue.push_back(p.gid);
+                channel.items.insert(p.gid, Item { example: p.example, cells, sample_cnt: p.sample_cnt });
+            }
+            order.push(cid);
+            channels.insert(cid, channel);
+        }
+        (self.channels, self.order, self.rng) = (channels, order, Rng::new(s.rng));
+        Ok(())
+    }
+
+    /// The keys a pool depends on: a pool restored under others would hold
+    /// items a run could not have pooled.
+    fn pool_config(&self) -> String {
+        let t = &self.t;
+        format!(
+            "item_features {:?}, per_channel {}, channel_feature {:?}, index_feature {:?}, max_item_num {}",
+            t.item_features, t.per_channel, t.channel_feature, t.index_feature, t.max_item_num
+        )
+    }
+
+    /// Where each item feature the plan reads is in a pooled item's Example.
+    fn cells_of(&self, example: &[u8]) -> Result<Vec<(usize, u32, u32)>, DecodeError> {
+        let mut cells = Vec::new();
+        for entry in crate::view::ExampleView::parse(example, 0)?.features() {
+            let entry = entry?;
+            let Some(i) = self.t.item_features.iter().position(|n| n.as_bytes() == entry.name) else { continue };
+            if let (Some(source), Some((body, at))) = (self.item_sources[i], entry.feature) {
+                cells.push((source, at as u32, (at + body.len()) as u32));
+            }
+        }
+        Ok(cells)
     }
 }
 
