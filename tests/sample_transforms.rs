@@ -643,6 +643,82 @@ fn negative_gen_weights_and_throws_as_the_kernel() {
     assert_eq!(t.item_pool(3), [10, 11]);
 }
 
+/// Inputs for the item pool tests: 6 inputs of 4 Examples over two
+/// channels, positives and negatives, items that repeat.
+fn pool_inputs() -> Vec<Vec<Vec<u8>>> {
+    (0..6u64)
+        .map(|input| {
+            let text: String = (0..4u64)
+                .map(|i| {
+                    let n = input * 4 + i;
+                    let (goods, spm, label) = (10 + n % 7, 1 + n % 2, if n % 3 == 0 { 0.0 } else { 1.0 });
+                    format!(
+                        "    - {{features: {{f_user_id: {{fid_v2_list: [{n}]}}, f_goods_id: {{fid_v2_list: [{goods}]}}, f_spm_1: {{fid_v2_list: [{spm}]}}}}, line_id: {{item_id: {goods}, actions: [1]}}, label: [{label:?}]}}\n"
+                    )
+                })
+                .collect();
+            examples(&text)
+        })
+        .collect()
+}
+
+const POOLED: &str = "    - {transform: negative_gen, neg_num: 2, per_channel: true, channel_feature: f_spm_1, item_features: [f_goods_id], start_num: 1, max_item_num: 3, easy_hard_ratio: 0.3, seed: 11}\n";
+
+/// Item pool save and restore (Monolith's ItemPoolSave / ItemPoolRestore,
+/// item_pool_kernels.cc lines 357-500, which a checkpoint hook runs between
+/// sessions): a run split in two, the second half restoring what the
+/// first saved, writes what the run in one piece writes, negatives,
+/// weights (which read each item's queue position and draw count) and
+/// all.
+#[test]
+fn negative_gen_item_pool_saved_and_restored_continues_the_run() {
+    let p = plan(NEG_FEATURES, POOLED);
+    let inputs = pool_inputs();
+    let whole = run(&p, &inputs, &mut Transforms::new(&p));
+    let mut first = Transforms::new(&p);
+    let mut split = run(&p, &inputs[..3], &mut first);
+    let saved = first.save_item_pool().expect("negative_gen has a pool");
+    let mut second = Transforms::new(&p);
+    second.restore_item_pool(&saved).unwrap();
+    assert_eq!((second.item_pool(1), second.item_pool(2)), (first.item_pool(1), first.item_pool(2)));
+    split.extend(run(&p, &inputs[3..], &mut second));
+    assert_eq!(split, whole);
+    // Without the restore the second half differs: its pool starts empty.
+    let fresh = run(&p, &inputs[3..], &mut Transforms::new(&p));
+    assert_ne!(fresh, whole[3..]);
+}
+
+/// A pool file that is damaged, cut short, of another version or saved
+/// under other pool keys is a clear error, never a panic; a model without
+/// negative_gen has no pool.
+#[test]
+fn a_damaged_or_foreign_item_pool_file_is_a_clear_error() {
+    use fex::samples::ItemPoolError;
+    let p = plan(NEG_FEATURES, POOLED);
+    let mut t = Transforms::new(&p);
+    run(&p, &pool_inputs(), &mut t);
+    let saved = t.save_item_pool().unwrap();
+    let restore = |bytes: &[u8]| Transforms::new(&p).restore_item_pool(bytes);
+    assert_eq!(restore(&saved), Ok(()));
+    for end in 0..saved.len() {
+        assert!(restore(&saved[..end]).is_err(), "a file cut at {end} bytes");
+    }
+    let mut flipped = saved.clone();
+    flipped[40] ^= 1;
+    assert_eq!(restore(&flipped), Err(ItemPoolError::Checksum));
+    assert_eq!(restore(b"PAR1 not a pool"), Err(ItemPoolError::NotAPool));
+    let mut v2 = saved.clone();
+    v2[8] = 2;
+    assert_eq!(restore(&v2).unwrap_err().to_string(), "item pool file version 2; this fex reads version 1");
+    let other = plan(NEG_FEATURES, &POOLED.replace("max_item_num: 3", "max_item_num: 4"));
+    let err = Transforms::new(&other).restore_item_pool(&saved).unwrap_err();
+    assert!(matches!(err, ItemPoolError::Mismatch { .. }), "{err}");
+    assert!(err.to_string().contains("max_item_num 3; this model's has item_features [\"f_goods_id\"], per_channel true, channel_feature \"f_spm_1\", index_feature \"\", max_item_num 4"), "{err}");
+    let none = plan(FIDS, "    - {transform: shuffle, buffer_size: 2}\n");
+    assert_eq!(Transforms::new(&none).save_item_pool(), None);
+    assert_eq!(Transforms::new(&none).restore_item_pool(&saved), Err(ItemPoolError::NoNegativeGen));
+}
+
 /// shuffle and batch across inputs (datasets.py's shuffle(buffer_size,
 /// seed) and batch(batch_size, drop_remainder)): rows made owned outlive
 /// their input; the same seed gives the same order.

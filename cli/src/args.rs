@@ -163,6 +163,15 @@ pub struct ExtractArgs {
     /// also ends at 256 KiB of payload). Changes nothing in the output.
     #[arg(long, default_value_t = 4096)]
     pub chunk_records: usize,
+    /// negative_gen: start from the item pool (and draw state) a run saved
+    /// with --item-pool-save, so this run continues it (Monolith's
+    /// ItemPoolRestore).
+    #[arg(long, value_name = "FILE")]
+    pub item_pool_restore: Option<PathBuf>,
+    /// negative_gen: after the run, save its item pool and draw state to
+    /// FILE, for --item-pool-restore (Monolith's ItemPoolSave).
+    #[arg(long, value_name = "FILE")]
+    pub item_pool_save: Option<PathBuf>,
     /// No progress bar and no summary.
     #[arg(long, short)]
     pub quiet: bool,

@@ -72,6 +72,10 @@ pub fn run(a: ExtractArgs) -> u8 {
     // batch) run on one thread in input order: the output is the same for
     // any --threads.
     let mut transforms = fex::samples::Transforms::new(&plan);
+    let (restore, save) = (a.item_pool_restore.as_deref(), a.item_pool_save.as_deref());
+    if let Err(code) = crate::item_pool::prepare(&mut transforms, restore, save) {
+        return code;
+    }
     let hook: Option<&mut dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&mut transforms) };
     let result = offline::run(&plan, &inputs, options, sink.as_mut(), hook, &progress);
     progress.finish();
@@ -80,7 +84,7 @@ pub fn run(a: ExtractArgs) -> u8 {
             if !a.quiet {
                 print_summary(&summary, &a, progress.elapsed());
             }
-            0
+            crate::item_pool::save(&transforms, a.item_pool_save.as_deref())
         }
         Err(RunError::Bad(bad)) => {
             eprintln!("error: {bad}");

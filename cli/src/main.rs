@@ -12,6 +12,7 @@ mod args;
 mod check;
 mod extract;
 mod inspect;
+mod item_pool;
 mod progress;
 mod replay;
 mod text;

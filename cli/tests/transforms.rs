@@ -206,3 +206,58 @@ fn extract_shuffles_and_batches_across_records() {
     assert_eq!(batched, (0..8).collect::<Vec<_>>());
     assert_eq!(count(&stderr, "batch: dropped:"), 2, "{stderr}");
 }
+
+/// (user, goods, labels) of every row of a Parquet table MODEL wrote.
+fn table_rows(path: &Path) -> Vec<(u64, u64, Vec<f32>)> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap()).unwrap().build().unwrap();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let users = first_ids(batch.column_by_name("f_user_id").unwrap());
+        let goods = first_ids(batch.column_by_name("f_goods_id").unwrap());
+        let label = batch.column_by_name("label").unwrap().as_fixed_size_list();
+        for r in 0..label.len() {
+            let labels = label.value(r).as_primitive::<Float32Type>().values().to_vec();
+            rows.push((users[r], goods[r], labels));
+        }
+    }
+    rows
+}
+
+/// --item-pool-save and --item-pool-restore (Monolith's ItemPoolSave /
+/// ItemPoolRestore, item_pool_kernels.cc lines 357-500): two runs, the
+/// second restoring the pool the first saved, write the rows one run over
+/// both inputs writes. A damaged pool file is exit 65 naming the file.
+#[test]
+fn extract_carries_the_item_pool_across_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, range: std::ops::Range<u64>| {
+        let mut framed = Vec::new();
+        for i in range {
+            write_record(&mut framed, &example(i, 100 + i % 5, 1.0, 1)).unwrap();
+        }
+        let path = dir.path().join(name);
+        std::fs::write(&path, &framed).unwrap();
+        path
+    };
+    let (first, second) = (write("a.bin", 0..6), write("b.bin", 6..12));
+    let pool = dir.path().join("pool.bin");
+    let pool_arg = pool.to_str().unwrap();
+    let ok = |run: Output| assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    ok(extract(dir.path(), &first, "1.parquet", &["--item-pool-save", pool_arg]));
+    ok(extract(dir.path(), &second, "2.parquet", &["--item-pool-restore", pool_arg]));
+    let whole_input = dir.path().join("ab.bin");
+    let mut both = std::fs::read(&first).unwrap();
+    both.extend(std::fs::read(&second).unwrap());
+    std::fs::write(&whole_input, both).unwrap();
+    ok(extract(dir.path(), &whole_input, "whole.parquet", &[]));
+    let mut split = table_rows(&dir.path().join("1.parquet"));
+    split.extend(table_rows(&dir.path().join("2.parquet")));
+    assert_eq!(split, table_rows(&dir.path().join("whole.parquet")));
+
+    std::fs::write(&pool, b"FEXPOOL\0\x01\0\0\0").unwrap();
+    let run = extract(dir.path(), &second, "3.parquet", &["--item-pool-restore", pool_arg]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("pool.bin: item pool file cut short or damaged"), "{stderr}");
+}
