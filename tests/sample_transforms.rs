@@ -390,8 +390,9 @@ fn label_upper_bound_and_normalization_rewrite_labels() {
 }
 
 /// use_field_as_label as feature_utils_test.py (lines 529-567) shows it,
-/// and its kernel (use_field_as_label_kernel.cc in 0x1997/monolith, a copy
-/// of bytedance/monolith's history, lines 75-87): every label becomes
+/// and its kernel (use_field_as_label_kernel.cc, lines 78-88, cited from
+/// the copy in 0x1997/monolith at 292b556: bytedance/monolith's published
+/// tree lacks the file): every label becomes
 /// max(label, value of the field), the value counting 0 when
 /// overwrite_invalid_value and value >= label_threshold. With labels [0,
 /// 0.5] and sample_rate 1: threshold 1.1 gives [1, 1], 0.9 gives [0, 0.5].

@@ -204,8 +204,9 @@ impl Checker {
         Some(spec::LabelNormalization { steps })
     }
 
-    /// use_field_as_label_kernel.cc 90-128: a singular field of a numeric
-    /// type (others make the kernel abort: "Cannot get label").
+    /// use_field_as_label_kernel.cc (0x1997/monolith at 292b556) 92-131: a
+    /// singular field of a number type (others make the kernel abort,
+    /// "Cannot get label", line 75).
     fn use_field_as_label(&mut self, path: &str, r: &raw::UseFieldAsLabel) -> Option<spec::UseFieldAsLabel> {
         let field = self.value_field(path, r.field.as_ref(), r.r#type.as_deref())?;
         let numeric = !matches!(field.ty, FieldType::Bool | FieldType::Enum) && field.ty.class() != ValueClass::Bytes;

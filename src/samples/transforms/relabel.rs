@@ -3,7 +3,8 @@
 //! (scatter_label_kernel.cc), `label_upper_bound`
 //! (label_upper_bound_kernel.cc), `label_normalization`
 //! (label_normalization_kernel.cc), `use_field_as_label`
-//! (use_field_as_label_kernel.cc, in the repository's history) and
+//! (use_field_as_label_kernel.cc, which bytedance/monolith's published tree
+//! lacks: cited from the copy in 0x1997/monolith at 292b556) and
 //! `multi_label_gen` (multi_label_gen_kernel.cc). Each reads the row's
 //! labels and LineId and gives its new labels.
 
@@ -93,7 +94,7 @@ fn normalize(label: f32, method: NormMethod, value: f32) -> f32 {
     }
 }
 
-/// use_field_as_label (lines 75-87): every label becomes the larger of
+/// use_field_as_label (lines 78-88): every label becomes the larger of
 /// itself and the field's value; with overwrite_invalid_value a value at
 /// or above label_threshold counts as 0. `std::max(label, value)` keeps
 /// the label unless it is below the value.
@@ -177,7 +178,7 @@ fn int_field(line_id: Option<&LineIdView<'_>>, number: u32, ty: FieldType) -> Re
 }
 
 /// A singular number field as the float `GetNewLabel` makes of it (lines
-/// 90-128); its default when absent.
+/// 92-131); its default when absent.
 fn field_as_float(line_id: Option<&LineIdView<'_>>, field: LineIdField) -> Result<f32, DecodeError> {
     let value = line_id.map(|l| l.last(field.number, field.ty)).transpose()?.flatten();
     Ok(match value {
