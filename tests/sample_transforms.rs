@@ -351,7 +351,7 @@ fn negative_gen_weights_and_throws_as_the_kernel() {
 fn shuffle_and_batch_reorder_rows_across_inputs() {
     let order = |transforms: &str| -> (Vec<Vec<u64>>, Vec<TransformCount>) {
         let p = plan(FIDS, transforms);
-        let mut t = Transforms::new(&p);
+        let t = Transforms::new(&p);
         let mut ex = Extractor::new();
         let mut batches = Vec::new();
         for input in 0..3u64 {
@@ -363,9 +363,9 @@ fn shuffle_and_batch_reorder_rows_across_inputs() {
             let mut rows = ex.index(&p, Input::Examples(&slices), None).unwrap();
             t.apply(&mut rows).unwrap();
             let owned = rows.into_owned(&owners);
-            batches.extend(t.reorder().unwrap().push(owned));
+            batches.extend(t.release(owned));
         }
-        batches.extend(t.reorder().unwrap().finish());
+        batches.extend(t.finish());
         let flat = batches
             .iter()
             .map(|rows| {

@@ -69,8 +69,12 @@ impl<'r> Split<'r> {
                 }
             }
         }
+        // A replacing name with no Feature hides the sample's and adds none
+        // (an item feature a pooled item lacks).
         for (name, feature) in &replaced {
-            f(name, feature);
+            if feature.kind().is_some() {
+                f(name, feature);
+            }
         }
         Ok(())
     }
