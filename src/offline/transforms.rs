@@ -15,6 +15,7 @@ use crate::samples::{TransformError, Transforms};
 
 impl RowsHook for Transforms {
     fn each(&self, record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<(), ExtractError> {
+        self.as_examples(rows)?;
         self.apply_free(rows).map_err(|e| blamed(e, rows, record))
     }
 

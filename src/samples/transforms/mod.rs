@@ -92,6 +92,9 @@ struct Counter {
 /// run on any thread; the rest ([`Transforms::apply_ordered`], then
 /// [`Transforms::release`]) must see inputs in order, and lock their state.
 pub struct Transforms {
+    /// compat: monolith: the plan, to index ExampleBatch rows again as the
+    /// Examples Monolith's transforms see (`Transforms::as_examples`).
+    examples_plan: Option<Plan>,
     free: Vec<(usize, Free)>,
     ordered: Mutex<Ordered>,
     names: Vec<&'static str>,
@@ -128,7 +131,8 @@ impl Transforms {
         let reorder = (shuffle.is_some() || batch.is_some()).then(|| Reorder::new(shuffle, batch));
         let names = plan.offline.transforms.iter().map(SampleTransform::name).collect::<Vec<_>>();
         let counts = names.iter().map(|_| Counter::default()).collect();
-        Self { free, ordered: Mutex::new(Ordered { stages, reorder }), names, counts }
+        let examples_plan = (plan.compat == crate::Compat::Monolith && !names.is_empty()).then(|| plan.clone());
+        Self { examples_plan, free, ordered: Mutex::new(Ordered { stages, reorder }), names, counts }
     }
 
     /// True when the model declares no transforms.
@@ -141,6 +145,34 @@ impl Transforms {
     pub fn is_ordered(&self) -> bool {
         let ordered = self.lock();
         !ordered.stages.is_empty() || ordered.reorder.is_some()
+    }
+
+    /// In `compat: monolith`, rows of an ExampleBatch become the Examples
+    /// Monolith's transforms take (it splits a batch into Examples before
+    /// them: datasets.py, feature_utils.py), so the rows are written as its
+    /// `parse_examples` reads Examples: labels padded with INVALID_LABEL,
+    /// weight 1 without `instance_weight`, a SHARED `__LINE_ID__` on every
+    /// row. Each row's Example is built from its Features (copied, not
+    /// re-encoded) and indexed again. Other plans and inputs: nothing.
+    /// Call it before the transforms (the hook's `each` does).
+    pub fn as_examples(&self, rows: &mut Rows<'_>) -> Result<(), crate::ExtractError> {
+        let Some(plan) = &self.examples_plan else { return Ok(()) };
+        if rows.is_empty() || !matches!(rows.sample(0), crate::extract::Sample::BatchRow { .. }) {
+            return Ok(());
+        }
+        let mut owners = Vec::with_capacity(rows.len());
+        {
+            let mut split = row::Split::default();
+            for r in 0..rows.len() {
+                let example =
+                    row::example_of(&mut split, rows, r).map_err(|e| crate::ExtractError::from(e).at_row(r))?;
+                owners.push(bytes::Bytes::from(example));
+            }
+        }
+        let slices: Vec<&[u8]> = owners.iter().map(|b| &b[..]).collect();
+        let examples = crate::Extractor::new().index(plan, crate::Input::Examples(&slices), None)?;
+        *rows = examples.into_owned(&owners);
+        Ok(())
     }
 
     /// Runs every row transform on one input's rows, in config order: both
