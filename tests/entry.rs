@@ -183,8 +183,8 @@ fn instances_read_under_monolith_instance_to_example_names() {
     )
     .unwrap();
     let v1 = |slot: u64, id: u64| (slot << 54) | id;
-    let instance =
-        Instance { fid: vec![v1(3, 5), v1(4, 6), v1(3, 7)], value: vec![0.5, 1.5], ..Default::default() }.encode_to_vec();
+    let instance = Instance { fid: vec![v1(3, 5), v1(4, 6), v1(3, 7)], value: vec![0.5, 1.5], ..Default::default() }
+        .encode_to_vec();
     let out = extract(&p, Input::Instances(&[&instance, &instance]), Policy::default());
     let v2 = |slot: u64, id: u64| (slot << 48) | id;
     let slot_3 = vec![v2(3, 5), v2(3, 7)];

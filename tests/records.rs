@@ -174,7 +174,8 @@ fn lengths_over_the_limit_are_refused_before_anything_is_allocated() {
 
     let mut bytes = u64le(200 << 20).to_vec();
     bytes.extend(plain(&[b"x"]));
-    let options = ReadOptions { max_record_bytes: 1 << 20, ..options(Framing { has_sort_id: true, ..Framing::default() }) };
+    let options =
+        ReadOptions { max_record_bytes: 1 << 20, ..options(Framing { has_sort_id: true, ..Framing::default() }) };
     let (_, err) = read_all(bytes, options);
     assert!(err.unwrap().to_string().contains("sort_id of 209715200 bytes is over the limit"));
 }
@@ -186,7 +187,11 @@ fn lengths_over_the_limit_are_refused_before_anything_is_allocated() {
 fn a_length_no_message_can_have_points_at_framing_and_compression() {
     for (bytes, framing, what) in [
         (u64le(15_000_000_000_000_000_000).to_vec(), Framing::default(), "record of 15000000000000000000 bytes"),
-        ([u64le(1 << 40), u64le(1)].concat(), Framing { has_sort_id: true, ..Framing::default() }, "sort_id of 1099511627776 bytes"),
+        (
+            [u64le(1 << 40), u64le(1)].concat(),
+            Framing { has_sort_id: true, ..Framing::default() },
+            "sort_id of 1099511627776 bytes",
+        ),
     ] {
         let (_, err) = read_all(bytes, options(framing));
         let err = err.unwrap();

@@ -52,10 +52,10 @@ pub fn run(a: InspectArgs) -> u8 {
                 Ok(None) => break,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    if e.index() == 0 {
-                        if let Some(hint) = fex::records::hint(path, a.input.read_options()) {
-                            eprintln!("hint: {hint}");
-                        }
+                    if e.index() == 0
+                        && let Some(hint) = fex::records::hint(path, a.input.read_options())
+                    {
+                        eprintln!("hint: {hint}");
                     }
                     code = exit::DATA;
                     break;

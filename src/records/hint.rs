@@ -101,8 +101,8 @@ fn well_formed(payload: &[u8]) -> bool {
 
 /// What to try for `path`, whose first record did not read or decode with
 /// `options`: the compression its first bytes show, when it is not the one
-/// used, and the header flags that read its first records, when the given
-/// ones do not. `None` when there is nothing to suggest (or `path` is
+/// used; otherwise the header flags that read its first records, when the
+/// given ones do not. `None` when there is nothing to suggest (or `path` is
 /// standard input, which cannot be read again).
 pub fn hint(path: &Path, options: ReadOptions) -> Option<String> {
     if path.as_os_str() == "-" {
@@ -110,18 +110,19 @@ pub fn hint(path: &Path, options: ReadOptions) -> Option<String> {
     }
     let name = path.display().to_string();
     let options = super::for_name(&name, options);
-    let mut notes = Vec::new();
     let mut raw = Vec::new();
     std::fs::File::open(path).ok()?.take(HEAD_BYTES as u64).read_to_end(&mut raw).ok()?;
-    notes.extend(compression_note(&raw, raw.len() < HEAD_BYTES, options.compression));
+    // Under another compression than the file's, what the records look
+    // like says nothing about their framing.
+    if let Some(note) = compression_note(&raw, raw.len() < HEAD_BYTES, options.compression) {
+        return Some(note);
+    }
     let file = std::fs::File::open(path).ok()?;
     let plain_fits = |head: &[u8]| super::first_record_fits(head, options);
-    if let Ok(stream) = codec::decoder(&name, Box::new(file), options.compression, &plain_fits) {
-        let mut data = Vec::new();
-        let whole = stream.take(DATA_BYTES as u64).read_to_end(&mut data).is_ok() && data.len() < DATA_BYTES;
-        notes.extend(framing_note(&data, whole, options));
-    }
-    (!notes.is_empty()).then(|| notes.join("; "))
+    let stream = codec::decoder(&name, Box::new(file), options.compression, &plain_fits).ok()?;
+    let mut data = Vec::new();
+    let whole = stream.take(DATA_BYTES as u64).read_to_end(&mut data).is_ok() && data.len() < DATA_BYTES;
+    framing_note(&data, whole, options)
 }
 
 /// The compression the first bytes show, when it is not the one in use.
@@ -130,9 +131,9 @@ fn compression_note(raw: &[u8], whole: bool, given: Compression) -> Option<Strin
     let decoded = codec::decodes(found, raw, whole);
     match (given, found) {
         (_, Compression::None) => None,
-        (Compression::Auto, Compression::Gzip | Compression::Zlib) => decoded.err().map(|e| {
-            format!("the file starts with a {} header but does not decompress as {0} ({e})", found.name())
-        }),
+        (Compression::Auto, Compression::Gzip | Compression::Zlib) => decoded
+            .err()
+            .map(|e| format!("the file starts with a {} header but does not decompress as {0} ({e})", found.name())),
         (Compression::Auto, _) => None,
         (given, found) if given != found && decoded.is_ok() => {
             Some(format!("the file starts like a {} stream: try --compression {0}", found.name()))
@@ -156,7 +157,8 @@ fn framing_note(data: &[u8], whole: bool, options: ReadOptions) -> Option<String
             options.framing.flags()
         ));
     };
-    let mut note = format!("its first records read with {} (read here with {})", first.flags(), options.framing.flags());
+    let mut note =
+        format!("its first records read with {} (read here with {})", first.flags(), options.framing.flags());
     if !rest.is_empty() {
         let others: Vec<String> = rest.iter().map(Framing::flags).collect();
         note += &format!(", or with {}", others.join(", or "));
