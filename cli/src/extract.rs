@@ -84,6 +84,13 @@ pub fn run(a: ExtractArgs) -> u8 {
         }
         Err(RunError::Bad(bad)) => {
             eprintln!("error: {bad}");
+            // A first record that does not read is most often read with the
+            // wrong header flags or compression: say which would read it.
+            if bad.index == 0
+                && let Some(hint) = fex::records::hint(Path::new(&*bad.source), a.input.read_options())
+            {
+                eprintln!("hint: {hint}");
+            }
             eprintln!("(stopped at the first bad record; --on-error skip reports them all and goes on)");
             if matches!(bad.error, offline::BadError::Read(ref e) if is_not_found(e)) {
                 exit::NO_INPUT
