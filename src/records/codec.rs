@@ -249,6 +249,16 @@ impl Read for ZlibStream {
     }
 }
 
+/// `input` decompressed as `compression` says (for `Auto`, as its first
+/// bytes say) and buffered, for streams that are not records: text sample
+/// files read through the same decoders as PBDataset input.
+pub fn decompressed(input: Box<dyn Read + Send>, compression: Compression) -> io::Result<Box<dyn BufRead + Send>> {
+    decoder("", input, compression, &|_| false).map_err(|kind| match kind {
+        RecordErrorKind::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    })
+}
+
 /// Reads up to `n` bytes (fewer only at the end of the stream).
 fn peek(input: &mut Box<dyn Read + Send>, n: usize) -> Result<Vec<u8>, RecordErrorKind> {
     let mut head = Vec::with_capacity(n);
