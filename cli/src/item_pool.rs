@@ -13,7 +13,7 @@ use crate::exit;
 /// Before the run: refuses --item-pool-save for a model without
 /// negative_gen (exit 64), and restores the pool from `restore`, if given;
 /// a file that cannot be read or restored is exit 66 (missing) or 65 (bad).
-pub fn prepare(transforms: &mut Transforms, restore: Option<&Path>, save: Option<&Path>) -> Result<(), u8> {
+pub fn prepare(transforms: &Transforms, restore: Option<&Path>, save: Option<&Path>) -> Result<(), u8> {
     if save.is_some() && transforms.save_item_pool().is_none() {
         eprintln!("error: --item-pool-save: the model has no negative_gen transform, so no item pool");
         return Err(exit::CONFIG);

@@ -97,8 +97,12 @@ fn example(earlier: Option<&[u8]>, entries: Vec<Entry>) -> Result<OwnedFeatures,
         for entry in ExampleView::parse(bytes, 0)?.features() {
             let entry = entry?;
             if !entries.iter().any(|e| e.name == entry.name) {
-                let body = entry.feature.map_or(&[][..], |(b, _)| b);
-                out.extend(named(entry.name, body));
+                // Kept as it came: a name without a Feature stays without one
+                // (negative_gen names an item feature the item lacks so).
+                out.extend(match entry.feature {
+                    Some((body, _)) => named(entry.name, body),
+                    None => len_field(1, &len_field(1, entry.name)),
+                });
             }
         }
     }
