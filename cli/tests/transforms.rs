@@ -239,7 +239,7 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let (payload, records) = match case.input.encode().unwrap() {
-            fex::corpus::Encoded::Batch(b) => ("example_batch", vec![b]),
+            fex::corpus::Encoded::Batch(b) => ("example-batch", vec![b]),
             fex::corpus::Encoded::Examples(e) => ("example", e),
         };
         let input = dir.path().join("in.pb");
