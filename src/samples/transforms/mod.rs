@@ -71,7 +71,7 @@ enum Free {
 /// A transform whose output depends on the rows before it (an item pool,
 /// seeded draws): it sees records strictly in input order.
 enum Stage {
-    Free(Free),
+    Free(Box<Free>),
     NegativeGen(Box<negative::NegativeGenState>),
 }
 
@@ -109,7 +109,7 @@ impl Transforms {
         let (mut shuffle, mut batch) = (None, None);
         for (i, t) in plan.offline.transforms.iter().enumerate() {
             let stage = match t {
-                SampleTransform::AddLabel(a) => Stage::Free(Free::AddLabel(a.clone())),
+                SampleTransform::AddLabel(a) => Stage::Free(Box::new(Free::AddLabel(a.clone()))),
                 SampleTransform::NegativeGen(n) => {
                     Stage::NegativeGen(Box::new(negative::NegativeGenState::new(plan, n.clone())))
                 }
@@ -121,10 +121,10 @@ impl Transforms {
                     batch = Some((*batch_size, *drop_remainder));
                     continue;
                 }
-                other => Stage::Free(Free::Filter(other.clone())),
+                other => Stage::Free(Box::new(Free::Filter(other.clone()))),
             };
             match stage {
-                Stage::Free(f) if stages.is_empty() => free.push((i, f)),
+                Stage::Free(f) if stages.is_empty() => free.push((i, *f)),
                 stage => stages.push((i, stage)),
             }
         }
