@@ -166,6 +166,34 @@ fn legacy_instances_read_like_monolith_parse_instances() {
     assert!(err.unwrap_err().to_string().starts_with("instance[0]"), "a bad Instance names its row");
 }
 
+/// Issue 21: a model written against the Examples Monolith's PBDataset makes
+/// of Instances (`InstanceToExample`, monolith/native_training/data/
+/// training_instance/cc/data_reader.cc lines 225-252: field 2 as a float_list
+/// `value`, the fids of slot N as a fid_v1_list `fc_slot_<N>`) reads the same
+/// Instances under those names, not empty tensors.
+#[test]
+fn instances_read_under_monolith_instance_to_example_names() {
+    let p = Plan::from_yaml(
+        "name: t\nfeatures:
+  - {name: fc_slot_3, kind: sparse}
+  - {name: slot_3, kind: sparse}
+  - {name: fc_slot_9, kind: sparse}
+  - {name: value, kind: dense, shape: [2]}
+",
+    )
+    .unwrap();
+    let v1 = |slot: u64, id: u64| (slot << 54) | id;
+    let instance = Instance { fid: vec![v1(3, 5), v1(4, 6), v1(3, 7)], value: vec![0.5, 1.5], ..Default::default() }
+        .encode_to_vec();
+    let out = extract(&p, Input::Instances(&[&instance, &instance]), Policy::default());
+    let v2 = |slot: u64, id: u64| (slot << 48) | id;
+    let slot_3 = vec![v2(3, 5), v2(3, 7)];
+    assert_eq!(out.tensor("fc_slot_3").unwrap().ragged_u64(), [slot_3.clone(), slot_3.clone()]);
+    assert_eq!(out.tensor("slot_3").unwrap().ragged_u64(), [slot_3.clone(), slot_3]);
+    assert_eq!(out.tensor("fc_slot_9").unwrap().ragged_u64(), [Vec::<u64>::new(), vec![]], "no fids of slot 9");
+    assert_eq!(out.tensor("value").unwrap().f32s(), [0.5, 1.5, 0.5, 1.5]);
+}
+
 #[test]
 fn once_policy_leaves_a_missing_individual_list_one_row_per_sample() {
     // Review finding: `SharedRows::Once` must not make an absent list of a

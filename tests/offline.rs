@@ -4,6 +4,7 @@
 //! records are counted under `OnError::Skip` and stop the run under `Fail`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use fex::offline::{self, CollectSink, OnError, Options, Quiet, RecordCtx, RowsHook, RunError};
 use fex::records::write_record;
@@ -52,26 +53,28 @@ fn ids(sink: &CollectSink) -> Vec<Vec<i64>> {
 /// Drops odd fids; appends, after each record's rows, a row of a sample it
 /// keeps (as an item pool would).
 struct DropOddAddPooled {
-    plan: Plan,
-    pool: Vec<u8>,
-    ex: Extractor,
-    seen: Vec<u64>,
-    dropped: u64,
+    /// A row of the hook's own, owned: appended after each record's rows.
+    pool: Rows<'static>,
+    seen: std::sync::Mutex<Vec<u64>>,
+    dropped: AtomicU64,
 }
 
 impl RowsHook for DropOddAddPooled {
-    fn apply<'a>(&'a mut self, record: &RecordCtx<'_>, rows: &mut Rows<'a>) -> Result<(), fex::ExtractError> {
-        self.seen.push(record.index);
+    fn each(&self, _record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<(), fex::ExtractError> {
         let before = rows.len();
         rows.retain(|r| r % 2 == 0);
-        self.dropped += (before - rows.len()) as u64;
-        let pooled = self.ex.index(&self.plan, Input::Batch(&self.pool), None)?;
-        rows.push_row(&pooled, 0).expect("same plan, same kind");
+        self.dropped.fetch_add((before - rows.len()) as u64, Ordering::Relaxed);
         Ok(())
     }
 
+    fn in_order<'a>(&self, record: &RecordCtx<'_>, mut rows: Rows<'a>) -> Result<Vec<Rows<'a>>, fex::ExtractError> {
+        self.seen.lock().unwrap().push(record.index);
+        rows.push_row(&self.pool, 0).expect("same plan, same kind");
+        Ok(vec![rows])
+    }
+
     fn counts(&self) -> Vec<(String, u64)> {
-        vec![("drop_odd: dropped".into(), self.dropped)]
+        vec![("drop_odd: dropped".into(), self.dropped.load(Ordering::Relaxed))]
     }
 }
 
@@ -79,13 +82,14 @@ impl RowsHook for DropOddAddPooled {
 fn the_hook_drops_and_appends_rows_in_input_order() {
     let plan = Plan::from_yaml(MODEL).unwrap();
     let (_dir, path) = file(&[batch(10, 3), batch(20, 2)]);
-    let mut hook =
-        DropOddAddPooled { plan: plan.clone(), pool: batch(99, 1), ex: Extractor::new(), seen: vec![], dropped: 0 };
+    let pool = bytes::Bytes::from(batch(99, 1));
+    let pool = Extractor::new().index(&plan, Input::Batch(&pool), None).unwrap().into_owned(&[pool.clone()]);
+    let hook = DropOddAddPooled { pool, seen: Default::default(), dropped: AtomicU64::new(0) };
     let mut sink = CollectSink::default();
-    let options = Options { threads: 4, ..Options::default() };
-    let summary = offline::run(&plan, &[path], options, &mut sink, Some(&mut hook), &Quiet).unwrap();
+    let options = Options { threads: 4, chunk_records: 1, ..Options::default() };
+    let summary = offline::run(&plan, &[path], options, &mut sink, Some(&hook), &Quiet).unwrap();
     assert_eq!(ids(&sink), [vec![10], vec![12], vec![99], vec![20], vec![99]]);
-    assert_eq!(hook.seen, [0, 1]);
+    assert_eq!(*hook.seen.lock().unwrap(), [0, 1]);
     assert_eq!((summary.records, summary.rows_written, summary.bad_records), (2, 5, 0));
     assert_eq!(summary.transforms, [("drop_odd: dropped".to_string(), 2)]);
 }
@@ -164,9 +168,9 @@ fn transforms_batch_rows_across_records_and_flush_at_the_end() {
     let text = format!("{MODEL}offline:\n  transforms:\n    - {{transform: batch, batch_size: 4}}\n");
     let plan = Plan::from_yaml(&text).unwrap();
     let (_dir, path) = file(&[batch(10, 3), batch(20, 2), batch(30, 2)]);
-    let mut transforms = fex::samples::Transforms::new(&plan);
+    let transforms = fex::samples::Transforms::new(&plan);
     let mut sink = CollectSink::default();
-    let summary = offline::run(&plan, &[path], Options::default(), &mut sink, Some(&mut transforms), &Quiet).unwrap();
+    let summary = offline::run(&plan, &[path], Options::default(), &mut sink, Some(&transforms), &Quiet).unwrap();
     assert_eq!(ids(&sink), [[10], [11], [12], [20], [21], [30], [31]]);
     // The first record releases nothing; the second one batch of 4; the
     // rest (3 rows) comes at the end, as one batch.

@@ -165,17 +165,42 @@ fn a_header_then_nothing_is_truncated_not_the_end() {
 
 #[test]
 fn lengths_over_the_limit_are_refused_before_anything_is_allocated() {
-    let mut bytes = u64le(u64::MAX - 1).to_vec();
+    let mut bytes = u64le(2 << 20).to_vec();
     bytes.extend(b"tiny");
     let (_, err) = read_all(bytes, ReadOptions { max_record_bytes: 1 << 20, ..ReadOptions::default() });
     let err = err.unwrap();
     assert!(matches!(err.kind(), RecordErrorKind::TooLarge { .. }));
-    assert!(err.to_string().contains("over the limit of 1048576 bytes"), "{err}");
+    assert!(err.to_string().contains("over the limit of 1048576 bytes (raise it with --max-record-bytes)"), "{err}");
 
-    let mut bytes = u64le(1 << 40).to_vec();
+    let mut bytes = u64le(200 << 20).to_vec();
     bytes.extend(plain(&[b"x"]));
-    let (_, err) = read_all(bytes, options(Framing { has_sort_id: true, ..Framing::default() }));
-    assert!(err.unwrap().to_string().contains("sort_id of 1099511627776 bytes is over the limit"));
+    let options =
+        ReadOptions { max_record_bytes: 1 << 20, ..options(Framing { has_sort_id: true, ..Framing::default() }) };
+    let (_, err) = read_all(bytes, options);
+    assert!(err.unwrap().to_string().contains("sort_id of 209715200 bytes is over the limit"));
+}
+
+/// Issue 21: a length no protobuf message can have (over 2 GiB) is not a
+/// record to raise the limit for: the stream is compressed or framed
+/// otherwise than it is read, and the error says so.
+#[test]
+fn a_length_no_message_can_have_points_at_framing_and_compression() {
+    for (bytes, framing, what) in [
+        (u64le(15_000_000_000_000_000_000).to_vec(), Framing::default(), "record of 15000000000000000000 bytes"),
+        (
+            [u64le(1 << 40), u64le(1)].concat(),
+            Framing { has_sort_id: true, ..Framing::default() },
+            "sort_id of 1099511627776 bytes",
+        ),
+    ] {
+        let (_, err) = read_all(bytes, options(framing));
+        let err = err.unwrap();
+        assert!(matches!(err.kind(), RecordErrorKind::NotALength { .. }), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(&format!("{what} cannot be right (a protobuf message is under 2 GiB)")), "{message}");
+        assert!(message.contains("check --compression and the header flags"), "{message}");
+        assert!(!message.contains("--max-record-bytes"), "raising the limit cannot help: {message}");
+    }
 }
 
 #[test]
@@ -264,6 +289,120 @@ fn corrupt_compressed_data_is_an_error_with_the_record() {
     blocks[0..4].copy_from_slice(&u32::MAX.to_be_bytes());
     let (_, err) = read_all(blocks, ReadOptions { compression: Compression::Snappy, ..ReadOptions::default() });
     assert!(err.unwrap().to_string().contains("snappy block of 4294967295 bytes is over the limit"));
+}
+
+fn zlib(bytes: &[u8]) -> Vec<u8> {
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(bytes).unwrap();
+    z.finish().unwrap()
+}
+
+/// Issue 21: Monolith's compression type 4 is one zlib stream, read by
+/// TensorFlow's `ZlibInputStream` with `ZlibCompressionOptions::DEFAULT()`
+/// (monolith/native_training/data/training_instance/cc/data_reader.cc lines
+/// 459-468; `InputCompressType::ZLIB = 4`, data_reader.h line 186). By flag,
+/// and by its header when the stream decodes.
+#[test]
+fn zlib_streams_by_flag_and_by_header() {
+    let (raw, expected) = records_for_compression();
+    let compressed = zlib(&raw);
+    assert_eq!(compressed[0], 0x78);
+    check_compressed(compressed.clone(), Compression::Zlib, &expected);
+    check_compressed(compressed.clone(), Compression::Auto, &expected);
+    assert_eq!(Compression::parse("zlib"), Some(Compression::Zlib));
+
+    // A truncated stream, and one followed by more bytes (a second stream,
+    // which Monolith's reader does not read), are zlib errors.
+    for (bytes, says) in [
+        (compressed[..compressed.len() - 9].to_vec(), "zlib stream: incomplete deflate stream"),
+        ([compressed.clone(), compressed.clone()].concat(), "zlib stream: the stream ends at compressed byte"),
+    ] {
+        for compression in [Compression::Zlib, Compression::Auto] {
+            let (_, err) = read_all(bytes.clone(), ReadOptions { compression, ..ReadOptions::default() });
+            let err = err.expect("an error");
+            assert!(matches!(err.kind(), RecordErrorKind::Compression(_)), "{err}");
+            assert!(err.to_string().contains(says), "{err}");
+        }
+    }
+}
+
+/// A record of 376, 24184, 40056 or 55928 bytes starts its length with a
+/// valid zlib header (78 01, 78 5e, 78 9c, 78 da): `auto` must read such a
+/// stream uncompressed, since it does not decode as zlib.
+#[test]
+fn a_length_that_looks_like_a_zlib_header_is_read_uncompressed() {
+    for len in [0x0178usize, 0x5e78, 0x9c78, 0xda78] {
+        let payloads = [vec![0x0a; len], b"next".to_vec()];
+        let bytes = plain(&[&payloads[0], &payloads[1]]);
+        assert_eq!(Compression::sniff(&bytes), Compression::Zlib, "{len:#x} looks like zlib");
+        let (records, err) = read_all(bytes, ReadOptions::default());
+        assert!(err.is_none(), "{len:#x}: {err:?}");
+        assert_eq!(payloads.to_vec(), records.into_iter().map(|(_, p)| p).collect::<Vec<_>>());
+    }
+}
+
+/// Issue 21: a lagrangex header of pb type 0x1f and data source key 0x088b00
+/// starts `1f 8b 08`, gzip's magic number; `auto` reads it uncompressed
+/// (data_reader.h lines 97-103 read the header).
+#[test]
+fn a_lagrangex_header_that_starts_like_gzip_is_not_gzip() {
+    let payload = fex::proto::monolith_pb::ExampleBatch { batch_size: 1, ..Default::default() };
+    let payload = prost::Message::encode_to_vec(&payload);
+    let mut bytes = Vec::new();
+    for _ in 0..2 {
+        bytes.extend(u64le(0x0008_8b1f));
+        write_record(&mut bytes, &payload).unwrap();
+    }
+    assert!(bytes.starts_with(&[0x1f, 0x8b, 0x08, 0x00]));
+    let (records, err) = read_all(bytes, options(Framing { lagrangex_header: true, ..Framing::default() }));
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(records.len(), 2);
+    assert_eq!((records[0].0.pb_type, records[0].0.data_source_key), (0x1f, 0x0008_8b00));
+    assert_eq!(records[1].1, payload);
+}
+
+/// Issue 21: a gzip file whose deflate data is corrupt is a gzip error (it
+/// was a failure to read the file, or a record of 1.5e19 bytes).
+#[test]
+fn a_corrupt_gzip_stream_is_a_gzip_error() {
+    let (raw, _) = records_for_compression();
+    let mut gz = flate2::GzBuilder::new().mtime(1_700_000_000).write(Vec::new(), flate2::Compression::default());
+    gz.write_all(&raw).unwrap();
+    let mut gzip = gz.finish().unwrap();
+    for b in &mut gzip[10..40] {
+        *b = 0xff;
+    }
+    for compression in [Compression::Gzip, Compression::Auto] {
+        let (_, err) = read_all(gzip.clone(), ReadOptions { compression, ..ReadOptions::default() });
+        let err = err.expect("an error");
+        assert!(matches!(err.kind(), RecordErrorKind::Compression(_)), "{compression:?}: {err}");
+        assert!(err.to_string().contains("gzip stream: "), "{err}");
+    }
+}
+
+/// Issue 21: a file with Monolith's default sort_id header (FilePBDataset's
+/// `has_sort_id` defaults to True, monolith/native_training/data/datasets.py
+/// line 525) is found to read with --has-sort-id and no other way but the
+/// kafka prefix's equivalent.
+#[test]
+fn framings_that_read_find_the_sort_id_header() {
+    let payload = fex::proto::monolith_pb::ExampleBatch { batch_size: 2, ..Default::default() };
+    let payload = prost::Message::encode_to_vec(&payload);
+    let mut bytes = Vec::new();
+    for i in 0..4 {
+        let sort_id = format!("sort-{i:04}");
+        bytes.extend(u64le(sort_id.len() as u64));
+        bytes.extend(sort_id.as_bytes());
+        write_record(&mut bytes, &payload).unwrap();
+    }
+    let sort_id = Framing { has_sort_id: true, ..Framing::default() };
+    let found = fex::records::framings_that_read(&bytes, true, 1 << 20);
+    assert_eq!(found, [sort_id, Framing { kafka_dump_prefix: true, ..sort_id }]);
+    assert_eq!(found[0].flags(), "--has-sort-id");
+    // Plain records read with no header flags first (an even number of them
+    // also reads as sort_ids and records, taken in turns).
+    let found = fex::records::framings_that_read(&plain(&[&payload, &payload]), true, 1 << 20);
+    assert_eq!(found[0], Framing::default());
 }
 
 #[test]

@@ -74,7 +74,8 @@ pub struct InputArgs {
     /// Each record carries a kafka dump word (u64, skipped).
     #[arg(long)]
     pub kafka_dump: bool,
-    /// Whole-stream compression; `auto` reads the magic bytes (and `.snappy` names).
+    /// Whole-stream compression; `auto` reads the magic bytes (and `.snappy`
+    /// names), taking a gzip or zlib header only when the stream decodes.
     #[arg(long, value_enum, default_value_t = CompressionArg::Auto)]
     pub compression: CompressionArg,
     /// The largest record (and sort_id) accepted, in bytes.
@@ -96,6 +97,7 @@ impl InputArgs {
                 CompressionArg::None => Compression::None,
                 CompressionArg::Zstd => Compression::Zstd,
                 CompressionArg::Gzip => Compression::Gzip,
+                CompressionArg::Zlib => Compression::Zlib,
                 CompressionArg::Snappy => Compression::Snappy,
                 CompressionArg::SnappyFramed => Compression::SnappyFramed,
             },
@@ -226,6 +228,8 @@ pub enum CompressionArg {
     None,
     Zstd,
     Gzip,
+    /// One zlib stream (Monolith's compression type 4).
+    Zlib,
     /// Monolith's snappy (Hadoop block format).
     Snappy,
     /// The snappy framing format.

@@ -69,10 +69,10 @@ pub fn run(a: ExtractArgs) -> u8 {
     };
     let progress = Progress::new(sources::total_size(&inputs), a.quiet);
     // The model's `offline:` transforms (filters, labels, negatives, shuffle,
-    // batch) run on one thread in input order: the output is the same for
-    // any --threads.
-    let mut transforms = fex::samples::Transforms::new(&plan);
-    let hook: Option<&mut dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&mut transforms) };
+    // batch): the stateful ones see records in input order, so the output is
+    // the same for any --threads.
+    let transforms = fex::samples::Transforms::new(&plan);
+    let hook: Option<&dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&transforms) };
     let result = offline::run(&plan, &inputs, options, sink.as_mut(), hook, &progress);
     progress.finish();
     match result {
@@ -84,6 +84,13 @@ pub fn run(a: ExtractArgs) -> u8 {
         }
         Err(RunError::Bad(bad)) => {
             eprintln!("error: {bad}");
+            // A first record that does not read is most often read with the
+            // wrong header flags or compression: say which would read it.
+            if bad.index == 0
+                && let Some(hint) = fex::records::hint(Path::new(&*bad.source), a.input.read_options())
+            {
+                eprintln!("hint: {hint}");
+            }
             eprintln!("(stopped at the first bad record; --on-error skip reports them all and goes on)");
             if matches!(bad.error, offline::BadError::Read(ref e) if is_not_found(e)) {
                 exit::NO_INPUT

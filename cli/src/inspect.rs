@@ -52,6 +52,11 @@ pub fn run(a: InspectArgs) -> u8 {
                 Ok(None) => break,
                 Err(e) => {
                     eprintln!("error: {e}");
+                    if e.index() == 0
+                        && let Some(hint) = fex::records::hint(path, a.input.read_options())
+                    {
+                        eprintln!("hint: {hint}");
+                    }
                     code = exit::DATA;
                     break;
                 }

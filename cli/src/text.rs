@@ -214,7 +214,11 @@ pub fn fit_criteo(a: FitCriteoArgs) -> u8 {
             Ok(stats) => skipped += stats.skipped,
             Err(e) => {
                 eprintln!("error: {e}");
-                return bad_line_code(&e);
+                let code = bad_line_code(&e);
+                if code == exit::DATA {
+                    eprintln!("(stopped at the first bad line; --on-error skip counts them and goes on)");
+                }
+                return code;
             }
         }
     }

@@ -175,6 +175,74 @@ fn the_table_does_not_depend_on_the_thread_count() {
     assert!(files[0] == files[1] && files[1] == files[2], "parquet files differ between thread counts");
 }
 
+/// Issue 21: a file read with the wrong header flags or compression fails at
+/// its first record with a hint naming what would read it. Monolith's
+/// FilePBDataset reads a sort_id unless told otherwise
+/// (monolith/native_training/data/datasets.py line 525), `fex extract` no
+/// header; zlib is Monolith's compression type 4 (data_reader.cc lines
+/// 459-468); a lagrangex header may start like gzip (data_reader.h lines
+/// 97-103).
+#[test]
+fn wrong_framing_or_compression_gets_a_hint_and_the_right_flags_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (framed, records) = requests(3, 4);
+    let model = default_model();
+    let model = model.to_str().unwrap();
+    let run = |path: &std::path::Path, flags: &[&str]| {
+        let mut args = vec!["extract", "-m", model, "-o", "/dev/null", path.to_str().unwrap()];
+        args.extend(flags);
+        let out = fex(&args);
+        (out.status.code(), text(&out.stderr))
+    };
+
+    let mut sorted = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let sort_id = format!("sort-{i:04}");
+        sorted.extend((sort_id.len() as u64).to_le_bytes());
+        sorted.extend(sort_id.as_bytes());
+        write_record(&mut sorted, r).unwrap();
+    }
+    let path = dir.path().join("sorted.bin");
+    std::fs::write(&path, &sorted).unwrap();
+    let (code, stderr) = run(&path, &[]);
+    assert_eq!(code, Some(65), "{stderr}");
+    assert!(stderr.contains(": record 0 at byte 0: "), "{stderr}");
+    assert!(
+        stderr.contains("hint: its first records read with --has-sort-id (read here with no header flags)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("datasets.py line 525"), "{stderr}");
+    let (code, stderr) = run(&path, &["--has-sort-id"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rows written: 12"), "{stderr}");
+
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&framed).unwrap();
+    let path = dir.path().join("part.zlib");
+    std::fs::write(&path, z.finish().unwrap()).unwrap();
+    let (code, stderr) = run(&path, &["--compression", "none"]);
+    assert_eq!(code, Some(65), "{stderr}");
+    assert!(stderr.contains("cannot be right") && !stderr.contains("raise it"), "{stderr}");
+    assert!(stderr.contains("hint: the file starts like a zlib stream: try --compression zlib"), "{stderr}");
+    for flags in [&["--compression", "zlib"][..], &[]] {
+        let (code, stderr) = run(&path, flags);
+        assert_eq!(code, Some(0), "{flags:?}: {stderr}");
+        assert!(stderr.contains("rows written: 12"), "{stderr}");
+    }
+
+    let mut lagrangex = Vec::new();
+    for r in &records {
+        lagrangex.extend(0x0008_8b1fu64.to_le_bytes());
+        write_record(&mut lagrangex, r).unwrap();
+    }
+    assert!(lagrangex.starts_with(&[0x1f, 0x8b, 0x08]));
+    let path = dir.path().join("lagrangex.bin");
+    std::fs::write(&path, &lagrangex).unwrap();
+    let (code, stderr) = run(&path, &["--lagrangex-header"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("rows written: 12"), "{stderr}");
+}
+
 #[test]
 fn standard_input_zstd_and_examples() {
     let (framed, records) = requests(2, 3);

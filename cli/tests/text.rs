@@ -147,6 +147,12 @@ fn criteo_fit_then_extract_maps_categories_through_the_vocabularies() {
     let run = fex(&["fit", "criteo", "--vocab-dir", vocab.to_str().unwrap(), bad.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(65), "{}", stderr(&run));
     assert!(stderr(&run).contains(&format!("{}:4:1: ", bad.display())), "{}", stderr(&run));
+    // Issue 21: fit says how to go on, as extract does.
+    assert!(stderr(&run).contains("--on-error skip counts them and goes on"), "{}", stderr(&run));
+    let run =
+        fex(&["fit", "criteo", "--on-error", "skip", "--vocab-dir", vocab.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stderr(&run).contains("bad lines: 1"), "{}", stderr(&run));
 }
 
 fn extract(format: &str, config: &str, output: &str, out: &Path, inputs: &[&Path], extra: &[&str]) -> Output {

@@ -36,7 +36,7 @@ class Records(Iterator[Any]):
     def __iter__(self) -> "Records": ...
     def __next__(self) -> Any: ...
 
-Compression = Literal["auto", "none", "zstd", "gzip", "snappy", "snappy_framed"]
+Compression = Literal["auto", "none", "zstd", "gzip", "zlib", "snappy", "snappy_framed"]
 
 def read_records(
     source: Union[str, "os.PathLike[str]", bytes],

@@ -79,10 +79,11 @@ pub fn compression_of(name: &str) -> PyResult<Compression> {
         "none" => Ok(Compression::None),
         "zstd" => Ok(Compression::Zstd),
         "gzip" => Ok(Compression::Gzip),
+        "zlib" => Ok(Compression::Zlib),
         "snappy" => Ok(Compression::Snappy),
         "snappy_framed" => Ok(Compression::SnappyFramed),
         other => {
-            let msg = format!("compression={other:?}: expected auto, none, zstd, gzip, snappy or snappy_framed");
+            let msg = format!("compression={other:?}: expected auto, none, zstd, gzip, zlib, snappy or snappy_framed");
             Err(PyValueError::new_err(msg))
         }
     }

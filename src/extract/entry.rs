@@ -71,7 +71,7 @@ impl Extractor {
                 }
                 // Instances are read through the Examples they stand for:
                 // this path allocates per call, as the Examples path does not.
-                let examples = super::instance::to_examples(bufs)?;
+                let examples = super::instance::to_examples(plan, bufs)?;
                 let slices: Vec<&[u8]> = examples.iter().map(Vec::as_slice).collect();
                 self.index.gather_examples(plan, &slices)?;
                 self.run(plan, None, &slices, &policy, out)

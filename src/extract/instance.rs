@@ -4,36 +4,58 @@
 //! output is), and each matrix feature of field 9 under its own name (its
 //! fids, floats, int64s or bytes, the first kind it holds); labels (field 3),
 //! instance weight (4), LineId (5, kept byte for byte) and data_source_key
-//! (100). Field 2 (`value`) and 8 (`next_fid`) have no Example counterpart
-//! and are not read. The Example is built once per Instance, a copy of the
-//! fids it carries; extraction then is that of Examples.
+//! (100). Field 8 (`next_fid`) has no Example counterpart and is not read.
+//!
+//! Monolith's PBDataset, asked for Examples from Instances, names them
+//! otherwise (`InstanceToExample`, monolith/native_training/data/
+//! training_instance/cc/data_reader.cc lines 225-252): field 2 becomes a
+//! float_list `value`, and the fids of slot N a fid_v1_list `fc_slot_<N>`.
+//! A model written against those Examples reads the same Instances here:
+//! `value` and `fc_slot_<N>` are added when the plan reads them (only
+//! then, so other models copy nothing more). The Example is built once per
+//! Instance, a copy of the fids it carries; extraction then is that of
+//! Examples.
 
 use std::collections::BTreeMap;
 
 use prost::Message;
 
 use super::ExtractError;
+use crate::config::Plan;
 use crate::fid::{v1_slot, v1_to_v2};
 use crate::proto::monolith_pb::{self as pb, feature::Type};
 use crate::view::{InstanceView, MatrixFeature};
 use crate::wire::{DecodeError, Within};
 
 /// Each Instance as a serialized Example.
-pub(super) fn to_examples(bufs: &[&[u8]]) -> Result<Vec<Vec<u8>>, ExtractError> {
-    let example = |(row, buf): (usize, &&[u8])| to_example(buf).within("instance", Some(row));
+pub(super) fn to_examples(plan: &Plan, bufs: &[&[u8]]) -> Result<Vec<Vec<u8>>, ExtractError> {
+    let example = |(row, buf): (usize, &&[u8])| to_example(plan, buf).within("instance", Some(row));
     Ok(bufs.iter().enumerate().map(example).collect::<Result<_, DecodeError>>()?)
 }
 
-fn to_example(buf: &[u8]) -> Result<Vec<u8>, DecodeError> {
+fn to_example(plan: &Plan, buf: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let view = InstanceView::parse(buf)?;
+    let mut named_feature = Vec::new();
+    if plan.source_of(b"value").is_some() {
+        let value = view.values()?;
+        if !value.is_empty() {
+            named_feature.push(named("value".into(), Type::FloatList(pb::FloatList { value })));
+        }
+    }
     let mut slots: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for fid in view.fids()? {
-        slots.entry(v1_slot(fid)).or_default().push(v1_to_v2(fid));
+        slots.entry(v1_slot(fid)).or_default().push(fid);
     }
-    let mut named_feature: Vec<pb::NamedFeature> = slots
-        .into_iter()
-        .map(|(slot, value)| named(format!("slot_{slot}"), Type::FidV2List(pb::FidList { value })))
-        .collect();
+    for (slot, fids) in &slots {
+        let value = fids.iter().map(|&f| v1_to_v2(f)).collect();
+        named_feature.push(named(format!("slot_{slot}"), Type::FidV2List(pb::FidList { value })));
+    }
+    for (slot, fids) in slots {
+        let name = format!("fc_slot_{slot}");
+        if plan.source_of(name.as_bytes()).is_some() {
+            named_feature.push(named(name, Type::FidV1List(pb::FidList { value: fids })));
+        }
+    }
     for f in view.features()? {
         if let Some(t) = matrix_type(&f) {
             named_feature.push(named(String::from_utf8_lossy(f.name).into_owned(), t));

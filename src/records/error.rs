@@ -31,6 +31,15 @@ pub enum RecordErrorKind {
     CorruptLength,
     #[error("{what} of {found} bytes is over the limit of {limit} bytes (raise it with --max-record-bytes)")]
     TooLarge { what: &'static str, found: u64, limit: u64 },
+    /// A length no protobuf message can have (over 2 GiB): the bytes read as
+    /// a length are something else, so the stream is compressed or framed
+    /// otherwise than it is read (or corrupt).
+    #[error(
+        "{what} of {found} bytes cannot be right (a protobuf message is under 2 GiB): the stream is not \
+         framed or compressed as it is read; check --compression and the header flags (--has-sort-id, \
+         --kafka-dump-prefix, --kafka-dump, --lagrangex-header)"
+    )]
+    NotALength { what: &'static str, found: u64 },
     #[error("{0}")]
     Compression(String),
 }

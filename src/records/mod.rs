@@ -3,7 +3,9 @@
 //! (`BaseStreamReaderTmpl::ReadPBBytes`) reads them: each record is
 //! `[optional header][u64 little-endian length][payload]`. The header options
 //! are [`Framing`]'s; a length of 0xfefefefe is a corrupt record; the whole
-//! stream may be zstd, gzip or snappy compressed ([`Compression`]).
+//! stream may be zstd, gzip, zlib or snappy compressed ([`Compression`]).
+//! When a stream's first record does not read, [`hint`] says which framing
+//! or compression would read it.
 //!
 //! Streaming with bounded memory: a record is read straight into the
 //! caller's buffer, which grows with the bytes that actually arrive (never
@@ -13,6 +15,7 @@
 
 pub mod codec;
 mod error;
+mod hint;
 #[cfg(feature = "compression")]
 mod snappy;
 #[cfg(feature = "offline")]
@@ -25,11 +28,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use codec::Compression;
 pub use error::{RecordError, RecordErrorKind};
+pub use hint::{FRAMINGS, framings_that_read, hint};
 
 /// Monolith's marker of a corrupt record (data_reader.h, `ReadPBBytes`).
 pub const CORRUPT_LENGTH: u64 = 0xfefe_fefe;
 /// The default bound on one record's length (and on a sort_id's).
 pub const DEFAULT_MAX_RECORD_BYTES: u64 = 256 << 20;
+/// No protobuf message is larger (protobuf's 2 GiB limit): a longer record
+/// length was not written as one, whatever `max_record_bytes` allows.
+pub const MAX_MESSAGE_BYTES: u64 = i32::MAX as u64;
 
 /// The optional header before each record's length (Monolith's
 /// `DataFormatOptions`). With `lagrangex_header` the others are ignored, as
@@ -98,7 +105,8 @@ impl RecordReader {
     /// Reads `input`, named `name` in errors, decompressing it as
     /// `options.compression` says (or as its first bytes say).
     pub fn new(name: &str, input: impl Read + Send + 'static, options: ReadOptions) -> Result<Self, RecordError> {
-        let inner = codec::decoder(name, Box::new(input), options.compression)
+        let plain_fits = |head: &[u8]| first_record_fits(head, options);
+        let inner = codec::decoder(name, Box::new(input), options.compression, &plain_fits)
             .map_err(|kind| RecordError::new(name, 0, 0, kind))?;
         Ok(Self { inner, name: name.to_string(), options, index: 0, offset: 0, done: false })
     }
@@ -108,10 +116,7 @@ impl RecordReader {
     /// `options.compression` says otherwise.
     pub fn open(path: &Path, options: ReadOptions, counter: Option<ByteCounter>) -> Result<Self, RecordError> {
         let name = path.display().to_string();
-        let mut options = options;
-        if options.compression == Compression::Auto && name.ends_with(".snappy") {
-            options.compression = Compression::Snappy;
-        }
+        let options = for_name(&name, options);
         let counted = |r: Box<dyn Read + Send>| -> Box<dyn Read + Send> {
             match &counter {
                 Some(c) => Box::new(Counted { inner: r, counter: Arc::clone(c) }),
@@ -221,7 +226,12 @@ impl RecordReader {
 
     fn check_size(&self, what: &'static str, len: u64) -> Result<(), RecordErrorKind> {
         let limit = self.options.max_record_bytes;
-        if len > limit { Err(RecordErrorKind::TooLarge { what, found: len, limit }) } else { Ok(()) }
+        match len {
+            _ if len <= limit => Ok(()),
+            // Raising the limit cannot help: the bytes are not a length.
+            _ if len > MAX_MESSAGE_BYTES => Err(RecordErrorKind::NotALength { what, found: len }),
+            _ => Err(RecordErrorKind::TooLarge { what, found: len, limit }),
+        }
     }
 
     /// A little-endian u64; `None` when the stream ends before its first byte.
@@ -266,6 +276,32 @@ impl RecordReader {
             return Err(RecordErrorKind::Truncated { what, expected: len, found: got });
         }
         Ok(())
+    }
+}
+
+/// `options` for the file `name`: a `.snappy` name is Monolith's snappy
+/// under `Auto`.
+fn for_name(name: &str, mut options: ReadOptions) -> ReadOptions {
+    if options.compression == Compression::Auto && name.ends_with(".snappy") {
+        options.compression = Compression::Snappy;
+    }
+    options
+}
+
+/// Whether `head`, a stream's first bytes read uncompressed with `options`'
+/// framing, starts with a record header whose lengths are within the limit
+/// (a header cut off by the end of `head` fits).
+fn first_record_fits(head: &[u8], options: ReadOptions) -> bool {
+    let options = ReadOptions { compression: Compression::None, ..options };
+    let Ok(mut reader) = RecordReader::new("", io::Cursor::new(head.to_vec()), options) else {
+        return true;
+    };
+    match reader.next_into(&mut Vec::new()) {
+        Err(e) => !matches!(
+            e.kind(),
+            RecordErrorKind::TooLarge { .. } | RecordErrorKind::NotALength { .. } | RecordErrorKind::CorruptLength
+        ),
+        Ok(_) => true,
     }
 }
 

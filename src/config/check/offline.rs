@@ -161,17 +161,9 @@ impl Checker {
     }
 
     fn negative_gen(&mut self, path: &str, r: &raw::NegativeGen) -> Option<SampleTransform> {
-        let neg_num = match r.neg_num {
-            Some(n) if n >= 0 => n as usize,
-            Some(n) => {
-                self.error(format!("{path}.neg_num"), format!("found {n}, must not be negative"));
-                0
-            }
-            None => {
-                self.error(format!("{path}.neg_num"), "missing; negatives per positive");
-                0
-            }
-        };
+        // Monolith registers the op with `neg_num: int >= 1`
+        // (monolith/native_training/data/ops/pb_dataset_ops.cc line 82).
+        let neg_num = self.positive(path, "neg_num", r.neg_num, None);
         let action_priority = match ints(r.action_priority.as_deref().unwrap_or("")) {
             Ok(v) => v,
             Err(m) => {
