@@ -98,9 +98,20 @@ const BUFFER: usize = 256 << 10;
 /// confirm it.
 const CONFIRM_BYTES: usize = 64 << 10;
 
-/// The decompressed stream, buffered. `plain_fits` says whether a stream's
-/// first bytes read as records uncompressed (for `Auto`).
+/// The decompressed stream, buffered. Under `Auto` a gzip or zlib header is
+/// taken when the stream decodes.
 pub(super) fn decoder(
+    name: &str,
+    input: Box<dyn Read + Send>,
+    compression: Compression,
+) -> Result<Box<dyn BufRead + Send>, RecordErrorKind> {
+    decoder_fitting(name, input, compression, &|_| true)
+}
+
+/// The decompressed stream, buffered. `plain_fits` says whether a stream's
+/// first bytes read as records uncompressed: under `Auto` a gzip or zlib
+/// header is taken when the stream decodes or when they do not.
+pub(super) fn decoder_fitting(
     name: &str,
     mut input: Box<dyn Read + Send>,
     compression: Compression,
@@ -141,6 +152,19 @@ pub(super) fn decoder(
             other.name()
         ))),
     }
+}
+
+/// Reads up to `n` bytes (fewer only at the end of the stream).
+fn peek(input: &mut Box<dyn Read + Send>, n: usize) -> Result<Vec<u8>, RecordErrorKind> {
+    let mut head = Vec::with_capacity(n);
+    input.take(n as u64).read_to_end(&mut head).map_err(RecordErrorKind::Io)?;
+    Ok(head)
+}
+
+/// An `io::Error` a decoder raises for bad compressed data.
+#[cfg_attr(not(feature = "compression"), allow(dead_code))]
+pub(super) fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
 }
 
 /// The compression a stream's first bytes show, and those bytes (which the
@@ -247,17 +271,4 @@ impl Read for ZlibStream {
         }
         Ok(n)
     }
-}
-
-/// Reads up to `n` bytes (fewer only at the end of the stream).
-fn peek(input: &mut Box<dyn Read + Send>, n: usize) -> Result<Vec<u8>, RecordErrorKind> {
-    let mut head = Vec::with_capacity(n);
-    input.take(n as u64).read_to_end(&mut head).map_err(RecordErrorKind::Io)?;
-    Ok(head)
-}
-
-/// An `io::Error` a decoder raises for bad compressed data.
-#[cfg_attr(not(feature = "compression"), allow(dead_code))]
-pub(super) fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
 }
