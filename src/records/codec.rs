@@ -100,7 +100,7 @@ const CONFIRM_BYTES: usize = 64 << 10;
 
 /// The decompressed stream, buffered. Under `Auto` a gzip or zlib header is
 /// taken when the stream decodes.
-pub(super) fn decoder(
+pub(crate) fn decoder(
     name: &str,
     input: Box<dyn Read + Send>,
     compression: Compression,
@@ -189,7 +189,7 @@ fn detect(
 /// Whether `head`, a stream's first bytes (`whole`: all of it), decodes as
 /// `compression` (gzip or zlib) without an error, checksums included. What
 /// it says when it does not.
-pub(super) fn decodes(compression: Compression, head: &[u8], whole: bool) -> Result<(), String> {
+pub(crate) fn decodes(compression: Compression, head: &[u8], whole: bool) -> Result<(), String> {
     #[cfg(feature = "compression")]
     {
         let mut decoder: Box<dyn Read + '_> = match compression {

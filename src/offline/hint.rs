@@ -10,7 +10,7 @@
 use std::io::{Cursor, Read};
 use std::path::Path;
 
-use super::{Compression, Framing, ReadOptions, RecordErrorKind, RecordReader, codec};
+use crate::records::{self, Compression, Framing, ReadOptions, RecordErrorKind, RecordReader, codec};
 use crate::wire::Reader;
 
 /// Every distinct set of header options, fewest flags first: a lagrangex
@@ -109,7 +109,7 @@ pub fn hint(path: &Path, options: ReadOptions) -> Option<String> {
         return None;
     }
     let name = path.display().to_string();
-    let options = super::for_name(&name, options);
+    let options = records::for_name(&name, options);
     let mut raw = Vec::new();
     std::fs::File::open(path).ok()?.take(HEAD_BYTES as u64).read_to_end(&mut raw).ok()?;
     // Under another compression than the file's, what the records look
