@@ -4,6 +4,7 @@
 //! records are counted under `OnError::Skip` and stop the run under `Fail`.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use fex::offline::{self, CollectSink, OnError, Options, Quiet, RecordCtx, RowsHook, RunError};
 use fex::records::write_record;
@@ -52,26 +53,28 @@ fn ids(sink: &CollectSink) -> Vec<Vec<i64>> {
 /// Drops odd fids; appends, after each record's rows, a row of a sample it
 /// keeps (as an item pool would).
 struct DropOddAddPooled {
-    plan: Plan,
-    pool: Vec<u8>,
-    ex: Extractor,
-    seen: Vec<u64>,
-    dropped: u64,
+    /// A row of the hook's own, owned: appended after each record's rows.
+    pool: Rows<'static>,
+    seen: std::sync::Mutex<Vec<u64>>,
+    dropped: AtomicU64,
 }
 
 impl RowsHook for DropOddAddPooled {
-    fn apply<'a>(&'a mut self, record: &RecordCtx<'_>, rows: &mut Rows<'a>) -> Result<(), fex::ExtractError> {
-        self.seen.push(record.index);
+    fn each(&self, _record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<(), fex::ExtractError> {
         let before = rows.len();
         rows.retain(|r| r % 2 == 0);
-        self.dropped += (before - rows.len()) as u64;
-        let pooled = self.ex.index(&self.plan, Input::Batch(&self.pool), None)?;
-        rows.push_row(&pooled, 0).expect("same plan, same kind");
+        self.dropped.fetch_add((before - rows.len()) as u64, Ordering::Relaxed);
         Ok(())
     }
 
+    fn in_order<'a>(&self, record: &RecordCtx<'_>, mut rows: Rows<'a>) -> Result<Vec<Rows<'a>>, fex::ExtractError> {
+        self.seen.lock().unwrap().push(record.index);
+        rows.push_row(&self.pool, 0).expect("same plan, same kind");
+        Ok(vec![rows])
+    }
+
     fn counts(&self) -> Vec<(String, u64)> {
-        vec![("drop_odd: dropped".into(), self.dropped)]
+        vec![("drop_odd: dropped".into(), self.dropped.load(Ordering::Relaxed))]
     }
 }
 
@@ -79,13 +82,14 @@ impl RowsHook for DropOddAddPooled {
 fn the_hook_drops_and_appends_rows_in_input_order() {
     let plan = Plan::from_yaml(MODEL).unwrap();
     let (_dir, path) = file(&[batch(10, 3), batch(20, 2)]);
-    let mut hook =
-        DropOddAddPooled { plan: plan.clone(), pool: batch(99, 1), ex: Extractor::new(), seen: vec![], dropped: 0 };
+    let pool = bytes::Bytes::from(batch(99, 1));
+    let pool = Extractor::new().index(&plan, Input::Batch(&pool), None).unwrap().into_owned(&[pool.clone()]);
+    let hook = DropOddAddPooled { pool, seen: Default::default(), dropped: AtomicU64::new(0) };
     let mut sink = CollectSink::default();
-    let options = Options { threads: 4, ..Options::default() };
-    let summary = offline::run(&plan, &[path], options, &mut sink, Some(&mut hook), &Quiet).unwrap();
+    let options = Options { threads: 4, chunk_records: 1, ..Options::default() };
+    let summary = offline::run(&plan, &[path], options, &mut sink, Some(&hook), &Quiet).unwrap();
     assert_eq!(ids(&sink), [vec![10], vec![12], vec![99], vec![20], vec![99]]);
-    assert_eq!(hook.seen, [0, 1]);
+    assert_eq!(*hook.seen.lock().unwrap(), [0, 1]);
     assert_eq!((summary.records, summary.rows_written, summary.bad_records), (2, 5, 0));
     assert_eq!(summary.transforms, [("drop_odd: dropped".to_string(), 2)]);
 }
@@ -164,9 +168,9 @@ fn transforms_batch_rows_across_records_and_flush_at_the_end() {
     let text = format!("{MODEL}offline:\n  transforms:\n    - {{transform: batch, batch_size: 4}}\n");
     let plan = Plan::from_yaml(&text).unwrap();
     let (_dir, path) = file(&[batch(10, 3), batch(20, 2), batch(30, 2)]);
-    let mut transforms = fex::samples::Transforms::new(&plan);
+    let transforms = fex::samples::Transforms::new(&plan);
     let mut sink = CollectSink::default();
-    let summary = offline::run(&plan, &[path], Options::default(), &mut sink, Some(&mut transforms), &Quiet).unwrap();
+    let summary = offline::run(&plan, &[path], Options::default(), &mut sink, Some(&transforms), &Quiet).unwrap();
     assert_eq!(ids(&sink), [[10], [11], [12], [20], [21], [30], [31]]);
     // The first record releases nothing; the second one batch of 4; the
     // rest (3 rows) comes at the end, as one batch.
@@ -327,4 +331,148 @@ fn arrow_ipc_streams_are_arrow_ipcs_own_bytes_whoever_encodes_them() {
     offline::run(&plan, &[], options(2), &mut sink, None, &Quiet).unwrap();
     let schema = offline::table::empty_batch(&plan).unwrap().schema();
     assert!(empty.bytes() == stream_writer(&[], &schema), "an empty stream differs");
+}
+
+/// Every layout `fex::columns::Column` has, `rows` rows; with `values`,
+/// row r holds r + 1 values (one position for a sequence), else none: the
+/// batch a text reader makes when no line has a feature in a group (issue 24).
+fn every_layout(rows: usize, values: bool) -> Vec<fex::columns::NamedColumn> {
+    use fex::columns::{Column, Dense, KeyedJagged, NamedColumn, Ragged, Splits, Strings, Values};
+    let per_row: Vec<usize> = (0..rows).map(|r| if values { r + 1 } else { 0 }).collect();
+    let ends = prefix_sums(&per_row);
+    let n = *ends.last().unwrap();
+    let i32s = || Splits::I32(ends.iter().map(|&e| e as i32).collect());
+    let i64s = || Splits::I64(ends.iter().map(|&e| e as i64).collect());
+    let weights: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
+    let ragged = |splits, values, weighted: bool, width| {
+        let weights = if weighted { weights.clone() } else { Vec::new() };
+        Column::Ragged(Ragged { splits, values, weights, weighted, width })
+    };
+    let kjt = |weighted: bool| {
+        // Two keys: key a holds every row's values, key b none.
+        let lengths: Vec<i32> = per_row.iter().map(|&l| l as i32).chain((0..rows).map(|_| 0)).collect();
+        let offsets = prefix_sums(&lengths.iter().map(|&l| l as usize).collect::<Vec<_>>());
+        Column::KeyedJagged(KeyedJagged {
+            keys: vec!["a".into(), "b".into()],
+            rows,
+            offsets: offsets.into_iter().map(|o| o as i64).collect(),
+            lengths,
+            values: Values::I64((0..n as i64).collect()),
+            weights: if weighted { weights.clone() } else { Vec::new() },
+            weighted,
+        })
+    };
+    let strings = Strings {
+        offsets: ends.iter().map(|&e| e as i64).collect(),
+        bytes: (0..n).map(|i| b'a' + (i % 26) as u8).collect(),
+        dims: vec![],
+    };
+    let columns = [
+        ("ragged_i32_u64", ragged(i32s(), Values::U64((0..n as u64).map(|i| u64::MAX - i).collect()), false, None)),
+        ("ragged_i64_weighted", ragged(i64s(), Values::U64((0..n as u64).collect()), true, None)),
+        ("ragged_i32_weighted", ragged(i32s(), Values::I64((0..n as i64).collect()), true, None)),
+        ("ragged_i64_f32", ragged(i64s(), Values::F32((0..n).map(|i| i as f32).collect()), false, None)),
+        ("ragged_i32_i32", ragged(i32s(), Values::I32((0..n as i32).collect()), false, None)),
+        ("sequence", ragged(i32s(), Values::I64((0..2 * n as i64).collect()), false, Some(2))),
+        ("dense_f64", Column::Dense(Dense { rows, dims: vec![2], values: Values::F64(vec![0.25; 2 * rows]) })),
+        ("dense_scalar", Column::Dense(Dense { rows, dims: vec![], values: Values::F32(vec![1.5; rows]) })),
+        ("strings", Column::Strings(strings)),
+        ("kjt_weighted", kjt(true)),
+        ("kjt", kjt(false)),
+    ];
+    columns.into_iter().map(|(name, column)| NamedColumn { name: name.into(), shared: false, column }).collect()
+}
+
+fn prefix_sums(lengths: &[usize]) -> Vec<usize> {
+    let mut sums = vec![0];
+    for &n in lengths {
+        sums.push(sums[sums.len() - 1] + n);
+    }
+    sums
+}
+
+fn table(rows: usize, values: bool) -> arrow_array::RecordBatch {
+    let metadata = std::collections::HashMap::new();
+    fex::offline::table::columns_to_batch(every_layout(rows, values), rows, metadata).unwrap()
+}
+
+/// Column by column, the same values and types (metadata aside).
+fn assert_same_rows(found: &arrow_array::RecordBatch, want: &arrow_array::RecordBatch, what: &str) {
+    use arrow_array::Array;
+    assert_eq!(found.num_columns(), want.num_columns(), "{what}");
+    for (i, field) in want.schema().fields().iter().enumerate() {
+        let (f, w) = (found.column(i).to_data(), want.column(i).to_data());
+        f.validate_full().unwrap_or_else(|e| panic!("{what}: {} read back invalid: {e}", field.name()));
+        assert_eq!(f, w, "{what}: column {}", field.name());
+    }
+}
+
+#[test]
+fn a_column_with_no_values_is_written_with_its_type_and_reads_back() {
+    use fex::offline::{IpcSink, ParquetOptions, ParquetSink, Prepared, Sink};
+    // The first batch (which gives the file its schema) has no values in
+    // any ragged or keyed-jagged column, the next has some; the last has no
+    // rows, which our IPC encoder leaves to arrow-ipc's.
+    let batches = [table(3, false), table(2, true), table(4, false), table(0, false)];
+    let schema = batches[1].schema();
+    for b in &batches {
+        assert_eq!(b.schema().fields(), schema.fields(), "a batch's types do not depend on its values");
+    }
+
+    let out = Memory::default();
+    let mut sink = IpcSink::for_columns(Box::new(out.clone()));
+    for b in &batches {
+        sink.write(Prepared::Batch(b.clone())).unwrap();
+    }
+    sink.finish().unwrap();
+    let mut reference = Vec::new();
+    let mut writer = arrow_ipc::writer::StreamWriter::try_new(&mut reference, &schema).unwrap();
+    for b in &batches {
+        writer.write(b).unwrap();
+    }
+    writer.finish().unwrap();
+    drop(writer);
+    assert!(out.bytes() == reference, "the IPC stream is not arrow-ipc's StreamWriter's");
+    let back: Vec<_> =
+        arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(out.bytes()), None).unwrap().collect();
+    assert_eq!(back.len(), batches.len());
+    for (i, (found, want)) in back.into_iter().zip(&batches).enumerate() {
+        assert_same_rows(&found.unwrap(), want, &format!("ipc batch {i}"));
+    }
+
+    let out = Memory::default();
+    let options = ParquetOptions { row_group_size: 4, ..ParquetOptions::default() };
+    let mut sink = ParquetSink::for_columns(Box::new(out.clone()), options, std::collections::HashMap::new());
+    for b in &batches {
+        sink.write(Prepared::Batch(b.clone())).unwrap();
+    }
+    sink.finish().unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::from(out.bytes()))
+            .unwrap()
+            .with_batch_size(1)
+            .build()
+            .unwrap();
+    let want: Vec<_> = batches.iter().flat_map(|b| (0..b.num_rows()).map(|r| b.slice(r, 1))).collect();
+    let found: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(found.len(), want.len(), "parquet rows");
+    for (r, (found, want)) in found.iter().zip(&want).enumerate() {
+        assert_same_rows(found, want, &format!("parquet row {r}"));
+    }
+}
+
+#[test]
+fn a_batch_of_other_columns_is_an_error_not_a_corrupt_file() {
+    use fex::offline::{IpcSink, ParquetOptions, ParquetSink, Prepared, Sink};
+    let first = table(2, true);
+    let other = first.project(&[1, 0]).unwrap();
+    let mut ipc = IpcSink::for_columns(Box::new(Memory::default()));
+    ipc.write(Prepared::Batch(first.clone())).unwrap();
+    let e = ipc.write(Prepared::Batch(other.clone())).unwrap_err().to_string();
+    assert!(e.contains("column \"ragged_i64_weighted\" is LargeList"), "{e}");
+    let mut parquet =
+        ParquetSink::for_columns(Box::new(Memory::default()), ParquetOptions::default(), Default::default());
+    parquet.write(Prepared::Batch(first)).unwrap();
+    let e = parquet.write(Prepared::Batch(other)).unwrap_err().to_string();
+    assert!(e.contains("but the file's column \"ragged_i32_u64\""), "{e}");
 }

@@ -8,6 +8,7 @@ mod common;
 use common::{batch, examples};
 use fex::samples::{TransformCount, Transforms};
 use fex::{Extracted, Extractor, Input, Plan, Policy};
+use rand::{Rng, SeedableRng};
 
 /// A model with `features` and an `offline:` section of `transforms`.
 fn plan(features: &str, transforms: &str) -> Plan {
@@ -369,7 +370,7 @@ fn negative_gen_needs_at_least_one_negative() {
 fn shuffle_and_batch_reorder_rows_across_inputs() {
     let order = |transforms: &str| -> (Vec<Vec<u64>>, Vec<TransformCount>) {
         let p = plan(FIDS, transforms);
-        let mut t = Transforms::new(&p);
+        let t = Transforms::new(&p);
         let mut ex = Extractor::new();
         let mut batches = Vec::new();
         for input in 0..3u64 {
@@ -381,9 +382,9 @@ fn shuffle_and_batch_reorder_rows_across_inputs() {
             let mut rows = ex.index(&p, Input::Examples(&slices), None).unwrap();
             t.apply(&mut rows).unwrap();
             let owned = rows.into_owned(&owners);
-            batches.extend(t.reorder().unwrap().push(owned));
+            batches.extend(t.release(owned));
         }
-        batches.extend(t.reorder().unwrap().finish());
+        batches.extend(t.finish());
         let flat = batches
             .iter()
             .map(|rows| {
@@ -497,4 +498,139 @@ fn an_unreadable_line_id_is_an_error_naming_the_transform_and_row() {
     assert_eq!(as_extract.row(), Some(1));
     assert!(as_extract.to_string().contains("offline.transforms[0] (filter_by_value)"), "{as_extract}");
     assert!(err.to_string().starts_with("offline.transforms[0] (filter_by_value): row 1: "), "{err}");
+}
+
+/// One Example of the property tests below: a user, an item with or
+/// without tags, its channel, a label.
+fn neg_example(user: u64, item: u64, tags: &[u64], channel: u64, label: f32) -> String {
+    let tags = if tags.is_empty() { String::new() } else { format!(", f_goods_tags: {{fid_v2_list: {tags:?}}}") };
+    format!(
+        "    - {{features: {{f_user_id: {{fid_v2_list: [{user}]}}, f_goods_id: {{fid_v2_list: [{item}]}}, f_spm: {{fid_v2_list: [{channel}]}}{tags}}}, line_id: {{item_id: {item}, actions: [1]}}, label: [{label:?}]}}\n"
+    )
+}
+
+const PROP_FEATURES: &str = "  - {name: f_user_id, kind: sparse}
+  - {name: f_goods_id, kind: sparse}
+  - {name: f_goods_tags, kind: sparse}
+  - {name: f_spm, kind: sparse}
+  - {name: label, kind: label, shape: [1]}
+  - {name: w, kind: instance_weight}
+  - {name: gid, kind: line_id, field: item_id}
+  - {name: acts, kind: line_id, field: actions, shape: [1]}
+";
+
+/// A pooled item as the test's own model of the pool keeps it.
+#[derive(Clone, Debug)]
+struct Pooled {
+    gid: u64,
+    tags: Vec<u64>,
+    drawn: u32,
+}
+
+/// Everything a draw decides is checked against a model of Monolith's pool
+/// kept by the test (cache_mgr.cc `CacheWithGid::Push`, lines 92-114: a new
+/// item joins the back, one already there stays, past max_item_num the
+/// oldest leaves; `RandomSelectOne`, lines 116-140: more than start_num
+/// items, a uniform draw, freq_factor = 1 / times drawn, time_factor =
+/// position / size): each positive's negatives come right before it, every
+/// row is cached before its negatives are built (`GetNext`, kernel lines
+/// 196-199); a negative holds the positive's user and the drawn item's
+/// item features exactly (its tags absent when the item has none: lines
+/// 427-433, 512-519); its LineId names the item with actions
+/// [negative_action], label[label_index] = negative_label (lines 455-470);
+/// weight 1 + neg_num * time^decay * freq (lines 492-503). Without easy
+/// negatives, a positive gets neg_num negatives from its own channel when
+/// the pool holds more than start_num items, else none.
+#[test]
+fn negative_gen_draws_follow_the_pool_exactly() {
+    let (neg_num, start_num, max_items) = (3usize, 1usize, 4usize);
+    let p = plan(
+        PROP_FEATURES,
+        &format!(
+            "    - {{transform: negative_gen, neg_num: {neg_num}, per_channel: true, channel_feature: f_spm, item_features: [f_goods_id, f_goods_tags], start_num: {start_num}, max_item_num: {max_items}, negative_action: 9, neg_sample_declay_factor: 0.5, seed: 11}}\n"
+        ),
+    );
+    // 60 rows: 3 channels, 10 items, every third item without tags.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let rows: Vec<(u64, u64, Vec<u64>, u64, f32)> = (0..60)
+        .map(|i| {
+            let item = rng.random_range(0..10u64);
+            let tags = if item % 3 == 0 { vec![] } else { vec![1000 + item, 2000 + item] };
+            let label = if rng.random_bool(0.6) { 1.0 } else { 0.0 };
+            (i, 100 + item, tags, item % 3 + 1, label)
+        })
+        .collect();
+    let text: String = rows.iter().map(|(u, i, tags, c, l)| neg_example(*u, *i, tags, *c, *l)).collect();
+    let mut t = Transforms::new(&p);
+    let out = run_one(&p, Input::Examples(&examples(&text).iter().map(Vec::as_slice).collect::<Vec<_>>()), &mut t);
+    let (users, goods, tags) = (ids(&out, "f_user_id"), ids(&out, "f_goods_id"), ids(&out, "f_goods_tags"));
+    let (gid, labels, acts, w) = (
+        out.tensor("gid").unwrap().u64s(),
+        out.tensor("label").unwrap().f32s(),
+        out.tensor("acts").unwrap().i64s(),
+        out.tensor("w").unwrap().f32s(),
+    );
+    let mut pools: std::collections::HashMap<u64, Vec<Pooled>> = Default::default();
+    let mut at = 0;
+    let mut generated = 0;
+    for (user, item, item_tags, channel, label) in &rows {
+        let pool = pools.entry(*channel).or_default();
+        if !pool.iter().any(|x| x.gid == *item) {
+            pool.push(Pooled { gid: *item, tags: item_tags.clone(), drawn: 0 });
+            if pool.len() > max_items {
+                pool.remove(0);
+            }
+        }
+        if *label == 1.0 {
+            let expected = if pool.len() > start_num { neg_num } else { 0 };
+            for _ in 0..expected {
+                let position = pool.iter().position(|x| x.gid == gid[at]).expect("a negative's item is in the pool");
+                let size = pool.len();
+                let drawn = &mut pool[position];
+                drawn.drawn += 1;
+                assert_eq!((users[at][0], goods[at][0]), (*user, drawn.gid), "row {at}");
+                assert_eq!(tags[at], drawn.tags, "row {at}: the item's own tags, or none");
+                assert_eq!((labels[at], acts[at]), (-1.0, 9), "row {at}");
+                let time = (position + 1) as f64 / size as f64;
+                let weight = 1.0 + neg_num as f64 * time.powf(0.5) / f64::from(drawn.drawn);
+                assert_eq!(w[at], weight as f32, "row {at}");
+                at += 1;
+                generated += 1;
+            }
+        }
+        assert_eq!((users[at][0], goods[at][0], &tags[at]), (*user, *item, item_tags), "row {at}: the input row");
+        at += 1;
+    }
+    assert_eq!(at, users.len());
+    assert!(generated > 60, "the run draws: {generated}");
+    assert_eq!(t.counts()[0].generated, generated as u64);
+}
+
+/// Easy negatives draw their channel with probability proportional to its
+/// pool's size (`CacheManager::SampleChannelID`, cache_mgr.cc lines
+/// 264-281). Pools of 3 and 9 items, 4,000 positives of the small channel
+/// whose item is already pooled (so the sizes stay), easy_hard_ratio 1: the
+/// small channel's share is Binomial(4000, 0.25), mean 1,000, standard
+/// deviation 27.4; the test allows 6 deviations (165) either way, a bound a
+/// correct sampler passes with probability 1 - 2e-9. Picking channels
+/// uniformly (the old rule) gives 2,000.
+#[test]
+fn easy_negatives_pick_channels_by_pool_size() {
+    let p = plan(
+        PROP_FEATURES,
+        "    - {transform: negative_gen, neg_num: 1, per_channel: true, channel_feature: f_spm, item_features: [f_goods_id], start_num: 0, easy_hard_ratio: 1.0, seed: 5}\n",
+    );
+    let mut t = Transforms::new(&p);
+    let mut text: String = (0..3).map(|i| neg_example(0, 100 + i, &[], 1, 0.0)).collect();
+    text.extend((0..9).map(|i| neg_example(0, 200 + i, &[], 2, 0.0)));
+    text.extend((0..4000).map(|i| neg_example(i, 100 + i % 3, &[], 1, 1.0)));
+    let samples = examples(&text);
+    let out = run_one(&p, Input::Examples(&samples.iter().map(Vec::as_slice).collect::<Vec<_>>()), &mut t);
+    assert_eq!((t.item_pool(1).len(), t.item_pool(2).len()), (3, 9));
+    let labels = out.tensor("label").unwrap().f32s();
+    let gid = out.tensor("gid").unwrap().u64s();
+    let negatives: Vec<u64> = gid.iter().zip(&labels).filter(|(_, l)| **l == -1.0).map(|(g, _)| *g).collect();
+    assert_eq!(negatives.len(), 4000);
+    let small = negatives.iter().filter(|g| **g < 200).count();
+    assert!((1000 - 165..=1000 + 165).contains(&small), "small channel drawn {small} times of 4000");
 }

@@ -31,6 +31,8 @@ fn config_defaults_and_required_keys_are_deepxs() {
         assert_eq!(config("uch", &format!("{alias}=3")).unwrap().groups, 3);
     }
     assert_eq!(config("LibsvmInstanceReader", "batch=1").unwrap().format, Format::Libsvm);
+    // Blanks around a value are std::stoi's to skip (instance_reader_impl.cc:97).
+    assert_eq!(config("libsvm", "batch= 2 ;;w=1;").unwrap().batch, 2);
 }
 
 #[test]
@@ -54,8 +56,41 @@ fn config_errors_say_which_key_and_what_is_allowed() {
         ("libsvm", "batch=x", "batch=\"x\": not an integer"),
         ("libsvm", "label_size=33", "label_size=\"33\": must be from 1 to 32 (deepx's MAX_LABEL_SIZE)"),
         ("libsvm_ex", "x_size=129", "x_size=\"129\": must be from 1 to 128 (deepx's MAX_X_SIZE)"),
-        ("libsvm", "batch=1;batch_size=2", "batch is given twice"),
+        (
+            "libsvm",
+            "batch=1;batch_size=2",
+            "batch is given twice; deepx keeps one value (the last of a repeated key, any_map.cc:30 and 44, or \
+             whichever alias its hash map visits last), fex refuses it",
+        ),
         ("libsvm", "batch", "config entry \"batch\" is not key=value (entries are separated by ';')"),
+        // Issue 24, 4: deepx looks keys up verbatim (any_map.cc:35-46,
+        // instance_reader_impl.cc:94-115), and std::stoi ignores what
+        // follows an integer (instance_reader_impl.cc:97).
+        (
+            "libsvm",
+            "batch=2; label_size=1",
+            "key \" label_size\" has blanks around it; deepx looks keys up verbatim and refuses it \
+             (instance_reader_impl.cc:94-115), and so does fex",
+        ),
+        (
+            "libsvm",
+            "batch =2",
+            "key \"batch \" has blanks around it; deepx looks keys up verbatim and refuses it \
+             (instance_reader_impl.cc:94-115), and so does fex",
+        ),
+        (
+            "libsvm",
+            "batch=2x",
+            "batch=\"2x\": not an integer; deepx's std::stoi reads the leading digits and ignores the rest \
+             (instance_reader_impl.cc:97-111), fex refuses it",
+        ),
+        (
+            "libsvm",
+            "w=1 0",
+            "w=\"1 0\": not an integer; deepx's std::stoi reads the leading digits and ignores the rest \
+             (instance_reader_impl.cc:97-111), fex refuses it",
+        ),
+        ("libsvm", "batch=2; ", "config entry \" \" is not key=value (entries are separated by ';')"),
         ("svm", "", "unknown instance reader \"svm\"; the readers are libsvm, libsvm_ex, uch"),
     ];
     for (format, text, want) in cases {
@@ -90,7 +125,6 @@ fn every_line_error_names_line_column_and_text() {
         ("libsvm", "", "1: 3\n", 1, 3, "", "weight is not a number"),
         ("libsvm", "", "1 uuid: 3\n", 1, 3, "uuid:", "empty uuid"),
         ("libsvm", "", "1 3 -4\n", 1, 5, "-4", "feature id is not a u64"),
-        ("libsvm", "", "1 18446744073709551616\n", 1, 3, "18446744073709551616", "feature id is not a u64"),
         ("libsvm", "", "1 3|4\n", 1, 3, "3|4", "feature id is not a u64"),
         ("libsvm", "", "1 3:100.5\n", 1, 5, "100.5", "feature value is not a number in [-100, 100]"),
         ("libsvm", "", "1 3:NaN\n", 1, 5, "NaN", "feature value is not a number"),
@@ -102,6 +136,160 @@ fn every_line_error_names_line_column_and_text() {
         let e = first_error(format, cfg, input);
         assert_eq!((e.file(), e.line(), e.column(), e.text()), ("f.txt", line, column, text), "{input:?}: {e}");
         assert!(e.to_string().starts_with(&format!("f.txt:{line}:{column}: {message}")), "{input:?}: {e}");
+    }
+}
+
+/// Issue 24, 4: lines deepx reads in a way their author cannot have meant,
+/// and lines deepx refuses. fex refuses each; the error names file, line,
+/// column, and what deepx does (with its source line) where it differs.
+/// README, "deepx, line by line", lists every case.
+#[test]
+fn lines_deepx_misreads_or_refuses_are_refused_saying_what_deepx_does() {
+    const AFTER: &str = "text after a number; deepx ends the number here, steps over one byte and reads on from \
+                         the next (base.h:122, 207), fex refuses it";
+    const TAKES: &str = "; deepx's parser reads a number from it (fast_strtox.cc:86-140), fex refuses it";
+    let value = format!("feature value is not a number in [-100, 100]{TAKES}");
+    let label = format!("label is not a number in [-10000, 10000]{TAKES}");
+    let weight = format!("weight is not a number in (0, 10000]{TAKES}");
+    let hist = |g: usize| {
+        format!(
+            "history group {g} is empty and a later one is not; deepx stops reading histories at the first empty \
+             one and keeps the line with __instXhist_size {g} and the rest dropped (uch.h:78-85, 144-149); fex \
+             refuses it"
+        )
+    };
+    let bad_hist = "in history group 0; deepx stops reading histories at a bad one and keeps the line with \
+                    __instXhist_size 0 (uch.h:78-85, 144-149), fex refuses it";
+    // (format, config, input, column, text, the message after file:line:column)
+    let cases: Vec<(&str, &str, &str, usize, &str, String)> = vec![
+        // Text after a number: deepx reads 5:1.5 and 6; 5:0 and 10; 1:2 and 3.
+        ("libsvm", "", "1 5:1.5x 6\n", 8, "x", AFTER.into()),
+        ("libsvm", "", "1 5:0x10\n", 6, "x10", AFTER.into()),
+        ("libsvm", "", "1 1:2:3\n", 6, ":3", AFTER.into()),
+        ("libsvm", "", "1:0.5x 3\n", 6, "x", AFTER.into()),
+        ("libsvm", "", "1:2:3 4\n", 4, ":3", AFTER.into()),
+        // Tokens deepx's fast_strtod takes whole: 0, -0, 1, 1.23, 0.
+        ("libsvm", "", ". 3\n", 1, ".", label.clone()),
+        ("libsvm", "", "- 3\n", 1, "-", label.clone()),
+        ("libsvm", "", "1 3:1e\n", 5, "1e", value.clone()),
+        ("libsvm", "", "1 3:1.2.3\n", 5, "1.2.3", value.clone()),
+        ("libsvm", "", "1:e5 3\n", 3, "e5", weight.clone()),
+        // An id above u64::MAX deepx wraps; a sign it refuses, as fex does.
+        (
+            "libsvm",
+            "",
+            "1 18446744073709551616:0.5\n",
+            3,
+            "18446744073709551616",
+            "feature id is not a u64: it is above 18446744073709551615; deepx wraps it modulo 2^64 \
+             (fast_strtox.cc:177-189, no overflow check), fex refuses it"
+                .into(),
+        ),
+        ("libsvm", "", "1 +5\n", 3, "+5", "feature id is not a u64".into()),
+        // libsvm_ex: text past x_size groups deepx ignores; an empty group it refuses.
+        (
+            "libsvm_ex",
+            "x_size=1",
+            "1 3|4\n",
+            4,
+            "|4",
+            "text after the last of x_size=1 feature groups; deepx reads the first 1 groups and ignores the rest \
+             of the line (libsvm_ex.h:110-117); fex refuses it"
+                .into(),
+        ),
+        (
+            "libsvm_ex",
+            "x_size=2",
+            "1 3||4\n",
+            5,
+            "",
+            "feature group 1 is empty; deepx refuses such a line too (libsvm_ex.h:55-62, base.h:169-173)".into(),
+        ),
+        // uch: deepx stops at an empty or bad history and keeps the line.
+        ("uch", "x_hist_item_size=2", "1 1|2||4\n", 7, "", hist(0)),
+        ("uch", "x_hist_item_size=3", "1 1|2|3||5\n", 9, "", hist(1)),
+        ("uch", "x_hist_item_size=3", "1 1|2||x\n", 7, "", hist(0)),
+        (
+            "uch",
+            "x_hist_item_size=2",
+            "1 1|2|x|4\n",
+            7,
+            "x",
+            format!("feature id is not a u64 (groups are separated by '|') {bad_hist}"),
+        ),
+        (
+            "uch",
+            "x_hist_item_size=2",
+            "1 1|2|3 4:x\n",
+            11,
+            "x",
+            format!("feature value is not a number in [-100, 100] {bad_hist}"),
+        ),
+        (
+            "uch",
+            "x_hist_item_size=1",
+            "1 |2\n",
+            3,
+            "",
+            "the user group is empty; deepx refuses such a line too (uch.h:58-66, base.h:169-173)".into(),
+        ),
+        (
+            "uch",
+            "x_hist_item_size=1",
+            "1 1|\n",
+            5,
+            "",
+            "the candidate group is empty; deepx refuses such a line too (uch.h:68-76, base.h:169-173)".into(),
+        ),
+    ];
+    for (format, cfg, input, column, text, message) in cases {
+        let e = first_error(format, cfg, input);
+        assert_eq!((e.file(), e.line(), e.column(), e.text()), ("f.txt", 1, column, text), "{input:?}: {e}");
+        assert_eq!(e.to_string(), format!("f.txt:1:{column}: {message}: {text:?}"), "{input:?}");
+    }
+}
+
+/// Issue 24, 3: deepx casts to f32, then checks the range (base.h:82-119,
+/// 194-204): 1e-50 is a weight of 0 and refused; 10000.0004 is 10000 and
+/// read. fex checks the f32 it stores, the same way.
+#[test]
+fn ranges_are_checked_on_the_f32_stored_as_deepx_checks_them() {
+    let input = "10000.0004:10000.0004 3:100.000001 4:1e-50\n-10000.0004 5:-100.000001\n";
+    let mut r = deepx::open("libsvm", "w=1", Cursor::new(input), "f.txt", ReadOptions::default()).unwrap();
+    let b = r.next_batch().unwrap().unwrap();
+    let dense = |name: &str| match &b.iter().find(|c| c.name == name).unwrap().column {
+        Column::Dense(d) => d.values.clone(),
+        c => panic!("{c:?}"),
+    };
+    assert_eq!(dense("__instY"), Values::F32(vec![10000.0, -10000.0]));
+    assert_eq!(dense("__instW"), Values::F32(vec![10000.0, 1.0]));
+    let Column::Ragged(x) = &b[0].column else { panic!() };
+    assert_eq!(x.weights, [100.0, 0.0, -100.0]);
+    let cases = [
+        ("1:1e-50 3\n", 3, "1e-50", "weight is not a number in (0, 10000] (as the f32 stored it is 0.0)"),
+        (
+            "1:10000.0005 3\n",
+            3,
+            "10000.0005",
+            "weight is not a number in (0, 10000] (as the f32 stored it is 10000.001)",
+        ),
+        (
+            "10000.0005\n",
+            1,
+            "10000.0005",
+            "label is not a number in [-10000, 10000] (as the f32 stored it is 10000.001)",
+        ),
+        (
+            "1 3:100.00001\n",
+            5,
+            "100.00001",
+            "feature value is not a number in [-100, 100] (as the f32 stored it is 100.00001)",
+        ),
+        ("1 3:1e39\n", 5, "1e39", "feature value is not a number in [-100, 100] (as the f32 stored it is inf)"),
+    ];
+    for (input, column, text, message) in cases {
+        let e = first_error("libsvm", "", input);
+        assert_eq!(e.to_string(), format!("f.txt:1:{column}: {message}: {text:?}"), "{input:?}");
     }
 }
 

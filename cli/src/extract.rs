@@ -69,10 +69,10 @@ pub fn run(a: ExtractArgs) -> u8 {
     };
     let progress = Progress::new(sources::total_size(&inputs), a.quiet);
     // The model's `offline:` transforms (filters, labels, negatives, shuffle,
-    // batch) run on one thread in input order: the output is the same for
-    // any --threads.
-    let mut transforms = fex::samples::Transforms::new(&plan);
-    let hook: Option<&mut dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&mut transforms) };
+    // batch): the stateful ones see records in input order, so the output is
+    // the same for any --threads.
+    let transforms = fex::samples::Transforms::new(&plan);
+    let hook: Option<&dyn offline::RowsHook> = if transforms.is_empty() { None } else { Some(&transforms) };
     let result = offline::run(&plan, &inputs, options, sink.as_mut(), hook, &progress);
     progress.finish();
     match result {

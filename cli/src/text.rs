@@ -1,17 +1,19 @@
 //! Text samples on the command line: `fex extract --input-format
-//! libsvm|libsvm_ex|uch|criteo` reads each input with the library's text
-//! readers (`fex::text`) and writes their batches through the same sinks as
-//! PBDataset input; `fex fit criteo` fits Criteo's vocabularies. A bad line
+//! libsvm|libsvm_ex|uch|criteo` reads each input (decompressed as
+//! `--compression` says; by default as its first bytes say) with the
+//! library's text readers (`fex::text`) and writes their batches through the
+//! same sinks as PBDataset input; `fex fit criteo` fits Criteo's
+//! vocabularies (compressed days too). A bad line
 //! is reported as file:line:column (exit 65 under `--on-error fail`; counted
 //! and skipped under `skip`).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 use fex::columns::NamedColumn;
 use fex::offline::{IpcSink, ParquetOptions, ParquetSink, Prepared, Sink};
-use fex::records::sources;
+use fex::records::{Compression, sources};
 use fex::text::TextError;
 use fex::text::criteo::{self, CriteoReader, Fit, FitOptions};
 use fex::text::deepx::{self, ReadOptions};
@@ -19,11 +21,10 @@ use fex::text::deepx::{self, ReadOptions};
 use crate::args::{ExtractArgs, FitCriteoArgs, FormatArg, InputFormatArg};
 use crate::exit;
 
-fn open_input(path: &Path) -> std::io::Result<Box<dyn BufRead>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(BufReader::with_capacity(1 << 20, std::io::stdin())));
-    }
-    Ok(Box::new(BufReader::with_capacity(1 << 20, std::fs::File::open(path)?)))
+/// A text input, decompressed as `--compression` says (by default, as its
+/// first bytes say: gzip, zstd or framed snappy), as PBDataset input is.
+fn open_input(path: &Path, compression: Compression) -> std::io::Result<Box<dyn BufRead + Send>> {
+    fex::text::open(path, compression)
 }
 
 fn name(path: &Path) -> String {
@@ -113,7 +114,7 @@ pub fn extract(a: ExtractArgs) -> u8 {
     let mut counts = Counts::default();
     for path in &inputs {
         counts.files += 1;
-        let input = match open_input(path) {
+        let input = match open_input(path, a.input.read_options().compression) {
             Ok(i) => i,
             Err(e) => {
                 eprintln!("error: {}: cannot open: {e}", path.display());
@@ -202,7 +203,7 @@ pub fn fit_criteo(a: FitCriteoArgs) -> u8 {
     let opts = ReadOptions { on_error: a.on_error.into(), ..ReadOptions::default() };
     let mut skipped = 0;
     for day in &a.days {
-        let input = match open_input(day) {
+        let input = match open_input(day, Compression::Auto) {
             Ok(i) => i,
             Err(e) => {
                 eprintln!("error: {}: cannot open: {e}", day.display());

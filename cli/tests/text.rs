@@ -154,3 +154,130 @@ fn criteo_fit_then_extract_maps_categories_through_the_vocabularies() {
     assert!(run.status.success(), "{}", stderr(&run));
     assert!(stderr(&run).contains("bad lines: 1"), "{}", stderr(&run));
 }
+
+fn extract(format: &str, config: &str, output: &str, out: &Path, inputs: &[&Path], extra: &[&str]) -> Output {
+    let mut v = vec!["extract", "--input-format", format, "--reader-config", config, "--format", output];
+    v.extend_from_slice(extra);
+    v.extend_from_slice(&["-o", out.to_str().unwrap()]);
+    v.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    fex(&v)
+}
+
+fn read_ipc(path: &Path) -> Vec<RecordBatch> {
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let reader = arrow_ipc::reader::StreamReader::try_new(file, None).unwrap();
+    reader.map(|b| b.unwrap_or_else(|e| panic!("{}: {e}", path.display()))).collect()
+}
+
+/// Each row's ids and weights of a List or LargeList column of
+/// {value: u64, weight: f32}, every batch, each array checked valid.
+fn weighted_rows(batches: &[RecordBatch], name: &str) -> Vec<Vec<(u64, f32)>> {
+    use arrow_array::types::UInt64Type;
+    let mut rows = Vec::new();
+    for b in batches {
+        let c = b.column_by_name(name).unwrap_or_else(|| panic!("no {name} in {:?}", b.schema()));
+        c.to_data().validate_full().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let l = c.as_list::<i64>();
+        for r in 0..l.len() {
+            let row = l.value(r);
+            let s = row.as_struct_opt().unwrap_or_else(|| panic!("{name} row {r} is {}", row.data_type()));
+            let ids = s.column(0).as_primitive::<UInt64Type>().values().to_vec();
+            let weights = s.column(1).as_primitive::<Float32Type>().values().to_vec();
+            rows.push(ids.into_iter().zip(weights).collect());
+        }
+    }
+    rows
+}
+
+// Issue 24, 1: a batch where no line fills a group (here history slot 1,
+// and with batch=1 a line with no feature at all) wrote that column without
+// its weights: a corrupt Arrow IPC stream, a Parquet error.
+#[test]
+fn a_group_no_line_fills_is_written_with_its_type_by_both_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("a.uch");
+    std::fs::write(&input, "1 1|2|3\n0 4:0.5|5|6|7:0.25\n1 8|9\n").unwrap();
+    let want_hist1: Vec<Vec<(u64, f32)>> = vec![vec![], vec![(7, 0.25)], vec![]];
+    for batch in [1, 2] {
+        let config = format!("batch={batch};x_hist_item_size=2");
+        let ipc = dir.path().join(format!("b{batch}.arrow"));
+        let run = extract("uch", &config, "arrow", &ipc, &[&input], &[]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        let batches = read_ipc(&ipc);
+        assert_eq!(weighted_rows(&batches, "__instXhist1"), want_hist1, "arrow, batch={batch}");
+        assert_eq!(weighted_rows(&batches, "__instXuser")[1], [(4, 0.5)]);
+        let parquet = dir.path().join(format!("b{batch}.parquet"));
+        let run = extract("uch", &config, "parquet", &parquet, &[&input], &[]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        assert_eq!(weighted_rows(&read_parquet(&parquet), "__instXhist1"), want_hist1, "parquet, batch={batch}");
+    }
+    // libsvm with batch=1: the second line has no feature.
+    std::fs::write(&input, "1 3:0.5\n0\n1 4\n").unwrap();
+    let out = dir.path().join("l.arrow");
+    let run = extract("libsvm", "batch=1", "arrow", &out, &[&input], &[]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(weighted_rows(&read_ipc(&out), "__instX"), [vec![(3, 0.5)], vec![], vec![(4, 1.0)]]);
+}
+
+// Issue 24, 2: deepx reads `*.gz` through zlib (deepx_core
+// src/common/stream.cc:2022-2023); fex reads gzip, zstd and framed snappy
+// text inputs by their first bytes, whatever their name, and standard input.
+#[test]
+fn compressed_text_inputs_read_as_their_plain_text() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let text = "1 1:0.5 3\n0 2:2\n1 7\n";
+    let plain = dir.path().join("a.libsvm");
+    std::fs::write(&plain, text).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&text.as_bytes()[..10]).unwrap();
+    let mut gzip = gz.finish().unwrap();
+    // Two gzip members, as `cat a.gz b.gz` makes.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&text.as_bytes()[10..]).unwrap();
+    gzip.extend(gz.finish().unwrap());
+    let files = [
+        ("a.libsvm.gz", gzip.clone()),
+        ("gzip_named_txt.txt", gzip.clone()),
+        ("a.libsvm.zst", zstd::encode_all(text.as_bytes(), 3).unwrap()),
+    ];
+    let want = {
+        let out = dir.path().join("plain.parquet");
+        let run = extract("libsvm", "batch=2", "parquet", &out, &[&plain], &[]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        read_parquet(&out)
+    };
+    assert_eq!(weighted_rows(&want, "__instX"), [vec![(1, 0.5), (3, 1.0)], vec![(2, 2.0)], vec![(7, 1.0)]]);
+    for (name, bytes) in files {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = dir.path().join(format!("{name}.parquet"));
+        let run = extract("libsvm", "batch=2", "parquet", &out, &[&path], &[]);
+        assert!(run.status.success(), "{name}: {}", stderr(&run));
+        assert_eq!(read_parquet(&out), want, "{name}");
+    }
+    // Standard input, gzip.
+    let out = dir.path().join("stdin.parquet");
+    let mut child = Command::new(FEX)
+        .args(["extract", "--input-format", "libsvm", "--reader-config", "batch=2", "-o", out.to_str().unwrap(), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&gzip).unwrap();
+    let run = child.wait_with_output().unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(read_parquet(&out), want, "stdin");
+    // --compression none reads the bytes as they are: line 1 is not a label.
+    let run = extract("libsvm", "", "parquet", &out, &[&dir.path().join("a.libsvm.gz")], &["--compression", "none"]);
+    assert_eq!(run.status.code(), Some(65), "{}", stderr(&run));
+    // A gzip stream cut short: an I/O error naming the file and line.
+    let cut = dir.path().join("cut.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(text.as_bytes()).unwrap();
+    let whole = gz.finish().unwrap();
+    std::fs::write(&cut, &whole[..whole.len() - 12]).unwrap();
+    let run = extract("libsvm", "", "parquet", &out, &[&cut], &[]);
+    assert_eq!(run.status.code(), Some(1), "{}", stderr(&run));
+    assert!(stderr(&run).contains(&format!("{}:3:0: cannot read: ", cut.display())), "{}", stderr(&run));
+}

@@ -206,3 +206,63 @@ fn extract_shuffles_and_batches_across_records() {
     assert_eq!(batched, (0..8).collect::<Vec<_>>());
     assert_eq!(count(&stderr, "batch: dropped:"), 2, "{stderr}");
 }
+
+/// Every case of the offline golden corpus (tests/corpus_offline) through
+/// the `fex` command: its records in a PBDataset file, `fex extract
+/// --format responses` on 1 and 3 threads, whose framed responses must be
+/// the library's tables (`Case::offline_tables`, the tables the corpus
+/// renders) byte for byte, one response per table.
+#[test]
+fn the_offline_corpus_through_fex_extract_is_the_librarys() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/corpus_offline");
+    let mut cases: Vec<_> = std::fs::read_dir(&corpus).unwrap().map(|e| e.unwrap().path()).collect();
+    cases.retain(|p| p.extension().is_some_and(|e| e == "yaml"));
+    cases.sort();
+    assert!(!cases.is_empty());
+    for path in cases {
+        let case = fex::corpus::Case::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let Ok(run) = case.offline_tables(&corpus).unwrap() else { continue };
+        let expected: Vec<u8> = run
+            .tables
+            .into_iter()
+            .flat_map(|out| {
+                let response = fex::proto::fex_v1::ExtractResponse {
+                    model: run.plan.name.clone(),
+                    model_version: run.plan.identity().version.clone(),
+                    batch_size: out.batch_size as i32,
+                    tensors: out.into_tensors(),
+                };
+                let mut frame = Vec::new();
+                write_record(&mut frame, &response.encode_to_vec()).unwrap();
+                frame
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let (payload, records) = match case.input.encode().unwrap() {
+            fex::corpus::Encoded::Batch(b) => ("example_batch", vec![b]),
+            fex::corpus::Encoded::Examples(e) => ("example", e),
+        };
+        let input = dir.path().join("in.pb");
+        let mut framed = Vec::new();
+        for r in &records {
+            write_record(&mut framed, r).unwrap();
+        }
+        std::fs::write(&input, framed).unwrap();
+        let model = dir.path().join("model.yaml");
+        std::fs::write(&model, &case.model).unwrap();
+        for threads in ["1", "3"] {
+            let out = dir.path().join("out.bin");
+            let status = Command::new(FEX)
+                .args(["extract", "--quiet", "--format", "responses", "--payload", payload, "--threads", threads])
+                .arg("-m")
+                .arg(&model)
+                .arg("-o")
+                .arg(&out)
+                .arg(&input)
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&status.stderr));
+            assert!(std::fs::read(&out).unwrap() == expected, "{} on {threads} threads", path.display());
+        }
+    }
+}

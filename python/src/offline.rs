@@ -199,12 +199,12 @@ pub fn run(
     let inputs = input_paths(inputs)?;
     let lib = plan.inner();
     let mut output = Output::new(out, format, parquet, lib)?;
-    let mut hook = fex::samples::Transforms::new(lib);
+    let hook = fex::samples::Transforms::new(lib);
     let use_hook = transforms && !hook.is_empty();
     let observer = Collect::default();
     let sink = output.sink();
     let (result, signal) = run_interruptibly(py, &observer.interrupted, || {
-        let hook: Option<&mut dyn offline::RowsHook> = if use_hook { Some(&mut hook) } else { None };
+        let hook: Option<&dyn offline::RowsHook> = if use_hook { Some(&hook) } else { None };
         offline::run(lib, &inputs, options, sink, hook, &observer)
     });
     if let Some(e) = signal {

@@ -5,7 +5,9 @@
 //! → `LargeBinary`; keyed-jagged → a `LargeList` of `keys * rows` entries,
 //! key-major, whose list lengths are the KJT's lengths and whose offsets are
 //! its offsets. Values that carry weights become a struct of `value` and
-//! `weight`.
+//! `weight`, in every batch, even one where no row has a value: a column's
+//! type is what it declares (`weighted`), never what its batch happens to
+//! hold, so every batch of a stream or file has the same schema.
 
 use std::sync::Arc;
 
@@ -25,7 +27,7 @@ impl Column {
     pub fn into_arrow(self) -> Result<ArrayRef, ArrowError> {
         match self {
             Column::Ragged(r) => {
-                let items = with_weights(values_array(r.values), r.weights)?;
+                let items = with_weights(values_array(r.values), r.weights, r.weighted)?;
                 let items = match r.width {
                     Some(w) => fixed(items, w)?,
                     None => items,
@@ -44,7 +46,7 @@ impl Column {
                 let offsets = offsets(s.offsets)?;
                 Ok(Arc::new(LargeBinaryArray::try_new(offsets, Buffer::from_vec(s.bytes), None)?))
             }
-            Column::KeyedJagged(k) => list(k.offsets, with_weights(values_array(k.values), k.weights)?),
+            Column::KeyedJagged(k) => list(k.offsets, with_weights(values_array(k.values), k.weights, k.weighted)?),
         }
     }
 }
@@ -59,8 +61,10 @@ fn values_array(v: Values) -> ArrayRef {
     }
 }
 
-fn with_weights(values: ArrayRef, weights: Vec<f32>) -> Result<ArrayRef, ArrowError> {
-    if weights.is_empty() {
+/// The values, or a struct of values and weights when the column is
+/// weighted (or holds weights); the two must be as long.
+fn with_weights(values: ArrayRef, weights: Vec<f32>, weighted: bool) -> Result<ArrayRef, ArrowError> {
+    if weights.is_empty() && !weighted {
         return Ok(values);
     }
     let weights: ArrayRef = Arc::new(PrimitiveArray::<Float32Type>::new(ScalarBuffer::from(weights), None));
@@ -132,6 +136,7 @@ mod tests {
             offsets: vec![0, 1, 1, 3, 4],
             values: Values::I64(vec![5, 6, 7, 8]),
             weights: vec![0.5, 1.0, 1.5, 2.0],
+            weighted: true,
         });
         let k = k.into_arrow().unwrap();
         let l = k.as_list::<i64>();
@@ -139,6 +144,34 @@ mod tests {
         assert_eq!(l.value_length(2), 2);
         let items = l.values().as_struct();
         assert_eq!(items.column(1).as_primitive::<Float32Type>().value(3), 2.0);
+    }
+
+    #[test]
+    fn a_weighted_column_without_values_keeps_its_struct_type() {
+        let full = Column::Ragged(Ragged {
+            splits: Splits::I64(vec![0, 1]),
+            values: Values::U64(vec![3]),
+            weights: vec![0.5],
+            weighted: true,
+            ..Ragged::default()
+        });
+        let empty = Column::Ragged(Ragged {
+            splits: Splits::I64(vec![0, 0]),
+            values: Values::U64(vec![]),
+            weighted: true,
+            ..Ragged::default()
+        });
+        let (full, empty) = (full.into_arrow().unwrap(), empty.into_arrow().unwrap());
+        assert_eq!(empty.data_type(), full.data_type());
+        assert!(matches!(empty.as_list::<i64>().values().data_type(), arrow_schema::DataType::Struct(_)));
+        let short = Column::Ragged(Ragged {
+            splits: Splits::I64(vec![0, 2]),
+            values: Values::U64(vec![3, 4]),
+            weights: vec![0.5],
+            weighted: true,
+            ..Ragged::default()
+        });
+        assert!(short.into_arrow().is_err(), "a weight per value");
     }
 
     #[test]

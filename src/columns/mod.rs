@@ -38,6 +38,9 @@ pub struct Ragged {
     pub values: Values,
     /// Optional f32 weight per value (empty when the column has none).
     pub weights: Vec<f32>,
+    /// The values carry weights, even when there are none in this batch:
+    /// the column's type must not depend on whether a row has a value.
+    pub weighted: bool,
     /// Values per position of a sequence (`[rows, -1, width]`), or `None`.
     pub width: Option<usize>,
 }
@@ -78,6 +81,8 @@ pub struct KeyedJagged {
     pub offsets: Vec<i64>,
     pub values: Values,
     pub weights: Vec<f32>,
+    /// The values carry weights, even when there are none (as `Ragged`'s).
+    pub weighted: bool,
 }
 
 impl KeyedJagged {
@@ -124,6 +129,7 @@ impl Column {
                 r.splits.reset(splits);
                 r.values.reset(dtype);
                 r.weights.clear();
+                r.weighted = false;
                 r.width = None;
             }
             (Self::Dense(d), Layout::Dense) => {
@@ -143,6 +149,7 @@ impl Column {
                 k.offsets.clear();
                 k.values.reset(dtype);
                 k.weights.clear();
+                k.weighted = false;
             }
             (this, _) => *this = Self::fresh(layout, dtype, splits),
         }

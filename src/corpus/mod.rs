@@ -23,6 +23,8 @@
 
 mod feature;
 mod line_id;
+#[cfg(feature = "offline")]
+mod offline;
 mod render;
 mod sample;
 
@@ -32,6 +34,8 @@ use serde::Deserialize;
 
 pub use feature::Feature;
 pub use line_id::LineIdFields;
+#[cfg(feature = "offline")]
+pub use offline::OfflineRun;
 pub use render::{render, render_columns, render_error};
 pub use sample::{Batch, Encoded, Example, Input, List, ListType};
 

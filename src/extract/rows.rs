@@ -214,17 +214,24 @@ impl<'a> Rows<'a> {
         Ok(())
     }
 
-    /// Appends a copy of this rows' `base` row whose Features of the sources
-    /// in `features` (an Example of named features this row now owns, and
-    /// the byte range of each source's Feature in it) replace its own: how
-    /// negative generation pairs a user's features with a pooled item's.
-    pub fn push_with(&mut self, base: usize, example: Bytes, features: &[(usize, u32, u32)]) {
+    /// Appends a copy of this rows' `base` row in which the sources in
+    /// `cleared` have no Feature, then the Features of the sources in
+    /// `features` (an Example of named features this row now owns, and the
+    /// byte range of each source's Feature in it) replace its own: how
+    /// negative generation pairs a user's features with a pooled item's,
+    /// clearing every item feature first so none of the base row's survives.
+    pub fn push_with(&mut self, base: usize, example: Bytes, features: &[(usize, u32, u32)], cleared: &[usize]) {
         let at = self.len();
         let (cells, meta, example_row) =
             (self.row_cells(base).to_vec(), self.meta[base].clone(), self.example_rows[base]);
         self.cells.extend(cells);
         self.meta.push(meta);
         self.example_rows.push(example_row);
+        for &source in cleared {
+            if source < self.sources {
+                self.cells[at * self.sources + source] = Cell::NONE;
+            }
+        }
         let buf = self.own(example);
         self.meta[at].features = Some(buf);
         for &(source, start, end) in features {

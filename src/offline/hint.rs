@@ -117,10 +117,10 @@ pub fn hint(path: &Path, options: ReadOptions) -> Option<String> {
     if let Some(note) = compression_note(&raw, raw.len() < HEAD_BYTES, options.compression) {
         return Some(note);
     }
-    // A gzip or zlib header that does not decode was named above, so the
-    // stream is read here as the record reader reads it.
+    // A gzip or zlib header that does not decode was named above: here one
+    // is taken only when it decodes.
     let file = std::fs::File::open(path).ok()?;
-    let stream = codec::decoder(&name, Box::new(file), options.compression).ok()?;
+    let stream = codec::decoder(&name, Box::new(file), options.compression, &|_| true).ok()?;
     let mut data = Vec::new();
     let whole = stream.take(DATA_BYTES as u64).read_to_end(&mut data).is_ok() && data.len() < DATA_BYTES;
     framing_note(&data, whole, options)

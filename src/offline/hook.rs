@@ -1,9 +1,10 @@
 //! The transforms hook: where sample transforms (filters, labels, negative
-//! generation) plug into the pipeline. A hook sees each input record's rows
-//! after indexing and before writing, in input order, and may drop rows
-//! (`Rows::retain`) or append rows (`Rows::push_row`, from rows of buffers it
-//! keeps itself: the `'a` of `apply` lets it lend them). Extraction then
-//! writes whatever rows remain, so transforms never re-encode protobufs.
+//! generation, shuffle, batch) plug into the pipeline. A hook sees each
+//! input record's rows after indexing and before writing, and may drop rows
+//! (`Rows::retain`), append rows (`Rows::push_row`, `Rows::push_with` from
+//! bytes it owns) or hold rows back and release them later as batches.
+//! Extraction then writes what it returns, so transforms never re-encode
+//! protobufs.
 
 use crate::error::ExtractError;
 use crate::extract::Rows;
@@ -23,15 +24,25 @@ pub struct RecordCtx<'r> {
     pub payloads: &'r [&'r [u8]],
 }
 
-/// Sample transforms, applied to the rows of each record in input order.
-/// Runs on one thread: a pipeline with a hook extracts on one worker, so a
-/// stateful transform (an item pool, a seeded sampler) sees records exactly
-/// in file order and its output does not depend on `--threads`.
-pub trait RowsHook: Send {
-    /// Edits `rows`: drop rows, append rows. An error is the record's error
-    /// (reported with its file, index and offset; skipped under
-    /// `--on-error skip`).
-    fn apply<'a>(&'a mut self, record: &RecordCtx<'_>, rows: &mut Rows<'a>) -> Result<(), ExtractError>;
+/// Sample transforms, applied to the rows of each record. A hook is shared
+/// by the run's workers: `each` runs on whichever worker read the record,
+/// records in any order; `in_order` then sees every record strictly in
+/// input order, one at a time, so a stateful transform (an item pool, a
+/// seeded sampler) sees records exactly in file order and the output does
+/// not depend on `--threads`. Extraction of what `in_order` returns runs on
+/// the workers again.
+pub trait RowsHook: Send + Sync {
+    /// Edits `rows` (drop rows, set labels) without state across records.
+    /// An error is the record's error (reported with its file, index and
+    /// offset; skipped under `--on-error skip`).
+    fn each(&self, _record: &RecordCtx<'_>, _rows: &mut Rows<'_>) -> Result<(), ExtractError> {
+        Ok(())
+    }
+
+    /// Edits `rows` in input order and returns what to write now, each
+    /// element one table (or response): none, the rows as they are, or
+    /// batches the hook completed from rows it held back.
+    fn in_order<'a>(&self, record: &RecordCtx<'_>, rows: Rows<'a>) -> Result<Vec<Rows<'a>>, ExtractError>;
 
     /// Counters for the run's summary, in a stable order: e.g.
     /// `("filter_by_fids: dropped", 12)`, `("negative_gen: generated", 40)`.
@@ -40,8 +51,9 @@ pub trait RowsHook: Send {
     }
 
     /// The end of input: rows the hook held back across records (a shuffle
-    /// buffer, a partial batch), written after the last record's, in order.
-    fn finish(&mut self) -> Result<Vec<Rows<'static>>, ExtractError> {
+    /// buffer, a partial batch), written after the last record's, in order,
+    /// each element one table.
+    fn finish(&self) -> Result<Vec<Rows<'static>>, ExtractError> {
         Ok(Vec::new())
     }
 }

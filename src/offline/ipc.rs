@@ -294,6 +294,38 @@ mod tests {
         }
     }
 
+    /// Three rows and no values in any list: the batch a reader makes when
+    /// no row has a feature of a group (issue 24), weights included.
+    fn no_values() -> RecordBatch {
+        let none = || prim::<UInt64Type>(vec![]);
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("ragged_i32", list(vec![0i32; 4], prim::<Int64Type>(vec![]))),
+            ("ragged_i64", list(vec![0i64; 4], none())),
+            ("sequence", list(vec![0i32; 4], fixed(prim::<Int64Type>(vec![]), 2))),
+            ("weighted_i32", list(vec![0i32; 4], weighted(none(), vec![]))),
+            ("weighted_i64", list(vec![0i64; 4], weighted(none(), vec![]))),
+            (
+                "strings",
+                Arc::new(LargeBinaryArray::new(
+                    OffsetBuffer::new(ScalarBuffer::from(vec![0i64; 4])),
+                    Buffer::from_vec(Vec::<u8>::new()),
+                    None,
+                )),
+            ),
+        ];
+        RecordBatch::try_from_iter(columns).unwrap()
+    }
+
+    #[test]
+    fn lists_without_values_are_encoded_as_arrow_ipc_encodes_them() {
+        let batch = no_values();
+        assert_eq!(ours(&batch), Some(arrow_ipc_message(&batch)));
+        for i in 0..batch.num_columns() {
+            let one = batch.project(&[i]).unwrap();
+            assert_eq!(ours(&one), Some(arrow_ipc_message(&one)), "column {}", batch.schema().field(i).name());
+        }
+    }
+
     #[test]
     fn batches_it_does_not_know_are_left_to_arrow_ipc() {
         let batch = every_layout();

@@ -48,7 +48,8 @@ pub enum OnError {
 pub struct Options {
     pub payload: Payload,
     pub read: ReadOptions,
-    /// Extraction workers (at least 1). With a hook, 1.
+    /// Extraction workers (at least 1), with or without a hook: a hook's
+    /// `in_order` still sees records one at a time in input order.
     pub threads: usize,
     pub on_error: OnError,
     /// A chunk ends after this many payload bytes or `chunk_records` records.
@@ -157,6 +158,10 @@ struct Shared<'s> {
     issued: AtomicU64,
     input_bytes: Arc<AtomicU64>,
     observer: &'s dyn Observer,
+    hook: Option<&'s dyn RowsHook>,
+    /// The next chunk the hook's `in_order` takes (every chunk passes).
+    hook_next: Mutex<u64>,
+    hook_turn: Condvar,
     /// The sink's work for any thread (Parquet's row group encoding).
     helper: Option<Arc<dyn SinkHelper>>,
     /// Chunk buffers already read and processed, for the next chunks: a
@@ -173,10 +178,10 @@ pub fn run(
     inputs: &[PathBuf],
     options: Options,
     sink: &mut dyn Sink,
-    hook: Option<&mut dyn RowsHook>,
+    hook: Option<&dyn RowsHook>,
     observer: &dyn Observer,
 ) -> Result<Summary, RunError> {
-    let threads = if hook.is_some() { 1 } else { options.threads.max(1) };
+    let threads = options.threads.max(1);
     let format = sink.format();
     let helper = sink.helper();
     let mut encoders: Vec<Option<Box<dyn BatchEncoder>>> = (0..threads).map(|_| sink.encoder()).collect();
@@ -198,22 +203,25 @@ pub fn run(
         issued: AtomicU64::new(0),
         input_bytes: Arc::new(AtomicU64::new(0)),
         observer,
+        hook,
+        hook_next: Mutex::new(0),
+        hook_turn: Condvar::new(),
         helper,
         spare: Mutex::new(Vec::new()),
     };
     let window = threads as u64 * 2 + 1;
-    match hook {
-        Some(hook) => {
-            worker(&shared, window, Some(&mut *hook), encoders.pop().flatten());
-            flush(&shared, hook);
-        }
-        None if threads == 1 => worker(&shared, window, None, encoders.pop().flatten()),
-        None => std::thread::scope(|s| {
+    if threads == 1 {
+        worker(&shared, window, encoders.pop().flatten());
+    } else {
+        std::thread::scope(|s| {
             for encoder in encoders {
                 let shared = &shared;
-                s.spawn(move || worker(shared, window, None, encoder));
+                s.spawn(move || worker(shared, window, encoder));
             }
-        }),
+        });
+    }
+    if let Some(hook) = hook {
+        flush(&shared, hook);
     }
     let files = lock(&shared.reader).files_opened;
     let mut order = shared.order.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -230,12 +238,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn worker<'h>(
-    shared: &Shared<'_>,
-    window: u64,
-    mut hook: Option<&mut (dyn RowsHook + 'h)>,
-    mut encoder: Option<Box<dyn BatchEncoder>>,
-) {
+fn worker(shared: &Shared<'_>, window: u64, mut encoder: Option<Box<dyn BatchEncoder>>) {
     let mut ex = Extractor::new();
     loop {
         // The sink's queued work (encoding) goes before new input: it holds
@@ -253,6 +256,7 @@ fn worker<'h>(
             }
         }
         if shared.abort.load(Ordering::Relaxed) {
+            shared.hook_turn.notify_all();
             return;
         }
         if shared.observer.stop() {
@@ -260,16 +264,14 @@ fn worker<'h>(
             order.error.get_or_insert(RunError::Stopped);
             shared.abort.store(true, Ordering::Relaxed);
             shared.turn.notify_all();
+            shared.hook_turn.notify_all();
             return;
         }
         let Some(chunk) = read_chunk(shared) else {
             while help(shared) {}
             return;
         };
-        let processed = process(shared, &mut ex, &chunk, hook.as_deref_mut(), encoder.as_deref_mut());
-        if let Some(hook) = hook.as_deref() {
-            lock(&shared.order).summary.transforms = hook.counts();
-        }
+        let processed = process(shared, &mut ex, &chunk, encoder.as_deref_mut());
         let seq = chunk.seq;
         let mut data = chunk.data;
         data.clear();
@@ -301,7 +303,7 @@ fn help(shared: &Shared<'_>) -> bool {
 
 /// Writes what the hook held back until the end of input (`RowsHook::finish`)
 /// after everything else, unless the run already failed.
-fn flush(shared: &Shared<'_>, hook: &mut dyn RowsHook) {
+fn flush(shared: &Shared<'_>, hook: &dyn RowsHook) {
     if shared.abort.load(Ordering::Relaxed) {
         return;
     }
@@ -393,11 +395,10 @@ fn error_chunk(st: &mut ReadState, shared: &Shared<'_>, e: crate::records::Recor
 }
 
 /// Extracts a chunk into the sink's items; bad records are set aside.
-fn process<'h>(
+fn process(
     shared: &Shared<'_>,
     ex: &mut Extractor,
     chunk: &Chunk,
-    mut hook: Option<&mut (dyn RowsHook + 'h)>,
     mut encoder: Option<&mut (dyn BatchEncoder + '_)>,
 ) -> Processed {
     let mut p = Processed { records: chunk.records.len() as u64, ..Processed::default() };
@@ -413,11 +414,11 @@ fn process<'h>(
             Err(e) => p.bad.push(BadRecord::at(&chunk.at(), i, BadError::Arrow(e))),
         }
     };
-    let per_record =
-        shared.format == Format::Responses || shared.options.payload == Payload::ExampleBatch || hook.is_some();
-    if per_record {
+    if let Some(hook) = shared.hook {
+        hooked(shared, hook, ex, chunk, &payloads, &mut |out, i, p| push(out, i, p), &mut p);
+    } else if shared.format == Format::Responses || shared.options.payload == Payload::ExampleBatch {
         for (i, payload) in payloads.iter().enumerate() {
-            match unit(shared, ex, chunk, i, &[*payload], hook.as_deref_mut()) {
+            match unit(shared, ex, chunk, i, &[*payload]) {
                 Ok(out) => push(out, i, &mut p),
                 Err(bad) => p.bad.push(bad),
             }
@@ -425,11 +426,11 @@ fn process<'h>(
     } else {
         // Examples and Instances: the chunk's records in one call; when it
         // fails, one record at a time, to name the bad ones.
-        match unit(shared, ex, chunk, 0, &payloads, None) {
+        match unit(shared, ex, chunk, 0, &payloads) {
             Ok(out) => push(out, 0, &mut p),
             Err(_) => {
                 for (i, payload) in payloads.iter().enumerate() {
-                    match unit(shared, ex, chunk, i, &[*payload], None) {
+                    match unit(shared, ex, chunk, i, &[*payload]) {
                         Ok(out) => push(out, i, &mut p),
                         Err(bad) => p.bad.push(bad),
                     }
@@ -444,42 +445,132 @@ fn process<'h>(
 }
 
 /// Extracts the records `payloads` (starting at the chunk's record `first`).
-fn unit<'h>(
+fn unit(
     shared: &Shared<'_>,
     ex: &mut Extractor,
     chunk: &Chunk,
     first: usize,
     payloads: &[&[u8]],
-    hook: Option<&mut (dyn RowsHook + 'h)>,
 ) -> Result<Extracted, BadRecord> {
-    let plan = shared.plan;
-    let input = match shared.options.payload {
+    let mut out = Extracted::default();
+    let bad = |e| BadRecord::at(&chunk.at(), first + blame(&e, payloads.len()), BadError::Extract(Arc::new(e)));
+    ex.extract(shared.plan, input(shared, payloads), policy(shared), &mut out).map_err(bad)?;
+    Ok(out)
+}
+
+fn input<'p>(shared: &Shared<'_>, payloads: &'p [&'p [u8]]) -> Input<'p> {
+    match shared.options.payload {
         Payload::ExampleBatch => Input::Batch(payloads[0]),
         Payload::Example => Input::Examples(payloads),
         Payload::Instance => Input::Instances(payloads),
-    };
-    // The table wants a row per sample; responses are what the server sends.
+    }
+}
+
+/// The table wants a row per sample; responses are what the server sends.
+fn policy(shared: &Shared<'_>) -> Policy<'static> {
     let shared_rows = if shared.format == Format::Table { SharedRows::Broadcast } else { SharedRows::AsDeclared };
-    let policy = Policy { shared: shared_rows, ..Policy::default() };
-    let mut out = Extracted::default();
-    let bad = |e| BadRecord::at(&chunk.at(), first + blame(&e, payloads.len()), BadError::Extract(Arc::new(e)));
-    match hook {
-        None => ex.extract(plan, input, policy, &mut out).map_err(bad)?,
-        Some(hook) => {
-            let mut rows = ex.index(plan, input, None).map_err(bad)?;
-            let (meta, _) = chunk.records[first];
-            let ctx = RecordCtx {
-                source: &chunk.source,
-                index: meta.index,
-                offset: meta.offset,
-                records: payloads.len(),
-                payloads,
-            };
-            hook.apply(&ctx, &mut rows).map_err(bad)?;
-            ex.write(plan, &rows, policy, &mut out).map_err(bad)?;
+    Policy { shared: shared_rows, ..Policy::default() }
+}
+
+/// A chunk through the hook: each record (an ExampleBatch) or the chunk's
+/// Examples at once is indexed and given to `each` here; then, when every
+/// earlier chunk has passed, to `in_order`; what that returns is written
+/// here again, so only `in_order` is serial.
+fn hooked(
+    shared: &Shared<'_>,
+    hook: &dyn RowsHook,
+    ex: &mut Extractor,
+    chunk: &Chunk,
+    payloads: &[&[u8]],
+    push: &mut dyn FnMut(Extracted, usize, &mut Processed),
+    p: &mut Processed,
+) {
+    let mut indexed = Vec::new();
+    if shared.options.payload == Payload::ExampleBatch {
+        for i in 0..payloads.len() {
+            match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
+                Ok(rows) => indexed.push((i, 1, rows)),
+                Err(bad) => p.bad.push(bad),
+            }
+        }
+    } else if let Ok(rows) = index_each(shared, hook, ex, chunk, 0, payloads) {
+        indexed.push((0, payloads.len(), rows));
+    } else {
+        for i in 0..payloads.len() {
+            match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
+                Ok(rows) => indexed.push((i, 1, rows)),
+                Err(bad) => p.bad.push(bad),
+            }
         }
     }
-    Ok(out)
+    let Some(ready) = in_turn(shared, chunk.seq, || {
+        let mut ready = Vec::new();
+        for (first, n, rows) in indexed {
+            let ctx = record_ctx(chunk, first, &payloads[first..first + n]);
+            match hook.in_order(&ctx, rows) {
+                Ok(units) => ready.extend(units.into_iter().map(|u| (first, u))),
+                Err(e) => {
+                    let at = first + blame(&e, n);
+                    p.bad.push(BadRecord::at(&chunk.at(), at, BadError::Extract(Arc::new(e))));
+                }
+            }
+        }
+        lock(&shared.order).summary.transforms = hook.counts();
+        ready
+    }) else {
+        return;
+    };
+    // Bad records stay in input order: those `in_order` found come after
+    // those `each` found, so sort by record.
+    p.bad.sort_by_key(|b| b.index);
+    let policy = policy(shared);
+    for (first, rows) in ready {
+        let mut out = Extracted::default();
+        match ex.write(shared.plan, &rows, policy, &mut out) {
+            Ok(()) => push(out, first, p),
+            Err(e) => p.bad.push(BadRecord::at(&chunk.at(), first, BadError::Extract(Arc::new(e)))),
+        }
+    }
+}
+
+/// Indexes `payloads` (from the chunk's record `first`) and runs the hook's
+/// `each` on the rows.
+fn index_each<'c>(
+    shared: &Shared<'_>,
+    hook: &dyn RowsHook,
+    ex: &mut Extractor,
+    chunk: &'c Chunk,
+    first: usize,
+    payloads: &'c [&'c [u8]],
+) -> Result<crate::extract::Rows<'c>, BadRecord> {
+    let bad = |e| BadRecord::at(&chunk.at(), first + blame(&e, payloads.len()), BadError::Extract(Arc::new(e)));
+    let mut rows = ex.index(shared.plan, input(shared, payloads), None).map_err(bad)?;
+    hook.each(&record_ctx(chunk, first, payloads), &mut rows).map_err(bad)?;
+    Ok(rows)
+}
+
+fn record_ctx<'c>(chunk: &'c Chunk, first: usize, payloads: &'c [&'c [u8]]) -> RecordCtx<'c> {
+    let (meta, _) = chunk.records.get(first).copied().unwrap_or_default();
+    RecordCtx { source: &chunk.source, index: meta.index, offset: meta.offset, records: payloads.len(), payloads }
+}
+
+/// Runs `f` once every chunk before `seq` has run its own, then lets the
+/// next chunk's run. `None` when the run failed while waiting.
+fn in_turn<T>(shared: &Shared<'_>, seq: u64, f: impl FnOnce() -> T) -> Option<T> {
+    let mut next = lock(&shared.hook_next);
+    while *next != seq {
+        if shared.abort.load(Ordering::Relaxed) {
+            return None;
+        }
+        // A failure elsewhere sets `abort` without knowing of this wait:
+        // look again now and then.
+        let tick = std::time::Duration::from_millis(20);
+        next = shared.hook_turn.wait_timeout(next, tick).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+    }
+    let out = f();
+    *next += 1;
+    shared.hook_turn.notify_all();
+    Some(out)
 }
 
 /// The record (of `n`) an error of an Examples call belongs to.

@@ -388,6 +388,7 @@ impl Sink for ParquetSink {
             Prepared::Ipc(_) => return Err(SinkError::Format { found: "arrow message", expected: "parquet" }),
         };
         let encoder = self.encoder(batch.schema())?;
+        same_columns(&encoder.schema, &batch.schema())?;
         let mut at = 0;
         while at < batch.num_rows() {
             let take = (self.row_group_size - self.filling_rows).min(batch.num_rows() - at);
@@ -483,6 +484,9 @@ impl Sink for IpcSink {
             Prepared::Frames(_) => return Err(SinkError::Format { found: "frames", expected: "arrow" }),
         };
         self.start(&message.schema)?;
+        if let Some(schema) = &self.schema {
+            same_columns(schema, &message.schema)?;
+        }
         write_buffers(&mut self.out, &message.buffers)?;
         Ok(())
     }
@@ -501,6 +505,27 @@ impl Sink for IpcSink {
         self.out.flush()?;
         Ok(())
     }
+}
+
+/// Refuses a batch whose columns are not the file's (named and typed as its
+/// first batch's): an IPC stream would be corrupt and a Parquet file fail
+/// deep in its writer. Metadata may differ.
+fn same_columns(file: &SchemaRef, batch: &SchemaRef) -> Result<(), SinkError> {
+    let (a, b) = (file.fields(), batch.fields());
+    if a == b {
+        return Ok(());
+    }
+    let message = match a.iter().zip(b.iter()).find(|(x, y)| x != y) {
+        Some((x, y)) => format!(
+            "column {:?} is {} in this batch, but the file's column {:?} is {}",
+            y.name(),
+            y.data_type(),
+            x.name(),
+            x.data_type()
+        ),
+        None => format!("this batch has {} columns, the file {}", b.len(), a.len()),
+    };
+    Err(SinkError::Arrow(arrow_schema::ArrowError::SchemaError(message)))
 }
 
 /// One Arrow IPC record batch message: the header, the batch's buffers and

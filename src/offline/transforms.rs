@@ -1,32 +1,37 @@
 //! The model's `offline:` transforms (`samples::Transforms`) as the
-//! pipeline's hook: row transforms run on each record's rows; shuffle and
-//! batch (`Reorder`), when declared, run after them on the same thread, and
-//! the rows a record leaves in place are the ones `Reorder` releases, so the
-//! output is in the reordered order. What the buffers still hold at the end
-//! is written by `RowsHook::finish`.
+//! pipeline's hook: the stateless transforms before the first stateful one
+//! run on the worker that read the record (`each`); the rest, then shuffle
+//! and batch, in input order (`in_order`). With shuffle or batch the
+//! record's rows are made owned and what `Transforms::release` lets go is
+//! written, each batch as its own table; what the buffers still hold at the
+//! end is written by `RowsHook::finish`.
 
 use bytes::Bytes;
 
 use super::hook::{RecordCtx, RowsHook};
 use crate::error::ExtractError;
-use crate::extract::Rows;
-use crate::samples::Transforms;
+use crate::extract::{Rows, Sample};
+use crate::samples::{TransformError, Transforms};
 
 impl RowsHook for Transforms {
-    fn apply<'a>(&'a mut self, record: &RecordCtx<'_>, rows: &mut Rows<'a>) -> Result<(), ExtractError> {
-        Transforms::apply(self, rows)?;
-        let Some(reorder) = self.reorder() else { return Ok(()) };
+    fn each(&self, record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<(), ExtractError> {
+        self.as_examples(rows)?;
+        self.apply_free(rows).map_err(|e| blamed(e, rows, record))
+    }
+
+    fn in_order<'a>(&self, record: &RecordCtx<'_>, mut rows: Rows<'a>) -> Result<Vec<Rows<'a>>, ExtractError> {
+        self.apply_ordered(&mut rows).map_err(|e| blamed(e, &rows, record))?;
+        if !self.reorders() {
+            return Ok(vec![rows]);
+        }
         // Rows kept past their record own their bytes: the record's payloads
         // are copied once, and the rows slice them.
         let owners: Vec<Bytes> = record.payloads.iter().map(|p| Bytes::copy_from_slice(p)).collect();
-        let taken = std::mem::replace(rows, rows.empty_like());
-        let ready = reorder.push(taken.into_owned(&owners));
-        *rows = join(ready, rows.empty_like());
-        Ok(())
+        Ok(self.release(rows.into_owned(&owners)))
     }
 
-    fn finish(&mut self) -> Result<Vec<Rows<'static>>, ExtractError> {
-        Ok(self.reorder().map(|r| r.finish()).unwrap_or_default())
+    fn finish(&self) -> Result<Vec<Rows<'static>>, ExtractError> {
+        Ok(Transforms::finish(self))
     }
 
     fn counts(&self) -> Vec<(String, u64)> {
@@ -34,16 +39,13 @@ impl RowsHook for Transforms {
     }
 }
 
-/// The released batches as one record's rows (in order).
-fn join<'a>(mut ready: Vec<Rows<'static>>, empty: Rows<'a>) -> Rows<'a> {
-    if ready.len() == 1 {
-        return ready.pop().expect("one");
-    }
-    let mut all = empty;
-    for batch in &ready {
-        for row in 0..batch.len() {
-            all.push_row(batch, row).expect("rows of one plan join");
-        }
-    }
-    all
+/// The error at the record the failing row came from (rows of several
+/// Examples are indexed together, and transforms drop and add rows).
+fn blamed(e: TransformError, rows: &Rows<'_>, record: &RecordCtx<'_>) -> ExtractError {
+    let record_index = match rows.sample(e.row) {
+        Sample::Example(bytes) => record.payloads.iter().position(|p| p.as_ptr() == bytes.as_ptr()),
+        Sample::BatchRow { .. } => None,
+    };
+    let row = e.row;
+    ExtractError::from(e).at_row(record_index.unwrap_or(row))
 }

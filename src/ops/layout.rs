@@ -40,8 +40,9 @@ pub(super) fn keyed_jagged(
             o.offsets.push(o.values.len() as i64);
         }
         if let Column::Ragged(input) = &t.column
-            && !input.weights.is_empty()
+            && (input.weighted || !input.weights.is_empty())
         {
+            o.weighted = true;
             for r in 0..rows {
                 o.weights.extend_from_slice(input.weights.get(row_range(&t.column, r)).unwrap_or(&[]));
             }

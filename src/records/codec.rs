@@ -98,20 +98,10 @@ const BUFFER: usize = 256 << 10;
 /// confirm it.
 const CONFIRM_BYTES: usize = 64 << 10;
 
-/// The decompressed stream, buffered. Under `Auto` a gzip or zlib header is
-/// taken when the stream decodes.
-pub(crate) fn decoder(
-    name: &str,
-    input: Box<dyn Read + Send>,
-    compression: Compression,
-) -> Result<Box<dyn BufRead + Send>, RecordErrorKind> {
-    decoder_fitting(name, input, compression, &|_| true)
-}
-
 /// The decompressed stream, buffered. `plain_fits` says whether a stream's
 /// first bytes read as records uncompressed: under `Auto` a gzip or zlib
 /// header is taken when the stream decodes or when they do not.
-pub(super) fn decoder_fitting(
+pub(crate) fn decoder(
     name: &str,
     mut input: Box<dyn Read + Send>,
     compression: Compression,
@@ -152,6 +142,18 @@ pub(super) fn decoder_fitting(
             other.name()
         ))),
     }
+}
+
+/// `input` decompressed as `compression` says (for `Auto`, as its first
+/// bytes say) and buffered, for streams that are not records: text sample
+/// files read through the same decoders as PBDataset input. A text line does
+/// not start like a gzip or zlib header, so such a header is taken even when
+/// the stream does not decode (its error is then the decoder's).
+pub fn decompressed(input: Box<dyn Read + Send>, compression: Compression) -> io::Result<Box<dyn BufRead + Send>> {
+    decoder("", input, compression, &|_| false).map_err(|kind| match kind {
+        RecordErrorKind::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    })
 }
 
 /// Reads up to `n` bytes (fewer only at the end of the stream).

@@ -102,7 +102,7 @@ impl RecordReader {
     /// `options.compression` says (or as its first bytes say).
     pub fn new(name: &str, input: impl Read + Send + 'static, options: ReadOptions) -> Result<Self, RecordError> {
         let plain_fits = |head: &[u8]| first_record_fits(head, options);
-        let inner = codec::decoder_fitting(name, Box::new(input), options.compression, &plain_fits)
+        let inner = codec::decoder(name, Box::new(input), options.compression, &plain_fits)
             .map_err(|kind| RecordError::new(name, 0, 0, kind))?;
         Ok(Self { inner, name: name.to_string(), options, index: 0, offset: 0, done: false })
     }

@@ -5,6 +5,7 @@
 //! (file, line, column, the offending text); `OnError::Skip` counts and
 //! skips bad lines instead.
 //!
+//! - `input`: a file or standard input, decompressed (gzip, zstd, snappy).
 //! - `lines`: the bounded line source every reader shares.
 //! - `error`: `TextError` (where and what) and `OnError`.
 //! - `deepx`: the three deepx formats, configured by deepx's own string.
@@ -14,7 +15,9 @@
 pub mod criteo;
 pub mod deepx;
 mod error;
+mod input;
 mod lines;
 
 pub use error::{OnError, TextError, TextErrorKind};
+pub use input::open;
 pub use lines::{DEFAULT_MAX_LINE_BYTES, LineSource};

@@ -5,15 +5,20 @@
 //! read rows in place (`row::Split`), and what a transform changes is a
 //! small owned buffer the writers read like any other.
 //!
-//! Row transforms run per input, in config order, on one thread in input
-//! order (negative generation's pool and the seeded draws depend on it).
-//! `shuffle` and `batch` order rows across inputs: [`Transforms::reorder`].
+//! Row transforms run per input, in config order. Those that read one row
+//! at a time and keep nothing (filters, labels) run wherever the input is,
+//! up to the first stateful one; from there (negative generation's pool and
+//! seeded draws) inputs must come in input order. `shuffle` and `batch`
+//! order rows across inputs: [`Transforms::release`].
 
 mod filters;
 mod label;
 mod negative;
 mod order;
 mod row;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::Plan;
 use crate::config::offline::SampleTransform;
@@ -56,80 +61,204 @@ pub struct TransformCount {
     pub generated: u64,
 }
 
-enum Stage {
+/// A transform that reads one row at a time and keeps no state: it may run
+/// on any thread, on records in any order.
+enum Free {
     Filter(SampleTransform),
     AddLabel(crate::config::offline::AddLabel),
+}
+
+/// A transform whose output depends on the rows before it (an item pool,
+/// seeded draws): it sees records strictly in input order.
+enum Stage {
+    Free(Free),
     NegativeGen(Box<negative::NegativeGenState>),
 }
 
-/// A model's offline transforms, with their state across inputs.
-pub struct Transforms {
+/// The transforms from the first stateful one on, and shuffle and batch.
+struct Ordered {
     stages: Vec<(usize, Stage)>,
     reorder: Option<Reorder>,
-    counts: Vec<TransformCount>,
+}
+
+#[derive(Default)]
+struct Counter {
+    dropped: AtomicU64,
+    generated: AtomicU64,
+}
+
+/// A model's offline transforms, with their state across inputs. The
+/// stateless transforms before the first stateful one ([`Transforms::apply_free`])
+/// run on any thread; the rest ([`Transforms::apply_ordered`], then
+/// [`Transforms::release`]) must see inputs in order, and lock their state.
+pub struct Transforms {
+    /// compat: monolith: the plan, to index ExampleBatch rows again as the
+    /// Examples Monolith's transforms see (`Transforms::as_examples`).
+    examples_plan: Option<Plan>,
+    free: Vec<(usize, Free)>,
+    ordered: Mutex<Ordered>,
+    names: Vec<&'static str>,
+    counts: Vec<Counter>,
 }
 
 impl Transforms {
     /// The transforms of `plan`'s `offline:` section.
     pub fn new(plan: &Plan) -> Self {
+        let mut free = Vec::new();
         let mut stages = Vec::new();
         let (mut shuffle, mut batch) = (None, None);
         for (i, t) in plan.offline.transforms.iter().enumerate() {
-            match t {
-                SampleTransform::AddLabel(a) => stages.push((i, Stage::AddLabel(a.clone()))),
+            let stage = match t {
+                SampleTransform::AddLabel(a) => Stage::Free(Free::AddLabel(a.clone())),
                 SampleTransform::NegativeGen(n) => {
-                    stages.push((i, Stage::NegativeGen(Box::new(negative::NegativeGenState::new(plan, n.clone())))))
+                    Stage::NegativeGen(Box::new(negative::NegativeGenState::new(plan, n.clone())))
                 }
-                SampleTransform::Shuffle { buffer_size, seed } => shuffle = Some((*buffer_size, *seed)),
-                SampleTransform::Batch { batch_size, drop_remainder } => batch = Some((*batch_size, *drop_remainder)),
-                other => stages.push((i, Stage::Filter(other.clone()))),
+                SampleTransform::Shuffle { buffer_size, seed } => {
+                    shuffle = Some((*buffer_size, *seed));
+                    continue;
+                }
+                SampleTransform::Batch { batch_size, drop_remainder } => {
+                    batch = Some((*batch_size, *drop_remainder));
+                    continue;
+                }
+                other => Stage::Free(Free::Filter(other.clone())),
+            };
+            match stage {
+                Stage::Free(f) if stages.is_empty() => free.push((i, f)),
+                stage => stages.push((i, stage)),
             }
         }
         let reorder = (shuffle.is_some() || batch.is_some()).then(|| Reorder::new(shuffle, batch));
-        let counts =
-            plan.offline.transforms.iter().map(|t| TransformCount { name: t.name(), dropped: 0, generated: 0 });
-        Self { stages, reorder, counts: counts.collect() }
+        let names = plan.offline.transforms.iter().map(SampleTransform::name).collect::<Vec<_>>();
+        let counts = names.iter().map(|_| Counter::default()).collect();
+        let examples_plan = (plan.compat == crate::Compat::Monolith && !names.is_empty()).then(|| plan.clone());
+        Self { examples_plan, free, ordered: Mutex::new(Ordered { stages, reorder }), names, counts }
     }
 
     /// True when the model declares no transforms.
     pub fn is_empty(&self) -> bool {
-        self.stages.is_empty() && self.reorder.is_none()
+        self.names.is_empty()
     }
 
-    /// Runs the row transforms on one input's rows, in config order.
-    pub fn apply(&mut self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
-        for (index, stage) in &mut self.stages {
-            let count = &mut self.counts[*index];
-            let at =
-                |(row, error): (usize, DecodeError)| TransformError { index: *index, name: count.name, row, error };
+    /// True when some transform depends on the inputs before it, so inputs
+    /// must reach [`Transforms::apply_ordered`] in order.
+    pub fn is_ordered(&self) -> bool {
+        let ordered = self.lock();
+        !ordered.stages.is_empty() || ordered.reorder.is_some()
+    }
+
+    /// In `compat: monolith`, rows of an ExampleBatch become the Examples
+    /// Monolith's transforms take (it splits a batch into Examples before
+    /// them: datasets.py, feature_utils.py), so the rows are written as its
+    /// `parse_examples` reads Examples: labels padded with INVALID_LABEL,
+    /// weight 1 without `instance_weight`, a SHARED `__LINE_ID__` on every
+    /// row. Each row's Example is built from its Features (copied, not
+    /// re-encoded) and indexed again. Other plans and inputs: nothing.
+    /// Call it before the transforms (the hook's `each` does).
+    pub fn as_examples(&self, rows: &mut Rows<'_>) -> Result<(), crate::ExtractError> {
+        let Some(plan) = &self.examples_plan else { return Ok(()) };
+        if rows.is_empty() || !matches!(rows.sample(0), crate::extract::Sample::BatchRow { .. }) {
+            return Ok(());
+        }
+        let mut owners = Vec::with_capacity(rows.len());
+        {
+            let mut split = row::Split::default();
+            for r in 0..rows.len() {
+                let example =
+                    row::example_of(&mut split, rows, r).map_err(|e| crate::ExtractError::from(e).at_row(r))?;
+                owners.push(bytes::Bytes::from(example));
+            }
+        }
+        let slices: Vec<&[u8]> = owners.iter().map(|b| &b[..]).collect();
+        let examples = crate::Extractor::new().index(plan, crate::Input::Examples(&slices), None)?;
+        *rows = examples.into_owned(&owners);
+        Ok(())
+    }
+
+    /// Runs every row transform on one input's rows, in config order: both
+    /// halves below, for callers that hold inputs in order anyway.
+    pub fn apply(&self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+        self.apply_free(rows)?;
+        self.apply_ordered(rows)
+    }
+
+    /// The stateless transforms before the first stateful one, on any
+    /// thread, inputs in any order.
+    pub fn apply_free(&self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+        for (index, t) in &self.free {
+            self.run_free(*index, t, rows)?;
+        }
+        Ok(())
+    }
+
+    /// The transforms from the first stateful one on: inputs in order.
+    pub fn apply_ordered(&self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+        let mut ordered = self.lock();
+        for (index, stage) in &mut ordered.stages {
             match stage {
-                Stage::Filter(t) => count.dropped += filter(t, rows).map_err(at)?,
-                Stage::AddLabel(t) => add_label(t, rows).map_err(at)?,
+                Stage::Free(t) => self.run_free(*index, t, rows)?,
                 Stage::NegativeGen(state) => {
                     let before = state.generated;
-                    count.dropped += state.apply(rows).map_err(at)?;
-                    count.generated += state.generated - before;
+                    let dropped = state.apply(rows).map_err(|e| self.error(*index, e))?;
+                    let count = &self.counts[*index];
+                    count.dropped.fetch_add(dropped, Ordering::Relaxed);
+                    count.generated.fetch_add(state.generated - before, Ordering::Relaxed);
                 }
             }
         }
         Ok(())
     }
 
-    /// Shuffle and batch, when declared: give it each input's rows (after
-    /// `apply`, made owned with `Rows::into_owned`), write what it returns,
-    /// and what `Reorder::finish` returns at the end.
-    pub fn reorder(&mut self) -> Option<&mut Reorder> {
-        self.reorder.as_mut()
+    fn run_free(&self, index: usize, t: &Free, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+        let result = match t {
+            Free::Filter(t) => filter(t, rows),
+            Free::AddLabel(t) => add_label(t, rows).map(|()| 0),
+        };
+        let dropped = result.map_err(|e| self.error(index, e))?;
+        self.counts[index].dropped.fetch_add(dropped, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn error(&self, index: usize, (row, error): (usize, DecodeError)) -> TransformError {
+        TransformError { index, name: self.names[index], row, error }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ordered> {
+        self.ordered.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// True when shuffle or batch is declared: rows go through
+    /// [`Transforms::release`] before they are written.
+    pub fn reorders(&self) -> bool {
+        self.lock().reorder.is_some()
+    }
+
+    /// Shuffle and batch: takes an input's rows (after the row transforms,
+    /// made owned with `Rows::into_owned`), in input order, and returns what
+    /// is ready to write, each batch apart: with `batch`, whole batches
+    /// only; without, the rows the shuffle buffer let go. Without either,
+    /// the rows as they came.
+    pub fn release(&self, rows: Rows<'static>) -> Vec<Rows<'static>> {
+        match self.lock().reorder.as_mut() {
+            Some(r) => r.push(rows),
+            None => vec![rows],
+        }
+    }
+
+    /// The end of input: what shuffle and batch still hold, in order.
+    pub fn finish(&self) -> Vec<Rows<'static>> {
+        self.lock().reorder.as_mut().map(Reorder::finish).unwrap_or_default()
     }
 
     /// The item ids in negative generation's pool for `channel`, oldest
     /// first (empty without negative_gen).
     pub fn item_pool(&self, channel: u64) -> Vec<u64> {
-        self.stages
+        self.lock()
+            .stages
             .iter()
             .find_map(|(_, s)| match s {
                 Stage::NegativeGen(n) => Some(n.pool_ids(channel)),
-                _ => None,
+                Stage::Free(_) => None,
             })
             .unwrap_or_default()
     }
@@ -149,13 +278,12 @@ impl Transforms {
 
     /// Per transform, in config order: rows dropped and generated so far.
     pub fn counts(&self) -> Vec<TransformCount> {
-        let mut counts = self.counts.clone();
-        if let Some(r) = &self.reorder
-            && let Some(c) = counts.iter_mut().find(|c| c.name == "batch")
-        {
-            c.dropped = r.dropped;
-        }
-        counts
+        let batch_dropped = self.lock().reorder.as_ref().map_or(0, |r| r.dropped);
+        let count = |(name, c): (&&'static str, &Counter)| {
+            let dropped = if *name == "batch" { batch_dropped } else { c.dropped.load(Ordering::Relaxed) };
+            TransformCount { name, dropped, generated: c.generated.load(Ordering::Relaxed) }
+        };
+        self.names.iter().zip(&self.counts).map(count).collect()
     }
 }
 

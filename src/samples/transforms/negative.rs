@@ -54,6 +54,9 @@ pub(super) struct NegativeGenState {
     t: NegativeGen,
     /// Each item feature's source in the plan, if the plan reads it.
     item_sources: Vec<Option<usize>>,
+    /// The sources of the item features the plan reads: a negative has
+    /// none of the positive's.
+    item_cells: Vec<usize>,
     channels: HashMap<u64, Channel>,
     /// Channels in the order first seen, for easy negatives.
     order: Vec<u64>,
@@ -75,8 +78,9 @@ struct Seen {
 impl NegativeGenState {
     pub fn new(plan: &crate::config::Plan, t: NegativeGen) -> Self {
         let rng = Rng::new(t.seed);
-        let item_sources = t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect();
-        Self { t, item_sources, channels: HashMap::new(), order: Vec::new(), rng, generated: 0 }
+        let item_sources: Vec<Option<usize>> = t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect();
+        let item_cells = item_sources.iter().flatten().copied().collect();
+        Self { t, item_sources, item_cells, channels: HashMap::new(), order: Vec::new(), rng, generated: 0 }
     }
 
     /// The pooled item ids of `channel`, oldest first.
@@ -104,9 +108,12 @@ impl NegativeGenState {
                 self.save(s);
             }
             if s.positive {
+                // The kernel stops at the first negative it cannot build
+                // (GetNext: a failed BuildNegativeTensor emits the positive).
                 for _ in 0..self.t.neg_num {
-                    if let Some(neg) = self.negative(rows, row, s).map_err(|e| (row, e))? {
-                        placed.push(neg);
+                    match self.negative(rows, row, s).map_err(|e| (row, e))? {
+                        Some(neg) => placed.push(neg),
+                        None => break,
                     }
                 }
             }
@@ -167,8 +174,10 @@ impl NegativeGenState {
     fn item<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<ItemBytes, DecodeError> {
         let mut example = Vec::new();
         let mut cells = Vec::new();
+        let mut seen = vec![false; self.t.item_features.len()];
         split.features(rows, row, |name, f| {
             let Some(i) = self.t.item_features.iter().position(|n| n.as_bytes() == name) else { return };
+            seen[i] = true;
             let body = f.bytes();
             let mut named = len_field(1, name);
             named.extend(len_field(2, body));
@@ -178,6 +187,13 @@ impl NegativeGenState {
                 cells.push((source, end - body.len() as u32, end));
             }
         })?;
+        // An item feature the item lacks is named with no Feature: a row
+        // read through `Split` then has none, as the kernel's negative has
+        // none (it holds only the cached item's features,
+        // negative_gen_dataset_kernel.cc lines 427-433 and 512-519).
+        for (name, _) in self.t.item_features.iter().zip(&seen).filter(|(_, seen)| !**seen) {
+            example.extend(len_field(1, &len_field(1, name.as_bytes())));
+        }
         Ok((Bytes::from(example), cells))
     }
 
@@ -213,14 +229,37 @@ impl NegativeGenState {
         }
     }
 
+    /// An easy negative's channel (`CacheManager::SampleChannelID`,
+    /// cache_mgr.cc lines 264-281): with two channels or more, one drawn with
+    /// probability proportional to its pool's size; else none (the
+    /// positive's own channel stays).
+    fn easy_channel(&mut self) -> Option<u64> {
+        if self.order.len() < 2 {
+            return None;
+        }
+        let sizes: Vec<u64> = self.order.iter().map(|c| self.channels[c].queue.len() as u64).collect();
+        let total: u64 = sizes.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut draw = self.rng.next() % total;
+        for (channel, size) in self.order.iter().zip(sizes) {
+            if draw < size {
+                return Some(*channel);
+            }
+            draw -= size;
+        }
+        None
+    }
+
     /// One negative for positive `row`, appended to `rows`; `None` when the
     /// pool holds no more than `start_num` items.
     fn negative(&mut self, rows: &mut Rows<'_>, row: usize, s: &Seen) -> Result<Option<usize>, DecodeError> {
-        let t = &self.t;
         let mut cid = s.cid;
-        if t.per_channel && t.easy_hard_ratio > 0.0 && self.rng.unit() < t.easy_hard_ratio && !self.order.is_empty() {
-            cid = self.order[(self.rng.next() % self.order.len() as u64) as usize];
+        if self.t.per_channel && self.t.easy_hard_ratio > 0.0 && self.rng.unit() < self.t.easy_hard_ratio {
+            cid = self.easy_channel().unwrap_or(cid);
         }
+        let t = &self.t;
         if cid == 0 {
             return Ok(None);
         }
@@ -244,7 +283,7 @@ impl NegativeGenState {
             1.0
         };
         let at = rows.len();
-        rows.push_with(row, example, &cells);
+        rows.push_with(row, example, &cells, &self.item_cells);
         let mut labels = s.labels.clone();
         if let Some(l) = labels.get_mut(t.label_index) {
             *l = t.negative_label as f32;

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use crate::extract::{Rows, Sample};
 use crate::view::{ExampleBatchView, ExampleView, FeatureKind, FeatureView, LineIdView, ListType};
 use crate::wire::DecodeError;
+use crate::wire::len_field;
 
 /// A batch's lists, each Feature located once: the split every row of the
 /// batch reads.
@@ -69,8 +70,12 @@ impl<'r> Split<'r> {
                 }
             }
         }
+        // A replacing name with no Feature hides the sample's and adds none
+        // (an item feature a pooled item lacks).
         for (name, feature) in &replaced {
-            f(name, feature);
+            if feature.kind().is_some() {
+                f(name, feature);
+            }
         }
         Ok(())
     }
@@ -153,4 +158,44 @@ fn named(bytes: &[u8]) -> Result<Vec<(&[u8], FeatureView<'_>)>, DecodeError> {
         out.push((entry.name, FeatureView::parse(body, at)?));
     }
     Ok(out)
+}
+
+/// The Example that ExampleBatch row `row` stands for, as Monolith's
+/// `ExampleBatchToExample` (training_instance/cc/data_reader.cc lines
+/// 340-400) makes it before its transforms: every list's Feature at the row
+/// (a SHARED list's first) as a named feature, except `__LINE_ID__` (its
+/// bytes_list[0] becomes field 100, line_id), `__LABEL__` (its floats
+/// become field 101, label) and `instance_weight` (its float_list[0], or 1
+/// when empty, becomes field 102). Features are copied, not re-encoded.
+pub(super) fn example_of<'r>(split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Vec<u8>, DecodeError> {
+    let mut example = Vec::new();
+    let mut weight = None;
+    let mut bad = Ok(());
+    split.features(rows, row, |name, f| match name {
+        b"__LINE_ID__" | b"__LABEL__" => {}
+        b"instance_weight" => match f.floats() {
+            Ok(w) => weight = Some(w.first().copied().unwrap_or(1.0)),
+            Err(e) => bad = Err(e),
+        },
+        _ => {
+            let mut named = len_field(1, name);
+            named.extend(len_field(2, f.bytes()));
+            example.extend(len_field(1, &named));
+        }
+    })?;
+    bad?;
+    if let Some(line_id) = split.line_id(rows, row)? {
+        example.extend(len_field(100, line_id.bytes()));
+    }
+    let labels = split.labels(rows, row)?;
+    if !labels.is_empty() {
+        let floats: Vec<u8> = labels.iter().flat_map(|v| v.to_le_bytes()).collect();
+        example.extend(len_field(101, &floats));
+    }
+    if let Some(w) = weight {
+        // Field 102, fixed32: key (102 << 3 | 5) as a two-byte varint.
+        example.extend([0xb5, 0x06]);
+        example.extend(w.to_le_bytes());
+    }
+    Ok(example)
 }

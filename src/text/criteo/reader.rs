@@ -134,6 +134,7 @@ pub fn key_major(keys: &[String], rows: usize, ids: &[i64]) -> KeyedJagged {
         offsets: (0..=(rows * n) as i64).collect(),
         values: Values::I64(values),
         weights: Vec::new(),
+        weighted: false,
     }
 }
 

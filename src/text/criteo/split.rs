@@ -6,7 +6,7 @@
 //! Memory is the largest bucket (about the input over `buckets`); the same
 //! inputs, seed and bucket count give the same file on every machine.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Criteo's days: `day_0` .. `day_23`.
@@ -37,7 +37,7 @@ pub fn shuffle_lines(inputs: &[PathBuf], output: &Path, tmp: &Path, seed: u64, b
     let mut i = 0u64;
     let mut line = Vec::new();
     for input in inputs {
-        let mut r = BufReader::new(std::fs::File::open(input)?);
+        let mut r = crate::text::open(input, crate::records::Compression::Auto)?;
         while {
             line.clear();
             r.read_until(b'\n', &mut line)? > 0

@@ -4,7 +4,12 @@
 //! keys are deepx's (src/graph/instance_reader/instance_reader_impl.cc:94-116,
 //! libsvm_ex_instance_reader.cc:19-41, uch_instance_reader.cc:22-45; defaults
 //! in include/deepx_core/graph/instance_reader_impl.h:27-30); where deepx
-//! logs and fails, fex names the key and what it allows.
+//! logs and fails, fex names the key and what it allows. deepx splits the
+//! string on `;` and `=` and looks keys up verbatim (src/common/any_map.cc:
+//! 21-47), so a key with blanks around it is unknown to it, and fex refuses
+//! it too. Where deepx reads a config silently otherwise, fex refuses it and
+//! says what deepx does: a value with text after its integer (`batch=2x`:
+//! `std::stoi` reads 2) and a key given twice (deepx keeps one of them).
 
 use std::fmt;
 
@@ -96,19 +101,31 @@ pub enum ConfigError {
     BadValue { key: String, value: String, reason: &'static str },
     #[error("the {format} reader needs {key}=N (no default)")]
     Missing { key: &'static str, format: &'static str },
-    #[error("{key} is given twice")]
+    #[error(
+        "{key} is given twice; deepx keeps one value (the last of a repeated key, any_map.cc:30 and 44, or whichever \
+         alias its hash map visits last), fex refuses it"
+    )]
     Repeated { key: String },
+    #[error(
+        "key {key:?} has blanks around it; deepx looks keys up verbatim and refuses it \
+         (instance_reader_impl.cc:94-115), and so does fex"
+    )]
+    Blanks { key: String },
 }
 
 impl DeepxConfig {
     /// Parses `reader`'s config string; an empty entry (`a=1;;b=2`, a
-    /// trailing `;`) is allowed.
+    /// trailing `;`) is allowed, as deepx drops empty entries.
     pub fn parse(format: Format, config: &str) -> Result<Self, ConfigError> {
         let mut c = Self { format, batch: 32, label_size: 1, w: false, uuid: false, groups: 0 };
         let mut seen: Vec<&str> = Vec::new();
-        for entry in config.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        for entry in config.split(';').filter(|e| !e.is_empty()) {
             let (key, value) = entry.split_once('=').ok_or_else(|| ConfigError::Malformed(entry.to_string()))?;
-            let (key, value) = (key.trim(), value.trim());
+            if key.trim() != key {
+                return Err(ConfigError::Blanks { key: key.to_string() });
+            }
+            // std::stoi skips leading blanks and stops at trailing ones.
+            let value = value.trim();
             if !format.keys().contains(&key) {
                 let allowed = format.keys().to_vec();
                 return Err(ConfigError::UnknownKey { key: key.to_string(), format: format.name(), allowed });
@@ -125,7 +142,7 @@ impl DeepxConfig {
 
     fn set(&mut self, canonical: &str, key: &str, value: &str) -> Result<(), ConfigError> {
         let bad = |reason| ConfigError::BadValue { key: key.to_string(), value: value.to_string(), reason };
-        let n: i64 = value.parse().map_err(|_| bad("not an integer"))?;
+        let n: i64 = value.parse().map_err(|_| bad(not_an_integer(value)))?;
         match canonical {
             "batch" => self.batch = positive(n).ok_or_else(|| bad("must be at least 1"))?,
             "label_size" => {
@@ -166,6 +183,18 @@ fn canonical(key: &str) -> &'static str {
         "w" | "has_w" => "w",
         "uuid" | "has_uuid" => "uuid",
         _ => "groups",
+    }
+}
+
+/// Why `value` is not an integer, and what deepx's `std::stoi` makes of it
+/// when it reads one anyway (instance_reader_impl.cc:97-111).
+fn not_an_integer(value: &str) -> &'static str {
+    let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
+    if digits.starts_with(|c: char| c.is_ascii_digit()) {
+        "not an integer; deepx's std::stoi reads the leading digits and ignores the rest \
+         (instance_reader_impl.cc:97-111), fex refuses it"
+    } else {
+        "not an integer"
     }
 }
 

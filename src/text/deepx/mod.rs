@@ -1,11 +1,13 @@
 //! deepx_core's instance readers (seed 003; Tencent/deepx_core
 //! doc/instance.md, doc/instance_reader.md): `libsvm`, `libsvm_ex` and `uch`
 //! lines into batches of typed columns under deepx's tensor names.
-//! `config` reads deepx's config string, `line` parses one line, `reader`
+//! `config` reads deepx's config string, `line` parses one line (`number`
+//! its numbers, with what deepx's parser would make of them), `reader`
 //! batches lines.
 
 mod config;
 mod line;
+mod number;
 mod reader;
 
 pub use config::{ConfigError, DeepxConfig, Format, MAX_GROUPS, MAX_LABEL_SIZE};

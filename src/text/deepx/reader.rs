@@ -158,6 +158,9 @@ impl Batch {
             r.splits.reset(splits);
             r.values.reset(DataType::U64);
             r.weights.clear();
+            // Feature values are the weights, in every batch: a batch where
+            // no line has a feature in this group still has the type.
+            r.weighted = true;
             let _ = r.splits.push(0);
         }
         self.hist_size.clear();
