@@ -83,7 +83,8 @@ fn the_hook_drops_and_appends_rows_in_input_order() {
     let plan = Plan::from_yaml(MODEL).unwrap();
     let (_dir, path) = file(&[batch(10, 3), batch(20, 2)]);
     let pool = bytes::Bytes::from(batch(99, 1));
-    let pool = Extractor::new().index(&plan, Input::Batch(&pool), None).unwrap().into_owned(&[pool.clone()]);
+    let pool =
+        Extractor::new().index(&plan, Input::Batch(&pool), None).unwrap().into_owned(std::slice::from_ref(&pool));
     let hook = DropOddAddPooled { pool, seen: Default::default(), dropped: AtomicU64::new(0) };
     let mut sink = CollectSink::default();
     let options = Options { threads: 4, chunk_records: 1, ..Options::default() };

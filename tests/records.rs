@@ -396,12 +396,12 @@ fn framings_that_read_find_the_sort_id_header() {
         write_record(&mut bytes, &payload).unwrap();
     }
     let sort_id = Framing { has_sort_id: true, ..Framing::default() };
-    let found = fex::records::framings_that_read(&bytes, true, 1 << 20);
+    let found = fex::offline::framings_that_read(&bytes, true, 1 << 20);
     assert_eq!(found, [sort_id, Framing { kafka_dump_prefix: true, ..sort_id }]);
     assert_eq!(found[0].flags(), "--has-sort-id");
     // Plain records read with no header flags first (an even number of them
     // also reads as sort_ids and records, taken in turns).
-    let found = fex::records::framings_that_read(&plain(&[&payload, &payload]), true, 1 << 20);
+    let found = fex::offline::framings_that_read(&plain(&[&payload, &payload]), true, 1 << 20);
     assert_eq!(found[0], Framing::default());
 }
 

@@ -721,6 +721,24 @@ fn a_damaged_or_foreign_item_pool_file_is_a_clear_error() {
     assert_eq!(Transforms::new(&none).restore_item_pool(&saved), Err(ItemPoolError::NoNegativeGen));
 }
 
+/// Issue 21: Monolith registers negative_gen with `neg_num: int >= 1`
+/// (monolith/native_training/data/ops/pb_dataset_ops.cc line 82), so a
+/// config asking for no negatives is refused with its path.
+#[test]
+fn negative_gen_needs_at_least_one_negative() {
+    for (neg_num, expected) in [
+        ("neg_num: 0, ", "offline.transforms[0].neg_num: found 0, must be at least 1"),
+        ("", "offline.transforms[0].neg_num: missing; give a count of at least 1"),
+    ] {
+        let text = format!(
+            "name: t\nfeatures:\n  - {{name: item, kind: sparse}}\noffline:\n  transforms:\n    - {{transform: negative_gen, {neg_num}item_features: [item]}}\n"
+        );
+        let err = Plan::from_yaml(&text).unwrap_err();
+        let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
+        assert_eq!(lines, [expected]);
+    }
+}
+
 /// shuffle and batch across inputs (datasets.py's shuffle(buffer_size,
 /// seed) and batch(batch_size, drop_remainder)): rows made owned outlive
 /// their input; the same seed gives the same order.
@@ -869,24 +887,6 @@ offline:
         offline.transforms[16].features: f_a: found slot 0, slots are 1..=32767
         offline.transforms[16].features: f_b: expected [inplace, slot], as [true, 5]
         offline.transforms[18].field: missing; name a LineId field or give its number and type"#]].assert_eq(&lines.join("\n"));
-}
-
-/// Issue 21: Monolith registers negative_gen with `neg_num: int >= 1`
-/// (monolith/native_training/data/ops/pb_dataset_ops.cc line 82), so a
-/// config asking for no negatives is refused with its path.
-#[test]
-fn negative_gen_needs_at_least_one_negative() {
-    for (neg_num, expected) in [
-        ("neg_num: 0, ", "offline.transforms[0].neg_num: found 0, must be at least 1"),
-        ("", "offline.transforms[0].neg_num: missing; give a count of at least 1"),
-    ] {
-        let text = format!(
-            "name: t\nfeatures:\n  - {{name: item, kind: sparse}}\noffline:\n  transforms:\n    - {{transform: negative_gen, {neg_num}item_features: [item]}}\n"
-        );
-        let err = Plan::from_yaml(&text).unwrap_err();
-        let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
-        assert_eq!(lines, [expected]);
-    }
 }
 
 /// README's `offline:` example is a valid section.

@@ -63,7 +63,7 @@ fn config_errors_say_which_key_and_what_is_allowed() {
              whichever alias its hash map visits last), fex refuses it",
         ),
         ("libsvm", "batch", "config entry \"batch\" is not key=value (entries are separated by ';')"),
-        // Issue 24, 4: deepx looks keys up verbatim (any_map.cc:35-46,
+        // Issue 24, 4: deepx looks keys up verbatim (any_map.cc:21-47,
         // instance_reader_impl.cc:94-115), and std::stoi ignores what
         // follows an integer (instance_reader_impl.cc:97).
         (

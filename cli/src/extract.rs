@@ -91,7 +91,7 @@ pub fn run(a: ExtractArgs) -> u8 {
             // A first record that does not read is most often read with the
             // wrong header flags or compression: say which would read it.
             if bad.index == 0
-                && let Some(hint) = fex::records::hint(Path::new(&*bad.source), a.input.read_options())
+                && let Some(hint) = fex::offline::hint(Path::new(&*bad.source), a.input.read_options())
             {
                 eprintln!("hint: {hint}");
             }

@@ -53,7 +53,7 @@ pub fn run(a: InspectArgs) -> u8 {
                 Err(e) => {
                     eprintln!("error: {e}");
                     if e.index() == 0
-                        && let Some(hint) = fex::records::hint(path, a.input.read_options())
+                        && let Some(hint) = fex::offline::hint(path, a.input.read_options())
                     {
                         eprintln!("hint: {hint}");
                     }

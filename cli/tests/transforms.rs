@@ -239,7 +239,7 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let (payload, records) = match case.input.encode().unwrap() {
-            fex::corpus::Encoded::Batch(b) => ("example_batch", vec![b]),
+            fex::corpus::Encoded::Batch(b) => ("example-batch", vec![b]),
             fex::corpus::Encoded::Examples(e) => ("example", e),
         };
         let input = dir.path().join("in.pb");
@@ -265,6 +265,55 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
             assert!(std::fs::read(&out).unwrap() == expected, "{} on {threads} threads", path.display());
         }
     }
+}
+
+/// Transforms on several threads write what one thread writes, byte for
+/// byte: 600 Examples in chunks of 7 records, so many chunks are in flight
+/// at once while negative_gen's pool and batch's rows must see them in
+/// file order (the stateful transforms run behind a turnstile).
+#[test]
+fn transforms_on_any_thread_count_write_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut framed = Vec::new();
+    for i in 0..600u64 {
+        let label = if i % 5 == 0 { -1.0 } else { 1.0 };
+        write_record(&mut framed, &example(i, 100 + i % 37, label, if i % 2 == 0 { 1 } else { 2 })).unwrap();
+    }
+    let input = dir.path().join("examples.bin");
+    std::fs::write(&input, &framed).unwrap();
+    let model = dir.path().join("batched.yaml");
+    std::fs::write(&model, format!("{MODEL}    - {{transform: batch, batch_size: 50}}\n")).unwrap();
+    let mut outputs = Vec::new();
+    for threads in ["1", "2", "4"] {
+        for format in ["arrow", "responses"] {
+            let out = dir.path().join(format!("{threads}.{format}"));
+            let run = Command::new(FEX)
+                .args(["extract", "--quiet", "--payload", "example", "--chunk-records", "7", "--threads", threads])
+                .args(["--format", format, "-m"])
+                .arg(&model)
+                .arg("-o")
+                .arg(&out)
+                .arg(&input)
+                .output()
+                .unwrap();
+            assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+            outputs.push((threads, format, std::fs::read(&out).unwrap()));
+        }
+    }
+    for (threads, format, bytes) in &outputs[2..] {
+        let (_, _, one) = outputs.iter().find(|(t, f, _)| *t == "1" && f == format).unwrap();
+        assert!(bytes == one, "{format} on {threads} threads differs from 1 thread");
+    }
+    // Batches of exactly 50 rows, one response each, and a short last one.
+    let responses = &outputs[1].2;
+    let (mut at, mut sizes) = (0, Vec::new());
+    while at < responses.len() {
+        let len = u64::from_le_bytes(responses[at..at + 8].try_into().unwrap()) as usize;
+        sizes.push(fex::proto::fex_v1::ExtractResponse::decode(&responses[at + 8..at + 8 + len]).unwrap().batch_size);
+        at += 8 + len;
+    }
+    assert!(sizes.len() > 3 && sizes[..sizes.len() - 1].iter().all(|&n| n == 50), "{sizes:?}");
+    assert!((1..=50).contains(sizes.last().unwrap()), "{sizes:?}");
 }
 
 /// (user, goods, labels) of every row of a Parquet table MODEL wrote.

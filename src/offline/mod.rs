@@ -5,6 +5,7 @@
 //! `fex.v1.ExtractResponse`s the server would have answered. The `fex`
 //! command and the Python binding both run `run`.
 
+mod hint;
 mod hook;
 mod ipc;
 mod report;
@@ -13,6 +14,7 @@ mod sink;
 pub mod table;
 mod transforms;
 
+pub use hint::{FRAMINGS, framings_that_read, hint};
 pub use hook::{RecordCtx, RowsHook};
 pub use report::{BadError, BadRecord, RunError, Summary};
 pub use run::{Observer, OnError, Options, Payload, Quiet, run};

@@ -99,8 +99,9 @@ const BUFFER: usize = 256 << 10;
 const CONFIRM_BYTES: usize = 64 << 10;
 
 /// The decompressed stream, buffered. `plain_fits` says whether a stream's
-/// first bytes read as records uncompressed (for `Auto`).
-pub(super) fn decoder(
+/// first bytes read as records uncompressed: under `Auto` a gzip or zlib
+/// header is taken when the stream decodes or when they do not.
+pub(crate) fn decoder(
     name: &str,
     mut input: Box<dyn Read + Send>,
     compression: Compression,
@@ -143,6 +144,31 @@ pub(super) fn decoder(
     }
 }
 
+/// `input` decompressed as `compression` says (for `Auto`, as its first
+/// bytes say) and buffered, for streams that are not records: text sample
+/// files read through the same decoders as PBDataset input. A text line does
+/// not start like a gzip or zlib header, so such a header is taken even when
+/// the stream does not decode (its error is then the decoder's).
+pub fn decompressed(input: Box<dyn Read + Send>, compression: Compression) -> io::Result<Box<dyn BufRead + Send>> {
+    decoder("", input, compression, &|_| false).map_err(|kind| match kind {
+        RecordErrorKind::Io(e) => e,
+        other => io::Error::other(other.to_string()),
+    })
+}
+
+/// Reads up to `n` bytes (fewer only at the end of the stream).
+fn peek(input: &mut Box<dyn Read + Send>, n: usize) -> Result<Vec<u8>, RecordErrorKind> {
+    let mut head = Vec::with_capacity(n);
+    input.take(n as u64).read_to_end(&mut head).map_err(RecordErrorKind::Io)?;
+    Ok(head)
+}
+
+/// An `io::Error` a decoder raises for bad compressed data.
+#[cfg_attr(not(feature = "compression"), allow(dead_code))]
+pub(super) fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
 /// The compression a stream's first bytes show, and those bytes (which the
 /// caller puts back). A gzip or zlib header is taken when the stream decodes
 /// or cannot be records uncompressed.
@@ -165,7 +191,7 @@ fn detect(
 /// Whether `head`, a stream's first bytes (`whole`: all of it), decodes as
 /// `compression` (gzip or zlib) without an error, checksums included. What
 /// it says when it does not.
-pub(super) fn decodes(compression: Compression, head: &[u8], whole: bool) -> Result<(), String> {
+pub(crate) fn decodes(compression: Compression, head: &[u8], whole: bool) -> Result<(), String> {
     #[cfg(feature = "compression")]
     {
         let mut decoder: Box<dyn Read + '_> = match compression {
@@ -247,27 +273,4 @@ impl Read for ZlibStream {
         }
         Ok(n)
     }
-}
-
-/// `input` decompressed as `compression` says (for `Auto`, as its first
-/// bytes say) and buffered, for streams that are not records: text sample
-/// files read through the same decoders as PBDataset input.
-pub fn decompressed(input: Box<dyn Read + Send>, compression: Compression) -> io::Result<Box<dyn BufRead + Send>> {
-    decoder("", input, compression, &|_| false).map_err(|kind| match kind {
-        RecordErrorKind::Io(e) => e,
-        other => io::Error::other(other.to_string()),
-    })
-}
-
-/// Reads up to `n` bytes (fewer only at the end of the stream).
-fn peek(input: &mut Box<dyn Read + Send>, n: usize) -> Result<Vec<u8>, RecordErrorKind> {
-    let mut head = Vec::with_capacity(n);
-    input.take(n as u64).read_to_end(&mut head).map_err(RecordErrorKind::Io)?;
-    Ok(head)
-}
-
-/// An `io::Error` a decoder raises for bad compressed data.
-#[cfg_attr(not(feature = "compression"), allow(dead_code))]
-pub(super) fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
 }

@@ -4,8 +4,6 @@
 //! `[optional header][u64 little-endian length][payload]`. The header options
 //! are [`Framing`]'s; a length of 0xfefefefe is a corrupt record; the whole
 //! stream may be zstd, gzip, zlib or snappy compressed ([`Compression`]).
-//! When a stream's first record does not read, [`hint`] says which framing
-//! or compression would read it.
 //!
 //! Streaming with bounded memory: a record is read straight into the
 //! caller's buffer, which grows with the bytes that actually arrive (never
@@ -15,7 +13,6 @@
 
 pub mod codec;
 mod error;
-mod hint;
 #[cfg(feature = "compression")]
 mod snappy;
 #[cfg(feature = "offline")]
@@ -28,7 +25,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use codec::Compression;
 pub use error::{RecordError, RecordErrorKind};
-pub use hint::{FRAMINGS, framings_that_read, hint};
 
 /// Monolith's marker of a corrupt record (data_reader.h, `ReadPBBytes`).
 pub const CORRUPT_LENGTH: u64 = 0xfefe_fefe;
@@ -281,7 +277,7 @@ impl RecordReader {
 
 /// `options` for the file `name`: a `.snappy` name is Monolith's snappy
 /// under `Auto`.
-fn for_name(name: &str, mut options: ReadOptions) -> ReadOptions {
+pub(crate) fn for_name(name: &str, mut options: ReadOptions) -> ReadOptions {
     if options.compression == Compression::Auto && name.ends_with(".snappy") {
         options.compression = Compression::Snappy;
     }

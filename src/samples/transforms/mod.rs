@@ -74,13 +74,13 @@ pub struct TransformCount {
 enum Free {
     Filter(SampleTransform),
     AddLabel(crate::config::offline::AddLabel),
-    Row(Box<rowwise::RowTransform>),
+    Row(rowwise::RowTransform),
 }
 
 /// A transform whose output depends on the rows before it (an item pool,
 /// seeded draws): it sees records strictly in input order.
 enum Stage {
-    Free(Free),
+    Free(Box<Free>),
     NegativeGen(Box<negative::NegativeGenState>),
 }
 
@@ -118,7 +118,7 @@ impl Transforms {
         let (mut shuffle, mut batch) = (None, None);
         for (i, t) in plan.offline.transforms.iter().enumerate() {
             let stage = match t {
-                SampleTransform::AddLabel(a) => Stage::Free(Free::AddLabel(a.clone())),
+                SampleTransform::AddLabel(a) => Stage::Free(Box::new(Free::AddLabel(a.clone()))),
                 SampleTransform::NegativeGen(n) => {
                     Stage::NegativeGen(Box::new(negative::NegativeGenState::new(plan, n.clone())))
                 }
@@ -131,12 +131,12 @@ impl Transforms {
                     continue;
                 }
                 t if rowwise::RowTransform::handles(t) => {
-                    Stage::Free(Free::Row(Box::new(rowwise::RowTransform::new(plan, t))))
+                    Stage::Free(Box::new(Free::Row(rowwise::RowTransform::new(plan, t))))
                 }
-                other => Stage::Free(Free::Filter(other.clone())),
+                other => Stage::Free(Box::new(Free::Filter(other.clone()))),
             };
             match stage {
-                Stage::Free(f) if stages.is_empty() => free.push((i, f)),
+                Stage::Free(f) if stages.is_empty() => free.push((i, *f)),
                 stage => stages.push((i, stage)),
             }
         }
