@@ -159,7 +159,8 @@ impl Checker {
         let config = r.config.as_deref().unwrap_or("");
         let mut chnid_to_index = Vec::new();
         for item in config.split(',') {
-            let parsed = item.split_once(':').and_then(|(c, i)| Some((c.parse().ok()?, i.parse().ok()?)));
+            // absl::SimpleAtoi allows surrounding whitespace.
+            let parsed = item.split_once(':').and_then(|(c, i)| Some((c.trim().parse().ok()?, i.trim().parse().ok()?)));
             match parsed {
                 Some((chnid, index)) => chnid_to_index.push((chnid, index)),
                 None => {
