@@ -1070,3 +1070,72 @@ fn easy_negatives_pick_channels_by_pool_size() {
     let small = negatives.iter().filter(|g| **g < 200).count();
     assert!((1000 - 165..=1000 + 165).contains(&small), "small channel drawn {small} times of 4000");
 }
+
+/// Review findings against the kernels, one test each.
+///
+/// Two negative_sample transforms draw independently (each kernel draws
+/// from its own generator, variant_filter_kernel.cc lines 427-429): at 0.5
+/// and 0.5, Binomial(2000, 0.25) of 2,000 negatives stay, mean 500, sd
+/// 19.4; the bound is 6 sd (a shared draw would keep 1,000). Rows at the same
+/// place of different ExampleBatches, with the same LineId, draw apart too:
+/// over 40 batches of 50 such rows, the kept positions are not the same in
+/// every batch.
+#[test]
+fn sampling_transforms_draw_independently() {
+    let rows: String = (0..2000).map(|i| format!("    - {{line_id: {{req_time: {i}}}, label: [-1.0]}}\n")).collect();
+    let twice = "{transform: negative_sample, drop_rate: 0.5, seed: 9}\n    - {transform: negative_sample, drop_rate: 0.5, seed: 9}";
+    let kept = after(RT, twice, &rows).tensor("rt").unwrap().i64s();
+    assert!((500 - 117..=500 + 117).contains(&kept.len()), "{}", kept.len());
+
+    let p = plan(RT, "    - {transform: negative_sample, drop_rate: 0.5, seed: 3}\n");
+    let mut kept_rows = std::collections::HashSet::new();
+    for b in 0..40 {
+        let labels: String = (0..50).map(|_| "{float_list: [-1.0]}, ").collect();
+        let text = format!(
+            "batch_size: 50\nlists:\n  - {{name: __LABEL__, features: [{labels}]}}\n  - {{name: __LINE_ID__, type: SHARED, features: [{{line_id: {{req_time: 1}}}}]}}\n  - {{name: n, type: SHARED, features: [{{int64_list: [{b}]}}]}}\n"
+        );
+        let bytes = batch(&text);
+        let mut ex = Extractor::new();
+        let mut rows = ex.index(&p, Input::Batch(&bytes), None).unwrap();
+        Transforms::new(&p).apply(&mut rows).unwrap();
+        kept_rows.insert(rows.len());
+    }
+    assert!(kept_rows.len() > 1, "every batch kept the same number of rows: {kept_rows:?}");
+}
+
+/// multi_label_gen's action_priority as its kernel reads it
+/// (multi_label_gen_kernel.cc lines 53-58): `absl::StrSplit` keeps the
+/// empty item of the default "" and `SimpleAtoi` leaves 0 in it, so the
+/// priority map is {0: 0} and a row with actions [1, 0] takes action 0
+/// (`FindMostPriorAction`, lines 158-179).
+#[test]
+fn multi_label_gen_reads_an_empty_priority_as_action_0() {
+    let features = "  - {name: label, kind: label, shape: [1]}\n";
+    let t =
+        "{transform: multi_label_gen, head_to_index: {100: 0}, pos_actions: [1], neg_actions: [0], neg_label: -2.0}";
+    let rows = "    - {line_id: {chnid: 100, actions: [1, 0]}}\n";
+    assert_eq!(after(features, t, rows).tensor("label").unwrap().f32s(), [-2.0]);
+}
+
+/// instance_reweight's priorities are `action_priority_[value] = idx++`
+/// (instance_reweight_dataset_kernel.cc lines 79-82): an action listed twice
+/// takes its last place, so with "1,2,1" action 2 outranks action 1.
+#[test]
+fn instance_reweight_takes_a_repeated_actions_last_place() {
+    let features = format!("{RT}  - {{name: label, kind: label, shape: [1]}}\n");
+    let t = "{transform: instance_reweight, action_priority: \"1,2,1\", reweight: \"1:1:1,2:3:-1\"}";
+    let out = after(&features, t, "    - {line_id: {req_time: 1, actions: [1, 2]}, label: [1.0]}\n");
+    // Action 2 decides (`get_cnt`, lines 204-222: other listed actions are
+    // passed over): 1 * its weight 3 copies, relabelled -1. With action 1
+    // first (the first place) it would be one copy labelled 1.
+    assert_eq!(out.tensor("label").unwrap().f32s(), [-1.0; 3]);
+}
+
+/// label_normalization's `std::max(x, 0.0f)` keeps a NaN label NaN
+/// (label_normalization_kernel.cc lines 80-81), so its log is NaN, not -inf.
+#[test]
+fn label_normalization_keeps_nan() {
+    let t = "{transform: label_normalization, norm_methods: [log], norm_values: [1.0]}";
+    let out = after(LABEL2, t, "    - {label: [.nan, 0.0]}\n").tensor("label").unwrap().f32s();
+    assert!(out[0].is_nan() && out[1] == 0.0, "{out:?}");
+}

@@ -74,6 +74,9 @@ pub struct Rows<'a> {
     present: Vec<bool>,
     pub(super) bufs: Vec<RowBuf<'a>>,
     stats: Stats,
+    /// The last weight `set_weight` wrote and its buffer: rows given the
+    /// same weight share it.
+    weight_buf: Option<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -122,6 +125,7 @@ impl<'a> Rows<'a> {
             present: ix.columns.iter().map(|c| c.present).collect(),
             bufs: bufs.into_iter().map(RowBuf::Borrowed).collect(),
             stats: ix.stats,
+            weight_buf: None,
         }
     }
 
@@ -154,6 +158,25 @@ impl<'a> Rows<'a> {
         self.meta.truncate(at);
     }
 
+    /// Keeps the rows `order` names, in that order (a row may come more than
+    /// once): what negative generation does after appending its negatives.
+    /// Buffers stay where they are.
+    pub fn select(&mut self, order: &[usize]) -> Result<(), RowsMismatch> {
+        if let Some(&row) = order.iter().find(|&&r| r >= self.len()) {
+            return Err(RowsMismatch::NoRow { row, rows: self.len() });
+        }
+        let s = self.sources;
+        let mut cells = Vec::with_capacity(order.len() * s);
+        for &row in order {
+            cells.extend_from_slice(&self.cells[row * s..(row + 1) * s]);
+        }
+        self.cells = cells;
+        self.example_rows = order.iter().map(|&row| self.example_rows[row]).collect();
+        self.meta = order.iter().map(|&row| self.meta[row].clone()).collect();
+        self.compact_if_sparse();
+        Ok(())
+    }
+
     /// Removes row `row`, moving the last row into its place: O(sources).
     pub fn swap_remove(&mut self, row: usize) {
         let last = self.len() - 1;
@@ -176,6 +199,7 @@ impl<'a> Rows<'a> {
             return;
         }
         let old = std::mem::take(&mut self.bufs);
+        self.weight_buf = None;
         let mut map = vec![u32::MAX; old.len()];
         let mut bufs = Vec::new();
         let mut remap = |b: u32| -> u32 {
@@ -282,6 +306,7 @@ impl<'a> Rows<'a> {
             present: self.present,
             bufs: self.bufs.into_iter().map(owned).collect(),
             stats: self.stats,
+            weight_buf: self.weight_buf,
         }
     }
 
@@ -298,6 +323,7 @@ impl<'a> Rows<'a> {
             present: vec![false; self.sources],
             bufs: Vec::new(),
             stats: Stats::default(),
+            weight_buf: None,
         }
     }
 
@@ -345,7 +371,19 @@ impl<'a> Rows<'a> {
     /// Replaces the row's instance weight.
     pub fn set_weight(&mut self, row: usize, weight: f32) {
         self.example_rows[row].weight = weight;
-        self.set_feature(row, self.reserved.weight, len_field(3, &len_field(1, &weight.to_le_bytes())));
+        let Some(source) = self.reserved.weight else { return };
+        // A float_list of one value: 6 bytes, the same for every row of
+        // this weight.
+        let buf = match self.weight_buf {
+            Some((bits, buf)) if bits == weight.to_bits() => buf,
+            _ => {
+                let buf = self.own(len_field(3, &len_field(1, &weight.to_le_bytes())).into());
+                self.weight_buf = Some((weight.to_bits(), buf));
+                buf
+            }
+        };
+        let len = self.bufs[buf as usize].as_slice().len() as u32;
+        self.set_cell(row, Some(source), Some(Cell { buf, start: 0, end: len, index: 0, list: 0 }));
     }
 
     /// Replaces the row's LineId with a serialized one.

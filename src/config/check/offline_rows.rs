@@ -279,7 +279,7 @@ impl Checker {
         } else if !use_origin_label && pos_actions.is_empty() {
             self.error(format!("{path}.pos_actions"), "missing or empty; the actions that make a positive");
         }
-        let action_priority = ints(r.action_priority.as_deref().unwrap_or("")).unwrap_or_else(|m| {
+        let action_priority = kernel_ints(r.action_priority.as_deref().unwrap_or("")).unwrap_or_else(|m| {
             self.error(format!("{path}.action_priority"), m);
             Vec::new()
         });
@@ -503,4 +503,18 @@ fn reweights(s: &str) -> Result<Vec<(i32, u32, i32)>, String> {
         out.push((action, weight, label));
     }
     Ok(out)
+}
+
+/// A comma list read as multi_label_gen's kernel reads it
+/// (multi_label_gen_kernel.cc lines 53-58: `absl::StrSplit` keeps empty
+/// items and `SimpleAtoi` leaves 0 in an item it cannot read): an empty
+/// item, the default `""` included, is action 0. An item that is not an
+/// integer is refused.
+fn kernel_ints(s: &str) -> Result<Vec<i32>, String> {
+    s.split(',')
+        .map(|p| match p.trim() {
+            "" => Ok(0),
+            p => p.parse().map_err(|_| format!("{p:?} is not an action (an integer)")),
+        })
+        .collect()
 }

@@ -63,9 +63,10 @@ struct Reweight<'t> {
 }
 
 impl Reweight<'_> {
-    /// Priorities count from 1 (lines 79-82).
+    /// Priorities count from 1, and an action listed twice takes its last
+    /// place (`action_priority_[value] = idx++`, lines 79-82).
     fn priority(&self, action: i64) -> Option<i64> {
-        self.t.action_priority.iter().position(|a| i64::from(*a) == action).map(|p| p as i64 + 1)
+        self.t.action_priority.iter().rposition(|a| i64::from(*a) == action).map(|p| p as i64 + 1)
     }
 
     /// The kernel's maps keep the last entry for an action (lines 75-78).

@@ -131,7 +131,7 @@ impl Transforms {
                     continue;
                 }
                 t if rowwise::RowTransform::handles(t) => {
-                    Stage::Free(Box::new(Free::Row(rowwise::RowTransform::new(plan, t))))
+                    Stage::Free(Box::new(Free::Row(rowwise::RowTransform::new(plan, t, i))))
                 }
                 other => Stage::Free(Box::new(Free::Filter(other.clone()))),
             };
@@ -381,5 +381,38 @@ impl Rng {
     /// Uniform in [0, 1).
     pub fn unit(&mut self) -> f32 {
         (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool file a run cannot have written (the same item twice in a
+    /// channel, channel 0, a channel twice, more than max_item_num items),
+    /// with a valid checksum, is refused on restore: a draw from it would
+    /// find a queued item missing from its map.
+    #[test]
+    fn a_pool_file_no_run_could_write_is_refused() {
+        let text = "name: t\ncompat: native\nfeatures:\n  - {name: f_goods_id, kind: sparse}\noffline:\n  transforms:\n    - {transform: negative_gen, neg_num: 1, item_features: [f_goods_id], start_num: 0, max_item_num: 2}\n";
+        let plan = Plan::from_yaml(text).unwrap();
+        let item = |gid| pool_file::Pooled { gid, sample_cnt: 0, example: bytes::Bytes::new() };
+        let config = {
+            let t = Transforms::new(&plan);
+            pool_file::decode(&t.save_item_pool().unwrap()).unwrap().config
+        };
+        let file = |channels: Vec<(u64, Vec<pool_file::Pooled>)>| {
+            pool_file::encode(&pool_file::Snapshot { config: config.clone(), rng: 1, channels })
+        };
+        for (channels, what) in [
+            (vec![(3, vec![item(7), item(7)])], "item 7 twice in channel 3"),
+            (vec![(0, vec![item(7)])], "channel 0 (never pooled)"),
+            (vec![(3, vec![item(7)]), (3, vec![item(8)])], "channel 3 twice"),
+            (vec![(3, vec![item(1), item(2), item(3)])], "3 items in channel 3, max_item_num is 2"),
+        ] {
+            let err = Transforms::new(&plan).restore_item_pool(&file(channels)).unwrap_err();
+            assert_eq!(err, ItemPoolError::Impossible { what: what.into() });
+        }
+        Transforms::new(&plan).restore_item_pool(&file(vec![(3, vec![item(1), item(2)])])).unwrap();
     }
 }

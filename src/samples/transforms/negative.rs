@@ -66,14 +66,32 @@ pub(super) struct NegativeGenState {
 }
 
 /// What one input row contributes.
-struct Seen {
+struct Seen<'r> {
     positive: bool,
     gid: u64,
     cid: u64,
     cacheable: bool,
-    item: Option<ItemBytes>,
-    line_id: Vec<u8>,
+    line_id: &'r [u8],
     labels: Vec<f32>,
+}
+
+/// A negative, decided while the rows are read and appended after.
+struct Negative {
+    /// The positive whose features it takes.
+    base: usize,
+    example: Bytes,
+    cells: Vec<(usize, u32, u32)>,
+    labels: Vec<f32>,
+    line_id: Vec<u8>,
+    weight: f32,
+}
+
+/// Where an output row comes from.
+enum Placed {
+    /// An input row, with its new weight.
+    Row(usize, f32),
+    /// The k-th negative.
+    Negative(usize),
 }
 
 impl NegativeGenState {
@@ -92,53 +110,69 @@ impl NegativeGenState {
     /// Rewrites `rows` in Monolith's output order: for each row, its
     /// negatives (when positive), then the row itself (unless thrown).
     /// Returns the rows dropped by `throw_origin` / `throw_origin_neg`.
+    ///
+    /// Rows are read, pooled and drawn from in order first (a row's item is
+    /// copied only when it joins the pool); the negatives are appended and
+    /// every row put in its place after.
     pub fn apply(&mut self, rows: &mut Rows<'_>) -> Result<u64, (usize, DecodeError)> {
         let n = rows.len();
-        let mut seen = Vec::with_capacity(n);
+        let mut negatives = Vec::new();
+        let mut placed = Vec::with_capacity(n);
+        let mut dropped = 0;
         {
             let mut split = Split::default();
             for row in 0..n {
-                seen.push(self.read(&mut split, rows, row).map_err(|e| (row, e))?);
-            }
-        }
-        // Negatives go after the input rows first, then every row is placed.
-        let mut placed: Vec<usize> = Vec::with_capacity(n);
-        let mut dropped = 0;
-        for (row, s) in seen.iter().enumerate() {
-            if s.cacheable {
-                self.save(s);
-            }
-            if s.positive {
-                // The kernel stops at the first negative it cannot build
-                // (GetNext: a failed BuildNegativeTensor emits the positive).
-                for _ in 0..self.t.neg_num {
-                    match self.negative(rows, row, s).map_err(|e| (row, e))? {
-                        Some(neg) => placed.push(neg),
-                        None => break,
+                let s = self.read(&mut split, rows, row).map_err(|e| (row, e))?;
+                if s.cacheable {
+                    self.save(&s, &mut split, rows, row).map_err(|e| (row, e))?;
+                }
+                if s.positive {
+                    // The kernel stops at the first negative it cannot build
+                    // (GetNext: a failed BuildNegativeTensor emits the positive).
+                    for _ in 0..self.t.neg_num {
+                        match self.negative(row, &s).map_err(|e| (row, e))? {
+                            Some(neg) => {
+                                placed.push(Placed::Negative(negatives.len()));
+                                negatives.push(neg);
+                            }
+                            None => break,
+                        }
                     }
                 }
-            }
-            if !self.t.throw_origin && (!self.t.throw_origin_neg || s.positive) {
-                let weight = match (s.positive, self.t.real_neg_instance_weight) {
-                    (true, _) => 1.0,
-                    (false, w) if w > 0.00001 => w,
-                    _ => 1.0,
-                };
-                rows.set_weight(row, weight);
-                placed.push(row);
-            } else {
-                dropped += 1;
+                if !self.t.throw_origin && (!self.t.throw_origin_neg || s.positive) {
+                    let weight = match (s.positive, self.t.real_neg_instance_weight) {
+                        (true, _) => 1.0,
+                        (false, w) if w > 0.00001 => w,
+                        _ => 1.0,
+                    };
+                    placed.push(Placed::Row(row, weight));
+                } else {
+                    dropped += 1;
+                }
             }
         }
-        let mut out = rows.empty_like();
-        for &row in &placed {
-            out.push_row(rows, row).expect("rows of one Rows join");
+        for neg in negatives {
+            let at = rows.len();
+            rows.push_with(neg.base, neg.example, &neg.cells, &self.item_cells);
+            rows.set_labels(at, &neg.labels);
+            rows.set_line_id(at, owned(neg.line_id));
+            rows.set_weight(at, neg.weight);
         }
-        *rows = out;
+        let order: Vec<usize> = placed
+            .iter()
+            .map(|p| match *p {
+                Placed::Row(row, weight) => {
+                    rows.set_weight(row, weight);
+                    row
+                }
+                Placed::Negative(k) => n + k,
+            })
+            .collect();
+        rows.select(&order).expect("every placed row is below rows.len()");
         Ok(dropped)
     }
 
-    fn read<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen, DecodeError> {
+    fn read<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen<'r>, DecodeError> {
         let t = &self.t;
         let line_id = split.line_id(rows, row)?;
         let acts = actions(line_id.as_ref())?;
@@ -166,9 +200,8 @@ impl NegativeGenState {
         {
             gid = g;
         }
-        let item = if cacheable { Some(self.item(split, rows, row)?) } else { None };
-        let line_id = line_id.map_or_else(Vec::new, |l| l.bytes().to_vec());
-        Ok(Seen { positive, gid, cid, cacheable, item, line_id, labels })
+        let line_id = line_id.map_or(&[][..], |l| l.bytes());
+        Ok(Seen { positive, gid, cid, cacheable, line_id, labels })
     }
 
     /// The row's item features as a small owned Example.
@@ -200,26 +233,34 @@ impl NegativeGenState {
 
     /// `CacheWithGid::Push`: a new item joins the back; an item already
     /// there is left as it is; past `max_item_num` the oldest leaves.
-    fn save(&mut self, s: &Seen) {
+    fn save<'r>(
+        &mut self,
+        s: &Seen<'_>,
+        split: &mut Split<'r>,
+        rows: &'r Rows<'_>,
+        row: usize,
+    ) -> Result<(), DecodeError> {
         let t = &self.t;
         if s.cid == 0 {
-            return;
+            return Ok(());
         }
         if !s.positive && (0.0..1.0).contains(&t.origin_neg_in_pool_proba) {
             // The kernel keeps a real negative with this probability, in
             // steps of 1/100.
             let proba = (self.rng.next() % 100) as f32 / 100.0;
             if proba > t.origin_neg_in_pool_proba {
-                return;
+                return Ok(());
             }
         }
-        let Some((example, cells)) = s.item.clone() else { return };
         if !self.channels.contains_key(&s.cid) {
             self.order.push(s.cid);
         }
-        let max = t.max_item_num;
+        // The item is copied only when it joins the pool.
+        let known = self.channels.get(&s.cid).is_some_and(|c| c.items.contains_key(&s.gid));
+        let item = if known { None } else { Some(self.item(split, rows, row)?) };
+        let max = self.t.max_item_num;
         let channel = self.channels.entry(s.cid).or_default();
-        if !channel.items.contains_key(&s.gid) {
+        if let Some((example, cells)) = item {
             channel.queue.push_back(s.gid);
             channel.items.insert(s.gid, Item { example, cells, sample_cnt: 0 });
         }
@@ -228,6 +269,7 @@ impl NegativeGenState {
         {
             channel.items.remove(&old);
         }
+        Ok(())
     }
 
     /// An easy negative's channel (`CacheManager::SampleChannelID`,
@@ -253,9 +295,9 @@ impl NegativeGenState {
         None
     }
 
-    /// One negative for positive `row`, appended to `rows`; `None` when the
-    /// pool holds no more than `start_num` items.
-    fn negative(&mut self, rows: &mut Rows<'_>, row: usize, s: &Seen) -> Result<Option<usize>, DecodeError> {
+    /// One negative for positive `row`; `None` when the pool holds no more
+    /// than `start_num` items.
+    fn negative(&mut self, row: usize, s: &Seen<'_>) -> Result<Option<Negative>, DecodeError> {
         let mut cid = s.cid;
         if self.t.per_channel && self.t.easy_hard_ratio > 0.0 && self.rng.unit() < self.t.easy_hard_ratio {
             cid = self.easy_channel().unwrap_or(cid);
@@ -271,7 +313,8 @@ impl NegativeGenState {
         }
         let index = (self.rng.next() % len as u64) as usize;
         let gid = channel.queue[index];
-        let item = channel.items.get_mut(&gid).expect("queued items are in the map");
+        // Every queued item is in the map (`save`, `restore` keep them so).
+        let Some(item) = channel.items.get_mut(&gid) else { return Ok(None) };
         item.sample_cnt += 1;
         let freq = 1.0 / item.sample_cnt as f64;
         let time = (index as f64 + 1.0) / len as f64;
@@ -283,25 +326,20 @@ impl NegativeGenState {
         } else {
             1.0
         };
-        let at = rows.len();
-        rows.push_with(row, example, &cells, &self.item_cells);
         let mut labels = s.labels.clone();
         if let Some(l) = labels.get_mut(t.label_index) {
             *l = t.negative_label as f32;
         }
-        rows.set_labels(at, &labels);
         let drop: &[u32] = if t.negative_action.is_some() { &[ITEM_ID, ACTIONS] } else { &[ITEM_ID] };
-        let mut line_id = rewrite(&s.line_id, drop)?;
+        let mut line_id = rewrite(s.line_id, drop)?;
         line_id.push((ITEM_ID << 3 | 1) as u8);
         line_id.extend_from_slice(&gid.to_le_bytes());
         if let Some(a) = t.negative_action {
             line_id.push((ACTIONS << 3) as u8);
             prost::encoding::encode_varint(a as i64 as u64, &mut line_id);
         }
-        rows.set_line_id(at, owned(line_id));
-        rows.set_weight(at, weight);
         self.generated += 1;
-        Ok(Some(at))
+        Ok(Some(Negative { base: row, example, cells, labels, line_id, weight }))
     }
 }
 
@@ -329,9 +367,26 @@ impl NegativeGenState {
             return Err(ItemPoolError::Mismatch { saved: s.config, model });
         }
         let (mut channels, mut order) = (HashMap::new(), Vec::new());
+        let impossible = |what: String| Err(ItemPoolError::Impossible { what });
         for (cid, items) in s.channels {
+            // What `save` and `CacheWithGid::Push` (cache_mgr.cc lines
+            // 95-114) can make: channels other than 0, once each, each with
+            // distinct items, at most max_item_num of them.
+            if cid == 0 || channels.contains_key(&cid) {
+                return impossible(format!("channel {cid} {}", if cid == 0 { "(never pooled)" } else { "twice" }));
+            }
+            if items.len() > self.t.max_item_num {
+                return impossible(format!(
+                    "{} items in channel {cid}, max_item_num is {}",
+                    items.len(),
+                    self.t.max_item_num
+                ));
+            }
             let mut channel = Channel::default();
             for p in items {
+                if channel.items.contains_key(&p.gid) {
+                    return impossible(format!("item {} twice in channel {cid}", p.gid));
+                }
                 let cells = self.cells_of(&p.example).map_err(|error| ItemPoolError::Item { gid: p.gid, error })?;
                 channel.queue.push_back(p.gid);
                 channel.items.insert(p.gid, Item { example: p.example, cells, sample_cnt: p.sample_cnt });

@@ -63,6 +63,8 @@ pub enum ItemPoolError {
     NoNegativeGen,
     #[error("pooled item {gid}: {error}")]
     Item { gid: u64, error: crate::wire::DecodeError },
+    #[error("item pool file holds {what}, which no run can pool: the file was not written by fex")]
+    Impossible { what: String },
 }
 
 /// The file's bytes.

@@ -83,15 +83,22 @@ pub(super) fn label_normalization<'r>(
 
 fn normalize(label: f32, method: NormMethod, value: f32) -> f32 {
     match method {
-        NormMethod::Log => f64::from((label + value).max(0.0)).ln() as f32,
+        NormMethod::Log => f64::from(at_least_0(label + value)).ln() as f32,
         NormMethod::Scale => label / value,
         // int32_t(label / value): truncation (Rust saturates where C++ is undefined).
         NormMethod::Scale2Int => (label / value) as i32 as f32,
-        NormMethod::Pow => f64::from(label + 1.0).powf(f64::from(value)) as f32,
-        NormMethod::Repow if label > 0.0 => f64::from(label).powf(f64::from(value)) as f32,
+        // std::pow of two floats is powf.
+        NormMethod::Pow => (label + 1.0).powf(value),
+        NormMethod::Repow if label > 0.0 => label.powf(value),
         NormMethod::Repow => 0.0,
-        NormMethod::ScaleLog => f64::from((label / value + 1.0).max(0.0)).ln() as f32,
+        NormMethod::ScaleLog => f64::from(at_least_0(label / value + 1.0)).ln() as f32,
     }
+}
+
+/// `std::max(x, 0.0f)`: `(x < 0) ? 0 : x`, so NaN stays NaN (Rust's
+/// `f32::max` would give 0).
+fn at_least_0(x: f32) -> f32 {
+    if x < 0.0 { 0.0 } else { x }
 }
 
 /// use_field_as_label (lines 78-88): every label becomes the larger of

@@ -21,9 +21,16 @@ struct Lists<'r> {
 #[derive(Default)]
 pub(super) struct Split<'r> {
     batches: HashMap<usize, Lists<'r>>,
+    /// Each batch's XXH64, for draws that tell batches apart.
+    digests: HashMap<usize, u64>,
 }
 
 impl<'r> Split<'r> {
+    /// XXH64 of a batch's bytes, computed once per batch.
+    pub fn digest(&mut self, batch: &'r [u8]) -> u64 {
+        *self.digests.entry(batch.as_ptr() as usize).or_insert_with(|| xxhash_rust::xxh64::xxh64(batch, 0))
+    }
+
     fn lists(&mut self, batch: &'r [u8]) -> Result<&Lists<'r>, DecodeError> {
         let key = batch.as_ptr() as usize;
         if let std::collections::hash_map::Entry::Vacant(slot) = self.batches.entry(key) {

@@ -50,6 +50,9 @@ impl RowEdit {
 /// A per-row transform, with what it needs from the plan.
 pub(super) struct RowTransform {
     t: SampleTransform,
+    /// Its place in `offline.transforms`, mixed into its draws so two
+    /// sampling transforms draw independently.
+    stage: u64,
     /// switch_slot_batch: each feature's source and its suffixed copy's.
     slot_sources: Vec<(Option<usize>, Option<usize>)>,
 }
@@ -74,12 +77,12 @@ impl RowTransform {
         )
     }
 
-    pub fn new(plan: &Plan, t: &SampleTransform) -> Self {
+    pub fn new(plan: &Plan, t: &SampleTransform, stage: usize) -> Self {
         let slot_sources = match t {
             SampleTransform::SwitchSlotBatch(s) => switch_slot::sources(plan, s),
             _ => Vec::new(),
         };
-        Self { t: t.clone(), slot_sources }
+        Self { t: t.clone(), stage: stage as u64, slot_sources }
     }
 
     /// Edits every row of `rows`; returns the rows (dropped, added).
@@ -97,8 +100,8 @@ impl RowTransform {
     fn edit<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<RowEdit, DecodeError> {
         use SampleTransform::*;
         match &self.t {
-            SpecialStrategy(t) => sampling::special_strategy(t, split, rows, row),
-            NegativeSample(t) => sampling::negative_sample(t, split, rows, row),
+            SpecialStrategy(t) => sampling::special_strategy(t, self.stage, split, rows, row),
+            NegativeSample(t) => sampling::negative_sample(t, self.stage, split, rows, row),
             FilterByFeatureValue(t) => feature_value::keep(t, split, rows, row).map(RowEdit::keep_if),
             ScatterLabel(t) => relabel::scatter_label(t, split, rows, row),
             LabelUpperBound(t) => relabel::label_upper_bound(t, split, rows, row),

@@ -32,6 +32,7 @@ const SPECIAL_STRATEGIES: u32 = 39;
 /// function ends there without a return value.
 pub(super) fn special_strategy<'r>(
     t: &SpecialStrategy,
+    stage: u64,
     split: &mut Split<'r>,
     rows: &'r Rows<'_>,
     row: usize,
@@ -47,7 +48,8 @@ pub(super) fn special_strategy<'r>(
     // The kernel's map keeps the first rate given for a strategy.
     let Some(rate) = t.rates.iter().find(|r| r.strategy == strategy) else { return Ok(RowEdit::keep()) };
     let mut labels = split.labels(rows, row)?;
-    let keep = rate.sample_rate == 1.0 || unit(draw(t.seed, rows, row, line_id.as_ref(), &labels)) <= rate.sample_rate;
+    let keep = rate.sample_rate == 1.0
+        || unit(draw(t.seed, stage, split, rows, row, line_id.as_ref(), &labels)) <= rate.sample_rate;
     let mut edit = RowEdit::keep_if(keep);
     if let (true, Some(label)) = (keep, rate.label) {
         // The kernel writes label(0); a row without labels gets one.
@@ -68,6 +70,7 @@ pub(super) fn special_strategy<'r>(
 /// reads past the labels).
 pub(super) fn negative_sample<'r>(
     t: &NegativeSample,
+    stage: u64,
     split: &mut Split<'r>,
     rows: &'r Rows<'_>,
     row: usize,
@@ -88,7 +91,7 @@ pub(super) fn negative_sample<'r>(
             rate = r;
         }
     }
-    let random = (draw(t.seed, rows, row, line_id.as_ref(), &labels) % 1000) as f32 / 1000.0;
+    let random = (draw(t.seed, stage, split, rows, row, line_id.as_ref(), &labels) % 1000) as f32 / 1000.0;
     Ok(RowEdit::keep_if(random >= rate))
 }
 
@@ -120,12 +123,30 @@ pub(super) fn int_values(line_id: Option<&LineIdView<'_>>, number: u32) -> Resul
     Ok(out)
 }
 
-/// The row's draw: a hash of what makes it this row, under `seed`.
-fn draw(seed: u64, rows: &Rows<'_>, row: usize, line_id: Option<&LineIdView<'_>>, labels: &[f32]) -> u64 {
+/// The row's draw: a hash of what makes it this row, under `seed`: the
+/// transform's place (two sampling transforms draw independently), the
+/// row's place among the input's rows (copies of a row draw apart), its
+/// sample (an Example's bytes; a batch's digest and the row in it), LineId,
+/// labels and replaced features. The same input and options give the same
+/// draws on any thread.
+fn draw<'r>(
+    seed: u64,
+    stage: u64,
+    split: &mut Split<'r>,
+    rows: &'r Rows<'_>,
+    row: usize,
+    line_id: Option<&LineIdView<'_>>,
+    labels: &[f32],
+) -> u64 {
     let mut h = Xxh64::new(seed);
+    h.update(&stage.to_le_bytes());
+    h.update(&(row as u64).to_le_bytes());
     match rows.sample(row) {
         Sample::Example(bytes) => h.update(bytes),
-        Sample::BatchRow { row, .. } => h.update(&(row as u64).to_le_bytes()),
+        Sample::BatchRow { batch, row } => {
+            h.update(&split.digest(batch).to_le_bytes());
+            h.update(&(row as u64).to_le_bytes());
+        }
     }
     if let Some(l) = line_id {
         h.update(l.bytes());
