@@ -230,3 +230,39 @@ fn misused_selections_and_rows_are_errors_not_panics() {
     let user = out.tensor("user_id").unwrap();
     assert_eq!((user.shape, user.shared), (vec![2, -1], false));
 }
+
+/// Rows written one per sample decode a SHARED sequence once and copy it to
+/// the rows that share it (`sequence::write`): the same columns as the
+/// broadcast of the whole batch, an INDIVIDUAL sequence beside it, and the
+/// output limit still holds on the copies.
+#[test]
+fn rows_sharing_a_sequence_write_what_the_broadcast_writes() {
+    let plan = Plan::from_yaml(
+        "name: t
+features:
+  - {name: clicks, kind: sequence, dtype: i64, max_len: 3}
+  - {name: tags, kind: sequence, dtype: i64, max_len: 2}
+",
+    )
+    .unwrap();
+    let bytes = batch(
+        "batch_size: 3
+lists:
+  - {name: clicks, type: SHARED, features: [{fid_v2_lists: [[1, 2], [3], [4, 5, 6]]}]}
+  - {name: tags, features: [{fid_v2_lists: [[7]]}, {}, {fid_v2_lists: [[8], [9, 10]]}]}
+",
+    );
+    let whole = extract(&plan, Input::Batch(&bytes), Policy { shared: SharedRows::Broadcast, ..Policy::default() });
+    let mut ex = Extractor::new();
+    let rows = ex.index(&plan, Input::Batch(&bytes), None).unwrap();
+    let mut out = Extracted::default();
+    ex.write(&plan, &rows, Policy::default(), &mut out).unwrap();
+    assert_eq!(out, whole);
+    assert_eq!(out.tensor("clicks").unwrap().ragged_u64().len(), 3);
+    // Copies count against the output limit as decoded rows do: the
+    // shared sequence alone is 3 rows of 3 positions, over 100 bytes.
+    let mut tight = plan.limits;
+    tight.max_output_bytes = 100;
+    let err = ex.write(&plan, &rows, Policy { limits: Some(tight), ..Policy::default() }, &mut out).unwrap_err();
+    assert!(matches!(err.kind(), fex::ErrorKind::TooLarge { .. }), "{err}");
+}

@@ -206,6 +206,11 @@ impl Values {
         }
     }
 
+    /// Appends a copy of its own elements `range`.
+    pub fn repeat_range(&mut self, range: std::ops::Range<usize>) {
+        each!(self, v => v.extend_from_within(range))
+    }
+
     /// Keeps the first `n` elements and appends `times` more copies of them.
     pub fn repeat_prefix(&mut self, n: usize, times: usize) {
         self.truncate(n);

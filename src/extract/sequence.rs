@@ -19,7 +19,24 @@ pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: 
     r.splits.push(0)?;
     let limit = cx.limits().max_output_bytes;
     let mut positions = 0;
+    // The bytes the row before read, and what it wrote: rows that share a
+    // Feature (a SHARED list in rows indexed one per sample) copy the
+    // output instead of decoding it again.
+    let mut last: Option<((u32, u32, u32), std::ops::Range<usize>, usize)> = None;
     for row in 0..rows {
+        if let (Some(cell), Some((bytes, range, taken))) = (cx.cell(source, row), &last)
+            && (cell.buf, cell.start, cell.end) == *bytes
+        {
+            let found = (r.values.len() + range.len()) * elem_size(dtype);
+            if found > limit {
+                return Err(ErrorKind::TooLarge { found, limit }.into());
+            }
+            r.values.repeat_range(range.clone());
+            positions += taken;
+            r.splits.push(positions)?;
+            continue;
+        }
+        last = None;
         if let Some((f, cell)) = cx.feature(source, row)? {
             let Some(kind) = f.kind() else {
                 r.splits.push(positions)?;
@@ -51,6 +68,8 @@ pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: 
                 return Err(ErrorKind::TooLarge { found, limit }.into());
             }
             positions += taken;
+            let written = r.values.len() - taken * width..r.values.len();
+            last = Some(((cell.buf, cell.start, cell.end), written, taken));
         }
         r.splits.push(positions)?;
     }

@@ -9,8 +9,9 @@
 //! with the byte range of each feature the plan reads; a negative row points
 //! into it (`Rows::push_with`), so rows outlive nothing they index.
 
-use crate::wire::len_field;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use bytes::Bytes;
 
@@ -99,7 +100,7 @@ impl NegativeGenState {
         let rng = Rng::new(t.seed);
         let item_sources: Vec<Option<usize>> = t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect();
         let item_cells = item_sources.iter().flatten().copied().collect();
-        Self { t, item_sources, item_cells, channels: HashMap::new(), order: Vec::new(), rng, generated: 0 }
+        Self { t, item_sources, item_cells, channels: HashMap::default(), order: Vec::new(), rng, generated: 0 }
     }
 
     /// The pooled item ids of `channel`, oldest first.
@@ -208,25 +209,25 @@ impl NegativeGenState {
     fn item<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<ItemBytes, DecodeError> {
         let mut example = Vec::new();
         let mut cells = Vec::new();
-        let mut seen = vec![false; self.t.item_features.len()];
-        split.features(rows, row, |name, f| {
-            let Some(i) = self.t.item_features.iter().position(|n| n.as_bytes() == name) else { return };
-            seen[i] = true;
-            let body = f.bytes();
-            let mut named = len_field(1, name);
-            named.extend(len_field(2, body));
-            example.extend(len_field(1, &named));
-            if let Some(source) = self.item_sources[i] {
-                let end = example.len() as u32;
-                cells.push((source, end - body.len() as u32, end));
+        for (i, name) in self.t.item_features.iter().enumerate() {
+            if self.t.item_features[..i].contains(name) {
+                continue;
             }
-        })?;
-        // An item feature the item lacks is named with no Feature: a row
-        // read through `Split` then has none, as the kernel's negative has
-        // none (it holds only the cached item's features,
-        // negative_gen_dataset_kernel.cc lines 427-433 and 512-519).
-        for (name, _) in self.t.item_features.iter().zip(&seen).filter(|(_, seen)| !**seen) {
-            example.extend(len_field(1, &len_field(1, name.as_bytes())));
+            let mut found = false;
+            split.named(rows, row, name.as_bytes(), |f| {
+                found = true;
+                let end = push_named(&mut example, name.as_bytes(), Some(f.bytes()));
+                if let Some(source) = self.item_sources[i] {
+                    cells.push((source, end - f.bytes().len() as u32, end));
+                }
+            })?;
+            // An item feature the item lacks is named with no Feature: a row
+            // read through `Split` then has none, as the kernel's negative
+            // has none (it holds only the cached item's features,
+            // negative_gen_dataset_kernel.cc lines 427-433 and 512-519).
+            if !found {
+                push_named(&mut example, name.as_bytes(), None);
+            }
         }
         Ok((Bytes::from(example), cells))
     }
@@ -366,7 +367,7 @@ impl NegativeGenState {
         if s.config != model {
             return Err(ItemPoolError::Mismatch { saved: s.config, model });
         }
-        let (mut channels, mut order) = (HashMap::new(), Vec::new());
+        let (mut channels, mut order) = (HashMap::default(), Vec::new());
         let impossible = |what: String| Err(ItemPoolError::Impossible { what });
         for (cid, items) in s.channels {
             // What `save` and `CacheWithGid::Push` (cache_mgr.cc lines
@@ -439,4 +440,23 @@ fn most_prior(line_id: Option<&LineIdView<'_>>, priority: &[i32]) -> Result<Opti
     }
     let best = priority.iter().find(|p| all.contains(p));
     Ok(Some(best.copied().unwrap_or(first)))
+}
+
+/// Appends an Example's NamedFeature (field 1): the name, and the Feature's
+/// bytes as they are when there is one. Returns where the Feature ends.
+fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32 {
+    use prost::encoding::{encode_varint, encoded_len_varint};
+    let field = |len: usize| 1 + encoded_len_varint(len as u64) + len;
+    let len = field(name.len()) + feature.map_or(0, |f| field(f.len()));
+    example.push(1 << 3 | 2);
+    encode_varint(len as u64, example);
+    example.push(1 << 3 | 2);
+    encode_varint(name.len() as u64, example);
+    example.extend_from_slice(name);
+    if let Some(f) = feature {
+        example.push(2 << 3 | 2);
+        encode_varint(f.len() as u64, example);
+        example.extend_from_slice(f);
+    }
+    example.len() as u32
 }

@@ -4,17 +4,31 @@
 //! LineId and the labels; overrides (`Rows::set_labels`, `set_line_id`,
 //! `push_with`) win over the sample's own. Read in place through `view`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::extract::{Rows, Sample};
-use crate::view::{ExampleBatchView, ExampleView, FeatureKind, FeatureView, LineIdView, ListType};
+use crate::view::{ExampleBatchView, ExampleView, FeatureKind, FeatureView, LineIdView, ListEntry, ListType};
 use crate::wire::DecodeError;
 use crate::wire::len_field;
 
-/// A batch's lists, each Feature located once: the split every row of the
-/// batch reads.
+/// A batch's lists by name, each list's Features located the first time a
+/// row asks for them: the split every row of the batch reads.
 struct Lists<'r> {
-    lists: Vec<(&'r [u8], ListType, Vec<FeatureView<'r>>)>,
+    entries: Vec<(&'r [u8], ListEntry<'r>)>,
+    parsed: Vec<Option<(ListType, Vec<FeatureView<'r>>)>>,
+    by_name: HashMap<&'r [u8], Vec<usize>>,
+}
+
+impl<'r> Lists<'r> {
+    /// List `i`'s name and its Feature for `row` (a SHARED list's first).
+    fn feature(&mut self, i: usize, row: usize) -> Result<Option<(&'r [u8], FeatureView<'r>)>, DecodeError> {
+        if self.parsed[i].is_none() {
+            self.parsed[i] = Some(self.entries[i].1.features()?);
+        }
+        let (ty, features) = self.parsed[i].as_ref().expect("parsed above");
+        let at = if *ty == ListType::Shared { 0 } else { row };
+        Ok(features.get(at).map(|f| (self.entries[i].0, *f)))
+    }
 }
 
 /// The batches of some rows, split once per call.
@@ -31,19 +45,59 @@ impl<'r> Split<'r> {
         *self.digests.entry(batch.as_ptr() as usize).or_insert_with(|| xxhash_rust::xxh64::xxh64(batch, 0))
     }
 
-    fn lists(&mut self, batch: &'r [u8]) -> Result<&Lists<'r>, DecodeError> {
+    fn lists(&mut self, batch: &'r [u8]) -> Result<&mut Lists<'r>, DecodeError> {
         let key = batch.as_ptr() as usize;
         if let std::collections::hash_map::Entry::Vacant(slot) = self.batches.entry(key) {
             let view = ExampleBatchView::parse(batch)?;
-            let mut lists = Vec::new();
+            let (mut entries, mut by_name) = (Vec::new(), HashMap::<&[u8], Vec<usize>>::default());
             for entry in view.lists() {
                 let entry = entry?;
-                let (ty, features) = entry.features()?;
-                lists.push((entry.name()?, ty, features));
+                let name = entry.name()?;
+                by_name.entry(name).or_default().push(entries.len());
+                entries.push((name, entry));
             }
-            slot.insert(Lists { lists });
+            let parsed = vec![None; entries.len()];
+            slot.insert(Lists { entries, parsed, by_name });
         }
-        Ok(&self.batches[&key])
+        Ok(self.batches.get_mut(&key).expect("inserted above"))
+    }
+
+    /// Calls `f` with each feature of `row` named `name` (in the order the
+    /// sample has them; a replacing Example's, when it names it).
+    pub fn named(
+        &mut self,
+        rows: &'r Rows<'_>,
+        row: usize,
+        name: &[u8],
+        mut f: impl FnMut(&FeatureView<'r>),
+    ) -> Result<(), DecodeError> {
+        if let Some(example) = rows.features_override(row) {
+            let replaced = named(example)?;
+            if replaced.iter().any(|(n, _)| *n == name) {
+                replaced.iter().filter(|(n, v)| *n == name && v.kind().is_some()).for_each(|(_, v)| f(v));
+                return Ok(());
+            }
+        }
+        match rows.sample(row) {
+            Sample::BatchRow { batch, row } => {
+                let lists = self.lists(batch)?;
+                let count = lists.by_name.get(name).map_or(0, Vec::len);
+                for k in 0..count {
+                    let i = lists.by_name[name][k];
+                    if let Some((_, feature)) = lists.feature(i, row)? {
+                        f(&feature);
+                    }
+                }
+            }
+            Sample::Example(bytes) => {
+                for (n, feature) in named(bytes)? {
+                    if n == name {
+                        f(&feature);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Calls `f` with each named feature of `row`.
@@ -64,10 +118,10 @@ impl<'r> Split<'r> {
         };
         match rows.sample(row) {
             Sample::BatchRow { batch, row } => {
-                for (name, ty, features) in &self.lists(batch)?.lists {
-                    let at = if *ty == ListType::Shared { 0 } else { row };
-                    if let Some(feature) = features.get(at) {
-                        own(name, feature);
+                let lists = self.lists(batch)?;
+                for i in 0..lists.entries.len() {
+                    if let Some((name, feature)) = lists.feature(i, row)? {
+                        own(name, &feature);
                     }
                 }
             }
@@ -92,8 +146,8 @@ impl<'r> Split<'r> {
     pub fn first_fid(&mut self, rows: &'r Rows<'_>, row: usize, name: &str) -> Result<Option<u64>, DecodeError> {
         let mut first = None;
         let mut result = Ok(());
-        self.features(rows, row, |n, f| {
-            if n == name.as_bytes() && matches!(f.kind(), Some(FeatureKind::FidV1List | FeatureKind::FidV2List)) {
+        self.named(rows, row, name.as_bytes(), |f| {
+            if matches!(f.kind(), Some(FeatureKind::FidV1List | FeatureKind::FidV2List)) {
                 match f.fids() {
                     Ok(fids) => first = fids.first().copied(),
                     Err(e) => result = Err(e),
@@ -111,11 +165,7 @@ impl<'r> Split<'r> {
             return Ok(Some(LineIdView::new(b, 0)));
         }
         let mut found = None;
-        self.features(rows, row, |name, f| {
-            if name == b"__LINE_ID__" {
-                found = Some(*f);
-            }
-        })?;
+        self.named(rows, row, b"__LINE_ID__", |f| found = Some(*f))?;
         if let Some(f) = found
             && let Some(b) = f.first_bytes()?
         {
@@ -141,11 +191,7 @@ impl<'r> Split<'r> {
             ExampleView::parse(bytes, 0)?.labels(|v| out.push(v))?;
         }
         let mut list = None;
-        self.features(rows, row, |name, f| {
-            if name == b"__LABEL__" {
-                list = Some(*f);
-            }
-        })?;
+        self.named(rows, row, b"__LABEL__", |f| list = Some(*f))?;
         if let Some(f) = list
             && f.kind() == Some(FeatureKind::FloatList)
         {
