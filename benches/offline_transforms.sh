@@ -9,8 +9,10 @@
 # Without LABEL=FEX_BINARY pairs, target/release/fex is "new". Each round
 # runs, for every binary, format (arrow, parquet) and --threads (1, 2):
 #   plain: models/default.yaml as it is (no transforms)
-#   tf:    the same model plus an `offline:` section with filter_by_label and
-#          negative_gen (below)
+#   filter: the same model plus an `offline:` section with filter_by_label
+#          alone (stateless: it runs on every worker)
+#   tf:    the same model plus filter_by_label and negative_gen (below;
+#          negative_gen runs in input order)
 # in that order, all in the same round. Prints one line per run (records/s,
 # MB/s, RSS KB, rows written), the transform counts of the first tf run, then
 # medians over rounds of records/s and MB/s, of tf / plain (same binary,
@@ -26,6 +28,13 @@ DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 PLAIN=models/default.yaml
 TF=$DIR/transforms.yaml
+FILTER=$DIR/filter.yaml
+cat "$PLAIN" > "$FILTER"
+cat >> "$FILTER" <<'YAML'
+offline:
+  transforms:
+    - {transform: filter_by_label, label_threshold: [-100.0]}
+YAML
 cat "$PLAIN" > "$TF"
 cat >> "$TF" <<'YAML'
 offline:
@@ -40,8 +49,9 @@ for round in $(seq "$ROUNDS"); do
     label=${pair%%=*} bin=${pair#*=}
     for format in arrow parquet; do
       for threads in 1 2; do
-        for model in plain tf; do
+        for model in plain filter tf; do
           m=$PLAIN
+          [ $model = filter ] && m=$FILTER
           [ $model = tf ] && m=$TF
           out=$(flock "$LOCKFILE" /usr/bin/time -f "rss %M" "$bin" extract -m "$m" -o /dev/null \
             --format "$format" --threads "$threads" "$FILE" 2>&1)
@@ -71,7 +81,7 @@ med = statistics.median
 def ratio(a, b):
     return med(v[0] / b[r][0] for r, v in a.items() if r in b)
 print(f"\nmedians over {len(next(iter(runs.values())))} rounds (ratios within each round):")
-print(f"{'run':26} {'records/s':>10} {'MB/s':>8} {'tf/plain':>8} {'2t/1t':>6} {'RSS MB':>7} {'rows':>10}")
+print(f"{'run':26} {'records/s':>10} {'MB/s':>8} {'/plain':>8} {'2t/1t':>6} {'RSS MB':>7} {'rows':>10}")
 for name, by_round in runs.items():
     label, fmt, threads, model = name.rsplit("-", 3)
     rec = med(v[0] for v in by_round.values())
@@ -79,7 +89,7 @@ for name, by_round in runs.items():
     rss = med(v[2] for v in by_round.values()) / 1024
     rows = med(v[3] for v in by_round.values())
     share = ""
-    if model == "tf":
+    if model != "plain":
         share = f"{ratio(by_round, runs[f'{label}-{fmt}-{threads}-plain']):.2f}"
     two = ""
     if threads == "2":
