@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fex::offline::{self, CollectSink, OnError, Options, Quiet, RecordCtx, RowsHook, RunError};
+use fex::offline::{self, Carry, CollectSink, OnError, Options, Quiet, RecordCtx, RowsHook, RunError};
 use fex::records::write_record;
 use fex::{Extractor, Input, Plan, Rows};
 
@@ -60,14 +60,21 @@ struct DropOddAddPooled {
 }
 
 impl RowsHook for DropOddAddPooled {
-    fn each(&self, _record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<(), fex::ExtractError> {
+    fn each(&self, _record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<Carry, fex::ExtractError> {
         let before = rows.len();
         rows.retain(|r| r % 2 == 0);
         self.dropped.fetch_add((before - rows.len()) as u64, Ordering::Relaxed);
-        Ok(())
+        // What each read for in_order: the rows it kept.
+        Ok(Some(Box::new(rows.len())))
     }
 
-    fn in_order<'a>(&self, record: &RecordCtx<'_>, mut rows: Rows<'a>) -> Result<Vec<Rows<'a>>, fex::ExtractError> {
+    fn in_order<'a>(
+        &self,
+        record: &RecordCtx<'_>,
+        mut rows: Rows<'a>,
+        carry: Carry,
+    ) -> Result<Vec<Rows<'a>>, fex::ExtractError> {
+        assert_eq!(carry.and_then(|c| c.downcast::<usize>().ok()).map(|n| *n), Some(rows.len()));
         self.seen.lock().unwrap().push(record.index);
         rows.push_row(&self.pool, 0).expect("same plan, same kind");
         Ok(vec![rows])

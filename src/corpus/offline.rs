@@ -58,8 +58,8 @@ fn tables(plan: &Plan, input: Input<'_>, records: &[&[u8]]) -> Result<Tables, St
     let mut ex = Extractor::new();
     let ctx = RecordCtx { source: "case", index: 0, offset: 0, records: records.len(), payloads: records };
     let mut rows = ex.index(plan, input, None).map_err(|e| render_error(&e))?;
-    transforms.each(&ctx, &mut rows).map_err(|e| render_error(&e))?;
-    let released = transforms.in_order(&ctx, rows).map_err(|e| render_error(&e))?;
+    let carry = transforms.each(&ctx, &mut rows).map_err(|e| render_error(&e))?;
+    let released = transforms.in_order(&ctx, rows, carry).map_err(|e| render_error(&e))?;
     let held = RowsHook::finish(&transforms).map_err(|e| render_error(&e))?;
     let mut out = Vec::new();
     for rows in released.iter().chain(held.iter()) {

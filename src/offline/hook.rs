@@ -24,6 +24,9 @@ pub struct RecordCtx<'r> {
     pub payloads: &'r [&'r [u8]],
 }
 
+/// What a hook's `each` read of some rows for its `in_order`.
+pub type Carry = Option<Box<dyn std::any::Any + Send>>;
+
 /// Sample transforms, applied to the rows of each record. A hook is shared
 /// by the run's workers: `each` runs on whichever worker read the record,
 /// records in any order; `in_order` then sees every record strictly in
@@ -32,17 +35,21 @@ pub struct RecordCtx<'r> {
 /// not depend on `--threads`. Extraction of what `in_order` returns runs on
 /// the workers again.
 pub trait RowsHook: Send + Sync {
-    /// Edits `rows` (drop rows, set labels) without state across records.
-    /// An error is the record's error (reported with its file, index and
-    /// offset; skipped under `--on-error skip`).
-    fn each(&self, _record: &RecordCtx<'_>, _rows: &mut Rows<'_>) -> Result<(), ExtractError> {
-        Ok(())
+    /// Edits `rows` (drop rows, set labels) without state across records,
+    /// and may read ahead for `in_order` what depends on the rows alone
+    /// (handed back to it with the same rows). An error is the record's
+    /// error (reported with its file, index and offset; skipped under
+    /// `--on-error skip`).
+    fn each(&self, _record: &RecordCtx<'_>, _rows: &mut Rows<'_>) -> Result<Carry, ExtractError> {
+        Ok(None)
     }
 
     /// Edits `rows` in input order and returns what to write now, each
     /// element one table (or response): none, the rows as they are, or
-    /// batches the hook completed from rows it held back.
-    fn in_order<'a>(&self, record: &RecordCtx<'_>, rows: Rows<'a>) -> Result<Vec<Rows<'a>>, ExtractError>;
+    /// batches the hook completed from rows it held back. `carry` is what
+    /// `each` returned for these rows.
+    fn in_order<'a>(&self, record: &RecordCtx<'_>, rows: Rows<'a>, carry: Carry)
+    -> Result<Vec<Rows<'a>>, ExtractError>;
 
     /// Counters for the run's summary, in a stable order: e.g.
     /// `("filter_by_fids: dropped", 12)`, `("negative_gen: generated", 40)`.

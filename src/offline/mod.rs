@@ -15,7 +15,7 @@ pub mod table;
 mod transforms;
 
 pub use hint::{FRAMINGS, framings_that_read, hint};
-pub use hook::{RecordCtx, RowsHook};
+pub use hook::{Carry, RecordCtx, RowsHook};
 pub use report::{BadError, BadRecord, RunError, Summary};
 pub use run::{Observer, OnError, Options, Payload, Quiet, run};
 pub use sink::{

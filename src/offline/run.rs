@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use prost::Message;
 
-use super::hook::{RecordCtx, RowsHook};
+use super::hook::{Carry, RecordCtx, RowsHook};
 use super::report::{BadError, BadRecord, RunError, Summary};
 use super::sink::{BatchEncoder, Format, Prepared, Sink, SinkHelper};
 use crate::config::Plan;
@@ -489,25 +489,25 @@ fn hooked(
     if shared.options.payload == Payload::ExampleBatch {
         for i in 0..payloads.len() {
             match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
-                Ok(rows) => indexed.push((i, 1, rows)),
+                Ok((rows, carry)) => indexed.push((i, 1, rows, carry)),
                 Err(bad) => p.bad.push(bad),
             }
         }
-    } else if let Ok(rows) = index_each(shared, hook, ex, chunk, 0, payloads) {
-        indexed.push((0, payloads.len(), rows));
+    } else if let Ok((rows, carry)) = index_each(shared, hook, ex, chunk, 0, payloads) {
+        indexed.push((0, payloads.len(), rows, carry));
     } else {
         for i in 0..payloads.len() {
             match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
-                Ok(rows) => indexed.push((i, 1, rows)),
+                Ok((rows, carry)) => indexed.push((i, 1, rows, carry)),
                 Err(bad) => p.bad.push(bad),
             }
         }
     }
     let Some(ready) = in_turn(shared, chunk.seq, || {
         let mut ready = Vec::new();
-        for (first, n, rows) in indexed {
+        for (first, n, rows, carry) in indexed {
             let ctx = record_ctx(chunk, first, &payloads[first..first + n]);
-            match hook.in_order(&ctx, rows) {
+            match hook.in_order(&ctx, rows, carry) {
                 Ok(units) => ready.extend(units.into_iter().map(|u| (first, u))),
                 Err(e) => {
                     let at = first + blame(&e, n);
@@ -542,11 +542,11 @@ fn index_each<'c>(
     chunk: &'c Chunk,
     first: usize,
     payloads: &'c [&'c [u8]],
-) -> Result<crate::extract::Rows<'c>, BadRecord> {
+) -> Result<(crate::extract::Rows<'c>, Carry), BadRecord> {
     let bad = |e| BadRecord::at(&chunk.at(), first + blame(&e, payloads.len()), BadError::Extract(Arc::new(e)));
     let mut rows = ex.index(shared.plan, input(shared, payloads), None).map_err(bad)?;
-    hook.each(&record_ctx(chunk, first, payloads), &mut rows).map_err(bad)?;
-    Ok(rows)
+    let carry = hook.each(&record_ctx(chunk, first, payloads), &mut rows).map_err(bad)?;
+    Ok((rows, carry))
 }
 
 fn record_ctx<'c>(chunk: &'c Chunk, first: usize, payloads: &'c [&'c [u8]]) -> RecordCtx<'c> {

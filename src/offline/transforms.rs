@@ -8,19 +8,27 @@
 
 use bytes::Bytes;
 
-use super::hook::{RecordCtx, RowsHook};
+use super::hook::{Carry, RecordCtx, RowsHook};
 use crate::error::ExtractError;
 use crate::extract::{Rows, Sample};
-use crate::samples::{TransformError, Transforms};
+use crate::samples::{Prepared, TransformError, Transforms};
 
 impl RowsHook for Transforms {
-    fn each(&self, record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<(), ExtractError> {
+    fn each(&self, record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<Carry, ExtractError> {
         self.as_examples(rows)?;
-        self.apply_free(rows).map_err(|e| blamed(e, rows, record))
+        self.apply_free(rows).map_err(|e| blamed(e, rows, record))?;
+        let prepared = self.prepare(rows).map_err(|e| blamed(e, rows, record))?;
+        Ok(prepared.map(|p| Box::new(p) as Box<dyn std::any::Any + Send>))
     }
 
-    fn in_order<'a>(&self, record: &RecordCtx<'_>, mut rows: Rows<'a>) -> Result<Vec<Rows<'a>>, ExtractError> {
-        self.apply_ordered(&mut rows).map_err(|e| blamed(e, &rows, record))?;
+    fn in_order<'a>(
+        &self,
+        record: &RecordCtx<'_>,
+        mut rows: Rows<'a>,
+        carry: Carry,
+    ) -> Result<Vec<Rows<'a>>, ExtractError> {
+        let prepared = carry.and_then(|c| c.downcast::<Prepared>().ok()).map(|p| *p);
+        self.apply_prepared(&mut rows, prepared).map_err(|e| blamed(e, &rows, record))?;
         if !self.reorders() {
             return Ok(vec![rows]);
         }

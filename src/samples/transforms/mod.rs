@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::config::Plan;
-use crate::config::offline::SampleTransform;
+use crate::config::offline::{NegativeGen, SampleTransform};
 use crate::extract::Rows;
 use crate::wire::DecodeError;
 
@@ -69,6 +69,11 @@ pub struct TransformCount {
     pub generated: u64,
 }
 
+/// What [`Transforms::prepare`] read of some rows, for
+/// [`Transforms::apply_prepared`].
+#[derive(Debug)]
+pub struct Prepared(Vec<negative::Seen>);
+
 /// A transform that reads one row at a time and keeps no state: it may run
 /// on any thread, on records in any order.
 enum Free {
@@ -101,6 +106,10 @@ struct Counter {
 /// run on any thread; the rest ([`Transforms::apply_ordered`], then
 /// [`Transforms::release`]) must see inputs in order, and lock their state.
 pub struct Transforms {
+    /// The first ordered stage's config and place when it is negative_gen:
+    /// what it reads of each row is read beside the free transforms
+    /// ([`Transforms::prepare`]).
+    first_negative: Option<(usize, NegativeGen)>,
     /// compat: monolith: the plan, to index ExampleBatch rows again as the
     /// Examples Monolith's transforms see (`Transforms::as_examples`).
     examples_plan: Option<Plan>,
@@ -144,7 +153,15 @@ impl Transforms {
         let names = plan.offline.transforms.iter().map(SampleTransform::name).collect::<Vec<_>>();
         let counts = names.iter().map(|_| Counter::default()).collect();
         let examples_plan = (plan.compat == crate::Compat::Monolith && !names.is_empty()).then(|| plan.clone());
-        Self { examples_plan, free, ordered: Mutex::new(Ordered { stages, reorder }), names, counts }
+        let first_negative = match stages.first() {
+            Some((i, Stage::NegativeGen(_))) => match &plan.offline.transforms[*i] {
+                SampleTransform::NegativeGen(n) => Some((*i, n.clone())),
+                _ => None,
+            },
+            _ => None,
+        };
+        let ordered = Mutex::new(Ordered { stages, reorder });
+        Self { first_negative, examples_plan, free, ordered, names, counts }
     }
 
     /// True when the model declares no transforms.
@@ -203,15 +220,32 @@ impl Transforms {
         Ok(())
     }
 
+    /// What the first ordered transform reads of each row when that depends
+    /// on the row alone (negative_gen's labels, LineId, item and channel
+    /// ids): read here, on any thread, after `apply_free`, and handed to
+    /// [`Transforms::apply_prepared`] with the same rows, its in-order
+    /// part is shorter.
+    pub fn prepare(&self, rows: &Rows<'_>) -> Result<Option<Prepared>, TransformError> {
+        let Some((index, t)) = &self.first_negative else { return Ok(None) };
+        let facts = negative::read_facts(t, rows).map_err(|e| self.error(*index, e))?;
+        Ok(Some(Prepared(facts)))
+    }
+
     /// The transforms from the first stateful one on: inputs in order.
     pub fn apply_ordered(&self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+        self.apply_prepared(rows, None)
+    }
+
+    /// `apply_ordered` with what `prepare` read of these very rows.
+    pub fn apply_prepared(&self, rows: &mut Rows<'_>, prepared: Option<Prepared>) -> Result<(), TransformError> {
+        let mut prepared = prepared.map(|p| p.0);
         let mut ordered = self.lock();
         for (index, stage) in &mut ordered.stages {
             match stage {
                 Stage::Free(t) => self.run_free(*index, t, rows)?,
                 Stage::NegativeGen(state) => {
                     let before = state.generated;
-                    let dropped = state.apply(rows).map_err(|e| self.error(*index, e))?;
+                    let dropped = state.apply(rows, prepared.take()).map_err(|e| self.error(*index, e))?;
                     let count = &self.counts[*index];
                     count.dropped.fetch_add(dropped, Ordering::Relaxed);
                     count.generated.fetch_add(state.generated - before, Ordering::Relaxed);

@@ -66,14 +66,25 @@ pub(super) struct NegativeGenState {
     pub generated: u64,
 }
 
-/// What one input row contributes.
-struct Seen<'r> {
+/// What negative generation reads of one input row: facts of the row
+/// alone, so they can be read on any thread ([`read_facts`]) before the
+/// rows reach the pool in input order.
+#[derive(Debug)]
+pub(super) struct Seen {
     positive: bool,
     gid: u64,
     cid: u64,
     cacheable: bool,
-    line_id: &'r [u8],
+    /// A positive's LineId and labels, which its negatives start from
+    /// (empty for other rows).
+    line_id: Vec<u8>,
     labels: Vec<f32>,
+}
+
+/// The facts of every row of `rows`, in order.
+pub(super) fn read_facts(t: &NegativeGen, rows: &Rows<'_>) -> Result<Vec<Seen>, (usize, DecodeError)> {
+    let mut split = Split::default();
+    (0..rows.len()).map(|row| read(t, &mut split, rows, row).map_err(|e| (row, e))).collect()
 }
 
 /// A negative, decided while the rows are read and appended after.
@@ -115,23 +126,27 @@ impl NegativeGenState {
     /// Rows are read, pooled and drawn from in order first (a row's item is
     /// copied only when it joins the pool); the negatives are appended and
     /// every row put in its place after.
-    pub fn apply(&mut self, rows: &mut Rows<'_>) -> Result<u64, (usize, DecodeError)> {
+    /// `facts`, when given, are `read_facts` of these very rows.
+    pub fn apply(&mut self, rows: &mut Rows<'_>, facts: Option<Vec<Seen>>) -> Result<u64, (usize, DecodeError)> {
         let n = rows.len();
+        let facts = match facts {
+            Some(f) if f.len() == n => f,
+            _ => read_facts(&self.t, rows)?,
+        };
         let mut negatives = Vec::new();
         let mut placed = Vec::with_capacity(n);
         let mut dropped = 0;
         {
             let mut split = Split::default();
-            for row in 0..n {
-                let s = self.read(&mut split, rows, row).map_err(|e| (row, e))?;
+            for (row, s) in facts.iter().enumerate() {
                 if s.cacheable {
-                    self.save(&s, &mut split, rows, row).map_err(|e| (row, e))?;
+                    self.save(s, &mut split, rows, row).map_err(|e| (row, e))?;
                 }
                 if s.positive {
                     // The kernel stops at the first negative it cannot build
                     // (GetNext: a failed BuildNegativeTensor emits the positive).
                     for _ in 0..self.t.neg_num {
-                        match self.negative(row, &s).map_err(|e| (row, e))? {
+                        match self.negative(row, s).map_err(|e| (row, e))? {
                             Some(neg) => {
                                 placed.push(Placed::Negative(negatives.len()));
                                 negatives.push(neg);
@@ -172,39 +187,43 @@ impl NegativeGenState {
         rows.select(&order).expect("every placed row is below rows.len()");
         Ok(dropped)
     }
+}
 
-    fn read<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen<'r>, DecodeError> {
-        let t = &self.t;
-        let line_id = split.line_id(rows, row)?;
-        let acts = actions(line_id.as_ref())?;
-        let labels = split.labels(rows, row)?;
-        let positive = if !t.positive_actions.is_empty() {
-            most_prior(line_id.as_ref(), &t.action_priority)?.is_some_and(|a| t.positive_actions.contains(&a))
-        } else {
-            labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32)
+fn read<'r>(t: &NegativeGen, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen, DecodeError> {
+    let line_id = split.line_id(rows, row)?;
+    let acts = actions(line_id.as_ref())?;
+    let labels = split.labels(rows, row)?;
+    let positive = if !t.positive_actions.is_empty() {
+        most_prior(line_id.as_ref(), &t.action_priority)?.is_some_and(|a| t.positive_actions.contains(&a))
+    } else {
+        labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32)
+    };
+    let cacheable =
+        !t.cache_only_pos || positive || t.cache_negative_actions.iter().any(|a| acts.contains(&i64::from(*a)));
+    let mut gid =
+        match line_id.as_ref().map(|l| l.last(ITEM_ID, crate::view::FieldType::Fixed64)).transpose()?.flatten() {
+            Some(crate::view::Value::Int(g)) => g as u64,
+            _ => 0,
         };
-        let cacheable =
-            !t.cache_only_pos || positive || t.cache_negative_actions.iter().any(|a| acts.contains(&i64::from(*a)));
-        let mut gid =
-            match line_id.as_ref().map(|l| l.last(ITEM_ID, crate::view::FieldType::Fixed64)).transpose()?.flatten() {
-                Some(crate::view::Value::Int(g)) => g as u64,
-                _ => 0,
-            };
-        let mut cid = DEFAULT_CHANNEL;
-        if t.per_channel
-            && let Some(c) = split.first_fid(rows, row, &t.channel_feature)?
-        {
-            cid = c;
-        }
-        if !t.index_feature.is_empty()
-            && let Some(g) = split.first_fid(rows, row, &t.index_feature)?
-        {
-            gid = g;
-        }
-        let line_id = line_id.map_or(&[][..], |l| l.bytes());
-        Ok(Seen { positive, gid, cid, cacheable, line_id, labels })
+    let mut cid = DEFAULT_CHANNEL;
+    if t.per_channel
+        && let Some(c) = split.first_fid(rows, row, &t.channel_feature)?
+    {
+        cid = c;
     }
+    if !t.index_feature.is_empty()
+        && let Some(g) = split.first_fid(rows, row, &t.index_feature)?
+    {
+        gid = g;
+    }
+    let (line_id, labels) = match positive {
+        true => (line_id.map_or_else(Vec::new, |l| l.bytes().to_vec()), labels),
+        false => (Vec::new(), Vec::new()),
+    };
+    Ok(Seen { positive, gid, cid, cacheable, line_id, labels })
+}
 
+impl NegativeGenState {
     /// The row's item features as a small owned Example.
     fn item<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<ItemBytes, DecodeError> {
         let mut example = Vec::new();
@@ -234,13 +253,7 @@ impl NegativeGenState {
 
     /// `CacheWithGid::Push`: a new item joins the back; an item already
     /// there is left as it is; past `max_item_num` the oldest leaves.
-    fn save<'r>(
-        &mut self,
-        s: &Seen<'_>,
-        split: &mut Split<'r>,
-        rows: &'r Rows<'_>,
-        row: usize,
-    ) -> Result<(), DecodeError> {
+    fn save<'r>(&mut self, s: &Seen, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<(), DecodeError> {
         let t = &self.t;
         if s.cid == 0 {
             return Ok(());
@@ -298,7 +311,7 @@ impl NegativeGenState {
 
     /// One negative for positive `row`; `None` when the pool holds no more
     /// than `start_num` items.
-    fn negative(&mut self, row: usize, s: &Seen<'_>) -> Result<Option<Negative>, DecodeError> {
+    fn negative(&mut self, row: usize, s: &Seen) -> Result<Option<Negative>, DecodeError> {
         let mut cid = s.cid;
         if self.t.per_channel && self.t.easy_hard_ratio > 0.0 && self.rng.unit() < self.t.easy_hard_ratio {
             cid = self.easy_channel().unwrap_or(cid);
@@ -332,7 +345,7 @@ impl NegativeGenState {
             *l = t.negative_label as f32;
         }
         let drop: &[u32] = if t.negative_action.is_some() { &[ITEM_ID, ACTIONS] } else { &[ITEM_ID] };
-        let mut line_id = rewrite(s.line_id, drop)?;
+        let mut line_id = rewrite(&s.line_id, drop)?;
         line_id.push((ITEM_ID << 3 | 1) as u8);
         line_id.extend_from_slice(&gid.to_le_bytes());
         if let Some(a) = t.negative_action {
