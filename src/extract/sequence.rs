@@ -9,6 +9,10 @@ use crate::proto::fex_v1::DataType;
 use crate::view::{FeatureKind, le_f32, le_f64, le_u64};
 use crate::wire::{DecodeError, for_each_fixed32, for_each_fixed64, for_each_varint};
 
+/// A row's Feature bytes (buffer, start, end), the values it wrote and how
+/// many positions.
+type Written = ((u32, u32, u32), std::ops::Range<usize>, usize);
+
 /// The source index, dtype, `max_len` and `width` of a sequence output.
 pub(super) type SequenceSpec = (usize, DataType, usize, usize);
 
@@ -22,7 +26,7 @@ pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: 
     // The bytes the row before read, and what it wrote: rows that share a
     // Feature (a SHARED list in rows indexed one per sample) copy the
     // output instead of decoding it again.
-    let mut last: Option<((u32, u32, u32), std::ops::Range<usize>, usize)> = None;
+    let mut last: Option<Written> = None;
     for row in 0..rows {
         if let (Some(cell), Some((bytes, range, taken))) = (cx.cell(source, row), &last)
             && (cell.buf, cell.start, cell.end) == *bytes
