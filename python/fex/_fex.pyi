@@ -122,10 +122,15 @@ def run(
     parquet_compression: Literal["none", "snappy", "zstd"] = "snappy",
     parquet_dictionary: bool = False,
     chunk_records: int = 4096,
+    item_pool_restore: Optional[PathLike] = None,
+    item_pool_save: Optional[PathLike] = None,
 ) -> RunResult:
     """The offline pipeline of ``fex extract``: ``inputs`` (paths, globs,
     directories) extracted with ``plan`` (and its ``offline:`` transforms)
-    into ``out``, or kept in memory when ``out`` is None. Releases the GIL."""
+    into ``out``, or kept in memory when ``out`` is None. Releases the GIL.
+    ``item_pool_restore`` / ``item_pool_save``: negative_gen's item pool read
+    before the run and written after it (``--item-pool-restore`` /
+    ``--item-pool-save``)."""
 
 def _corpus_case(text: str) -> dict[str, Any]:
     """A golden-corpus case file, its sample encoded (for tests)."""

@@ -151,6 +151,7 @@ fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     transforms=true, compression="auto", lagrangex_header=false, kafka_dump_prefix=false,
     has_sort_id=false, kafka_dump=false, max_record_bytes=fex::records::DEFAULT_MAX_RECORD_BYTES,
     row_group_size=65536, parquet_compression="snappy", parquet_dictionary=false, chunk_records=4096,
+    item_pool_restore=None, item_pool_save=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
@@ -173,6 +174,8 @@ pub fn run(
     parquet_compression: &str,
     parquet_dictionary: bool,
     chunk_records: usize,
+    item_pool_restore: Option<PathBuf>,
+    item_pool_save: Option<PathBuf>,
 ) -> PyResult<RunResult> {
     let format = format_of(format)?;
     let on_error = match on_error {
@@ -201,6 +204,7 @@ pub fn run(
     let mut output = Output::new(out, format, parquet, lib)?;
     let hook = fex::samples::Transforms::new(lib);
     let use_hook = transforms && !hook.is_empty();
+    item_pool::restore(&hook, item_pool_restore.as_deref(), item_pool_save.is_some())?;
     let observer = Collect::default();
     let sink = output.sink();
     let (result, signal) = run_interruptibly(py, &observer.interrupted, || {
@@ -216,7 +220,41 @@ pub fn run(
         Err(e) => return Err(PyOSError::new_err(e.to_string())),
     };
     let bad = observer.bad.into_inner().unwrap_or_default();
+    item_pool::save(&hook, item_pool_save.as_deref())?;
     output.into_result(RunResult { summary, bad, batches: None, responses: None }, lib)
+}
+
+/// negative_gen's item pool carried from one run to the next, as `fex
+/// extract --item-pool-restore / --item-pool-save` carries it.
+mod item_pool {
+    use std::path::Path;
+
+    use fex::samples::Transforms;
+    use pyo3::PyResult;
+    use pyo3::exceptions::{PyOSError, PyValueError};
+
+    /// Before the run: a save needs a negative_gen; a restore reads the
+    /// file into the pool (ValueError when the file is no pool of this
+    /// model's, OSError when it cannot be read).
+    pub fn restore(transforms: &Transforms, restore: Option<&Path>, save: bool) -> PyResult<()> {
+        if save && transforms.save_item_pool().is_none() {
+            return Err(PyValueError::new_err("item_pool_save: the model has no negative_gen transform, so no item pool"));
+        }
+        let Some(file) = restore else { return Ok(()) };
+        let bytes = std::fs::read(file)
+            .map_err(|e| PyOSError::new_err(format!("cannot read item pool {}: {e}", file.display())))?;
+        transforms.restore_item_pool(&bytes).map_err(|e| PyValueError::new_err(format!("{}: {e}", file.display())))
+    }
+
+    /// After the run: the pool written beside `file` and renamed over it.
+    pub fn save(transforms: &Transforms, file: Option<&Path>) -> PyResult<()> {
+        let (Some(file), Some(bytes)) = (file, transforms.save_item_pool()) else { return Ok(()) };
+        let mut tmp = file.as_os_str().to_owned();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, &bytes)
+            .and_then(|()| std::fs::rename(&tmp, file))
+            .map_err(|e| PyOSError::new_err(format!("cannot save item pool {}: {e}", file.display())))
+    }
 }
 
 /// Where a run writes.

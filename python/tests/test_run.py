@@ -198,3 +198,34 @@ def test_ctrl_c_stops_a_run_and_raises_keyboard_interrupt(tmp_path, batches):
     finally:
         done.set()
         feeder.join(10)
+
+
+NEGATIVES = """
+offline:
+  transforms:
+    - {transform: negative_gen, neg_num: 1, item_features: [item_id, item_author], start_num: 0, max_item_num: 50, seed: 4}
+"""
+
+
+def test_an_item_pool_carries_from_one_run_to_the_next(tmp_path, inputs):
+    """negative_gen's pool saved after the first file and restored before the
+    second writes what `fex extract` writes with the same flags, and the
+    second run with the pool differs from one without it."""
+    model = tmp_path / "model.yaml"
+    model.write_text(open(DEFAULT_YAML).read() + NEGATIVES)
+    plan = fex.Plan.from_yaml(model)
+    pool = tmp_path / "pool.bin"
+    fex.run(plan, inputs[:1], tmp_path / "a.arrow", format="arrow", item_pool_save=pool)
+    fex.run(plan, inputs[1:], tmp_path / "b.arrow", format="arrow", item_pool_restore=pool)
+    cli(model, inputs[:1], tmp_path / "ca.arrow", "--format", "arrow", "--item-pool-save", tmp_path / "cpool.bin")
+    cli(model, inputs[1:], tmp_path / "cb.arrow", "--format", "arrow", "--item-pool-restore", tmp_path / "cpool.bin")
+    assert pool.read_bytes() == (tmp_path / "cpool.bin").read_bytes()
+    assert (tmp_path / "b.arrow").read_bytes() == (tmp_path / "cb.arrow").read_bytes()
+    fex.run(plan, inputs[1:], tmp_path / "fresh.arrow", format="arrow")
+    assert (tmp_path / "fresh.arrow").read_bytes() != (tmp_path / "b.arrow").read_bytes()
+    # A damaged pool file is refused before anything is written.
+    pool.write_bytes(pool.read_bytes()[:-3])
+    with pytest.raises(ValueError, match="item pool"):
+        fex.run(plan, inputs[1:], tmp_path / "c.arrow", format="arrow", item_pool_restore=pool)
+    with pytest.raises(ValueError, match="no negative_gen"):
+        fex.run(fex.Plan.from_yaml(DEFAULT_YAML), inputs, tmp_path / "d.arrow", item_pool_save=pool)
