@@ -238,7 +238,9 @@ mod item_pool {
     /// model's, OSError when it cannot be read).
     pub fn restore(transforms: &Transforms, restore: Option<&Path>, save: bool) -> PyResult<()> {
         if save && transforms.save_item_pool().is_none() {
-            return Err(PyValueError::new_err("item_pool_save: the model has no negative_gen transform, so no item pool"));
+            return Err(PyValueError::new_err(
+                "item_pool_save: the model has no negative_gen transform, so no item pool",
+            ));
         }
         let Some(file) = restore else { return Ok(()) };
         let bytes = std::fs::read(file)
