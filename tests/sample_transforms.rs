@@ -1139,3 +1139,47 @@ fn label_normalization_keeps_nan() {
     let out = after(LABEL2, t, "    - {label: [.nan, 0.0]}\n").tensor("label").unwrap().f32s();
     assert!(out[0].is_nan() && out[1] == 0.0, "{out:?}");
 }
+
+/// A record whose item features do not decode fails before negative_gen's
+/// pool changes (its channel is not half-added): under `--on-error skip`
+/// the run goes on with the pool as it was, easy negatives draw from it, and
+/// it saves and restores.
+#[test]
+fn a_bad_item_leaves_the_pool_as_it_was() {
+    let p = plan(
+        "  - {name: f_goods_id, kind: sparse}\n  - {name: label, kind: label, shape: [1]}\n",
+        "    - {transform: negative_gen, neg_num: 1, per_channel: true, channel_feature: f_spm, item_features: [f_goods_id, f_goods_tags], start_num: 0, easy_hard_ratio: 1.0}\n",
+    );
+    let t = Transforms::new(&p);
+    let good = |item: u64, spm: u64, label: f32| {
+        examples(&format!(
+            "    - {{features: {{f_goods_id: {{fid_v2_list: [{item}]}}, f_spm: {{fid_v2_list: [{spm}]}}}}, line_id: {{item_id: {item}}}, label: [{label:?}]}}\n"
+        ))
+        .remove(0)
+    };
+    let mut ex = Extractor::new();
+    let mut apply = |bytes: &[u8]| {
+        let input = [bytes];
+        let mut rows = ex.index(&p, Input::Examples(&input), None).unwrap();
+        t.apply(&mut rows).map(|()| rows.len())
+    };
+    assert_eq!(apply(&good(10, 1, 0.0)), Ok(1));
+    // A positive of a new channel whose f_goods_tags (an item feature the
+    // plan does not read) is a Feature cut short.
+    let bad = {
+        // NamedFeature{name: "f_goods_tags", feature: {fid_v2_list: 5 bytes claimed, 1 given}}.
+        let mut named = vec![0x0a, 12];
+        named.extend_from_slice(b"f_goods_tags");
+        named.extend_from_slice(&[0x12, 3, 0x12, 5, 0x09]);
+        let mut e = good(20, 2, 1.0);
+        e.push(0x0a);
+        e.push(named.len() as u8);
+        e.extend(named);
+        e
+    };
+    assert!(apply(&bad).is_err());
+    assert_eq!((t.item_pool(1), t.item_pool(2)), (vec![10], vec![]));
+    assert_eq!(apply(&good(30, 3, 1.0)), Ok(2), "a positive and its negative");
+    let saved = t.save_item_pool().unwrap();
+    Transforms::new(&p).restore_item_pool(&saved).unwrap();
+}

@@ -370,3 +370,149 @@ fn extract_carries_the_item_pool_across_runs() {
     assert_eq!(run.status.code(), Some(65), "{stderr}");
     assert!(stderr.contains("pool.bin: item pool file cut short or damaged"), "{stderr}");
 }
+
+/// An Example that fails (a dense feature given fids) is reported as its
+/// own record under `--on-error skip` and the other Examples of its chunk
+/// are written; a table past the model's max_batch_size (negatives add
+/// rows) is written in pieces; with `--payload instance` a file that does
+/// not open is an error, not a crash.
+#[test]
+fn a_bad_example_costs_only_itself_and_big_tables_are_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |model: &str, records: &[Vec<u8>]| {
+        let path = dir.path().join("m.yaml");
+        std::fs::write(&path, model).unwrap();
+        let mut framed = Vec::new();
+        for r in records {
+            write_record(&mut framed, r).unwrap();
+        }
+        let input = dir.path().join("in.pb");
+        std::fs::write(&input, framed).unwrap();
+        let out = dir.path().join("out.bin");
+        let run = Command::new(FEX)
+            .args(["extract", "--payload", "example", "--on-error", "skip", "--format", "responses", "-m"])
+            .arg(&path)
+            .arg("-o")
+            .arg(&out)
+            .arg(&input)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{stderr}");
+        let bytes = std::fs::read(&out).unwrap();
+        let (mut at, mut sizes) = (0, Vec::new());
+        while at < bytes.len() {
+            let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+            sizes.push(fex::proto::fex_v1::ExtractResponse::decode(&bytes[at + 8..at + 8 + len]).unwrap().batch_size);
+            at += 8 + len;
+        }
+        (stderr, sizes)
+    };
+    let records: Vec<Vec<u8>> = (0..6u64)
+        .map(|i| {
+            let mut e = pb::Example::decode(&example(i, 100 + i, 1.0, 1)[..]).unwrap();
+            if i != 2 {
+                // f_goods_id as an int64 list, which the dense output reads.
+                let value = pb::Int64List { value: vec![i as i64] };
+                e.named_feature[1].feature = Some(pb::Feature { r#type: Some(pb::feature::Type::Int64List(value)) });
+            }
+            e.encode_to_vec()
+        })
+        .collect();
+    let dense = "name: t
+compat: native
+features:
+  - {name: f_user_id, kind: sparse}
+  - {name: f_goods_id, kind: dense, shape: [1], dtype: i64}
+offline:
+  transforms:
+    - {transform: filter_by_label, label_threshold: [-100.0]}
+";
+    let (stderr, sizes) = run(dense, &records);
+    assert_eq!(count(&stderr, "bad records:"), 1, "{stderr}");
+    assert!(stderr.contains("record 2 "), "the Example with fids is the bad one: {stderr}");
+    assert_eq!(sizes.iter().sum::<i32>(), 5, "{sizes:?}");
+
+    let good: Vec<Vec<u8>> = (0..4u64).map(|i| example(i, 100 + i, 1.0, 1)).collect();
+    let negatives = format!("{MODEL}limits: {{max_batch_size: 4}}\n");
+    let (stderr, sizes) = run(&negatives, &good);
+    assert_eq!(count(&stderr, "bad records:"), 0, "{stderr}");
+    assert_eq!(sizes, [4, 4], "4 positives and their 4 negatives, in tables of at most 4 rows");
+
+    let run = Command::new(FEX)
+        .args(["extract", "--payload", "instance", "--threads", "2", "-m"])
+        .arg(dir.path().join("m.yaml"))
+        .arg("-o")
+        .arg(dir.path().join("i.parquet"))
+        .arg(dir.path().join("missing.pb"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(66), "{stderr}");
+    assert!(stderr.contains("missing.pb"), "{stderr}");
+}
+
+/// negative_sample's draws depend on the record, not on how records are
+/// cut into chunks (`--chunk-records`, a speed setting): the same rows are
+/// kept with chunks of 1 and of 7 records.
+#[test]
+fn sampling_does_not_depend_on_chunking() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut framed = Vec::new();
+    for i in 0..60u64 {
+        write_record(&mut framed, &example(i, 100 + i, -1.0, 1)).unwrap();
+    }
+    let input = dir.path().join("in.pb");
+    std::fs::write(&input, framed).unwrap();
+    let model = dir.path().join("m.yaml");
+    std::fs::write(
+        &model,
+        "name: t\ncompat: native\nfeatures:\n  - {name: f_user_id, kind: sparse}\noffline:\n  transforms:\n    - {transform: negative_sample, drop_rate: 0.5, seed: 1}\n",
+    )
+    .unwrap();
+    let kept = |chunk: &str| {
+        let out = dir.path().join(format!("{chunk}.parquet"));
+        let run = Command::new(FEX)
+            .args(["extract", "--quiet", "--payload", "example", "--chunk-records", chunk, "-m"])
+            .arg(&model)
+            .arg("-o")
+            .arg(&out)
+            .arg(&input)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&out).unwrap()).unwrap().build();
+        let mut users = Vec::new();
+        for batch in reader.unwrap() {
+            users.extend(first_ids(batch.unwrap().column_by_name("f_user_id").unwrap()));
+        }
+        users
+    };
+    let one = kept("1");
+    assert!((10..=50).contains(&one.len()), "{one:?}");
+    assert_eq!(kept("7"), one);
+}
+
+/// A chunk that fails after some transforms ran (here add_label, on a
+/// LineId cut short) is run again a record at a time; what the transforms
+/// did is counted once, by the run that stands.
+#[test]
+fn a_retried_chunk_is_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut framed = Vec::new();
+    for i in 0..6u64 {
+        let mut e = example(i, 100 + i, if i % 2 == 0 { -1.0 } else { 1.0 }, 1);
+        if i == 3 {
+            // Field 100 (line_id) again, holding a varint cut short.
+            e.extend_from_slice(&[0xa2, 0x06, 0x01, 0x08]);
+        }
+        write_record(&mut framed, &e).unwrap();
+    }
+    let input = dir.path().join("in.pb");
+    std::fs::write(&input, framed).unwrap();
+    let run = extract(dir.path(), &input, "out.parquet", &["--on-error", "skip"]);
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(count(&stderr, "bad records:"), 1, "{stderr}");
+    assert_eq!(count(&stderr, "filter_by_label: dropped:"), 3, "{stderr}");
+}

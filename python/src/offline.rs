@@ -204,6 +204,9 @@ pub fn run(
     let mut output = Output::new(out, format, parquet, lib)?;
     let hook = fex::samples::Transforms::new(lib);
     let use_hook = transforms && !hook.is_empty();
+    if !transforms && (item_pool_restore.is_some() || item_pool_save.is_some()) {
+        return Err(PyValueError::new_err("item_pool_restore / item_pool_save need the transforms (transforms=True)"));
+    }
     item_pool::restore(&hook, item_pool_restore.as_deref(), item_pool_save.is_some())?;
     let observer = Collect::default();
     let sink = output.sink();

@@ -229,3 +229,5 @@ def test_an_item_pool_carries_from_one_run_to_the_next(tmp_path, inputs):
         fex.run(plan, inputs[1:], tmp_path / "c.arrow", format="arrow", item_pool_restore=pool)
     with pytest.raises(ValueError, match="no negative_gen"):
         fex.run(fex.Plan.from_yaml(DEFAULT_YAML), inputs, tmp_path / "d.arrow", item_pool_save=pool)
+    with pytest.raises(ValueError, match="transforms=True"):
+        fex.run(plan, inputs, tmp_path / "e.arrow", transforms=False, item_pool_save=pool)

@@ -177,6 +177,21 @@ impl<'a> Rows<'a> {
         Ok(())
     }
 
+    /// Keeps the first `at` rows and returns the rest, which point into the
+    /// same buffers.
+    pub fn split_off(&mut self, at: usize) -> Rows<'a> {
+        let at = at.min(self.len());
+        let mut rest = self.empty_like();
+        rest.cells = self.cells.split_off(at * self.sources);
+        rest.example_rows = self.example_rows.split_off(at);
+        rest.meta = self.meta.split_off(at);
+        rest.present.clone_from(&self.present);
+        rest.bufs.clone_from(&self.bufs);
+        rest.compact_if_sparse();
+        self.compact_if_sparse();
+        rest
+    }
+
     /// Removes row `row`, moving the last row into its place: O(sources).
     pub fn swap_remove(&mut self, row: usize) {
         let last = self.len() - 1;

@@ -31,8 +31,9 @@ pub(super) fn write(cx: &Ctx<'_, '_>, spec: SequenceSpec, c: &mut Column, rows: 
         if let (Some(cell), Some((bytes, range, taken))) = (cx.cell(source, row), &last)
             && (cell.buf, cell.start, cell.end) == *bytes
         {
-            let found = (r.values.len() + range.len()) * elem_size(dtype);
-            if found > limit {
+            // The size decoding would report: at the first position over.
+            let at = |k: usize| (r.values.len() + k * width) * elem_size(dtype);
+            if let Some(found) = (1..=*taken).map(at).find(|&found| found > limit) {
                 return Err(ErrorKind::TooLarge { found, limit }.into());
             }
             r.values.repeat_range(range.clone());

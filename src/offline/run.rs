@@ -239,6 +239,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn worker(shared: &Shared<'_>, window: u64, mut encoder: Option<Box<dyn BatchEncoder>>) {
+    let _guard = AbortOnPanic(shared);
     let mut ex = Extractor::new();
     loop {
         // The sink's queued work (encoding) goes before new input: it holds
@@ -277,6 +278,24 @@ fn worker(shared: &Shared<'_>, window: u64, mut encoder: Option<Box<dyn BatchEnc
         data.clear();
         lock(&shared.spare).push(data);
         deliver(shared, seq, processed);
+    }
+}
+
+/// A worker that panics stops the run: the others would otherwise wait
+/// forever for its chunk (in the window, or at the turnstile), and the
+/// panic would never reach the caller.
+struct AbortOnPanic<'s, 'a>(&'s Shared<'a>);
+
+impl Drop for AbortOnPanic<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.abort.store(true, Ordering::Relaxed);
+            // Under the locks the waiters wait with, so none misses it.
+            drop(lock(&self.0.order));
+            self.0.turn.notify_all();
+            drop(lock(&self.0.hook_next));
+            self.0.hook_turn.notify_all();
+        }
     }
 }
 
@@ -486,20 +505,31 @@ fn hooked(
     p: &mut Processed,
 ) {
     let mut indexed = Vec::new();
-    if shared.options.payload == Payload::ExampleBatch {
+    if payloads.is_empty() {
+        // A chunk of no records (a file that did not open, a framing error
+        // at its start) still passes the turnstile below, with nothing.
+    } else if shared.options.payload == Payload::ExampleBatch {
         for i in 0..payloads.len() {
             match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
                 Ok((rows, carry)) => indexed.push((i, 1, rows, carry)),
                 Err(bad) => p.bad.push(bad),
             }
         }
-    } else if let Ok((rows, carry)) = index_each(shared, hook, ex, chunk, 0, payloads) {
-        indexed.push((0, payloads.len(), rows, carry));
     } else {
-        for i in 0..payloads.len() {
-            match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
-                Ok((rows, carry)) => indexed.push((i, 1, rows, carry)),
-                Err(bad) => p.bad.push(bad),
+        // Examples: as many records at once as the plan takes rows; a
+        // group that fails goes one record at a time, to name the bad ones.
+        let group = shared.plan.limits.max_batch_size.max(1);
+        for start in (0..payloads.len()).step_by(group) {
+            let end = (start + group).min(payloads.len());
+            if let Ok((rows, carry)) = index_each(shared, hook, ex, chunk, start, &payloads[start..end]) {
+                indexed.push((start, end - start, rows, carry));
+                continue;
+            }
+            for i in start..end {
+                match index_each(shared, hook, ex, chunk, i, &payloads[i..=i]) {
+                    Ok((rows, carry)) => indexed.push((i, 1, rows, carry)),
+                    Err(bad) => p.bad.push(bad),
+                }
             }
         }
     }
@@ -520,16 +550,62 @@ fn hooked(
     }) else {
         return;
     };
-    // Bad records stay in input order: those `in_order` found come after
-    // those `each` found, so sort by record.
-    p.bad.sort_by_key(|b| b.index);
-    let policy = policy(shared);
     for (first, rows) in ready {
-        let mut out = Extracted::default();
-        match ex.write(shared.plan, &rows, policy, &mut out) {
-            Ok(()) => push(out, first, p),
-            Err(e) => p.bad.push(BadRecord::at(&chunk.at(), first, BadError::Extract(Arc::new(e)))),
+        write_released(shared, ex, chunk, payloads, (first, rows), push, p);
+    }
+    // Bad records in input order, wherever they were found (`each`,
+    // `in_order`, writing).
+    p.bad.sort_by_key(|b| b.index);
+}
+
+/// Writes a table the hook released (from the chunk's record `first` on):
+/// in pieces of at most the plan's `max_batch_size` rows (negatives can
+/// make more rows than the input had). A row that fails to write takes
+/// its record out, reported, and the other records' rows are written
+/// again, so one bad Example does not cost its chunk.
+fn write_released(
+    shared: &Shared<'_>,
+    ex: &mut Extractor,
+    chunk: &Chunk,
+    payloads: &[&[u8]],
+    (first, mut rows): (usize, crate::extract::Rows<'_>),
+    push: &mut dyn FnMut(Extracted, usize, &mut Processed),
+    p: &mut Processed,
+) {
+    let max = shared.plan.limits.max_batch_size.max(1);
+    let policy = policy(shared);
+    while !rows.is_empty() {
+        let rest = (rows.len() > max).then(|| rows.split_off(max));
+        loop {
+            let mut out = Extracted::default();
+            let Err(e) = ex.write(shared.plan, &rows, policy, &mut out) else {
+                push(out, first, p);
+                break;
+            };
+            let record = e.row().and_then(|r| record_of(&rows, r, payloads));
+            p.bad.push(BadRecord::at(&chunk.at(), record.unwrap_or(first), BadError::Extract(Arc::new(e))));
+            // Without a record to take out, the whole table goes.
+            let Some(record) = record else { break };
+            let keep: Vec<bool> = (0..rows.len()).map(|r| record_of(&rows, r, payloads) != Some(record)).collect();
+            rows.retain(|r| keep[r]);
+            if rows.is_empty() {
+                break;
+            }
         }
+        match rest {
+            Some(r) => rows = r,
+            None => break,
+        }
+    }
+}
+
+/// The record (of `payloads`) row `row` of Examples came from.
+fn record_of(rows: &crate::extract::Rows<'_>, row: usize, payloads: &[&[u8]]) -> Option<usize> {
+    match rows.sample(row) {
+        crate::extract::Sample::Example(b) => {
+            payloads.iter().position(|p| p.as_ptr() == b.as_ptr() && p.len() == b.len())
+        }
+        crate::extract::Sample::BatchRow { .. } => None,
     }
 }
 

@@ -16,8 +16,11 @@ use crate::samples::{Prepared, TransformError, Transforms};
 impl RowsHook for Transforms {
     fn each(&self, record: &RecordCtx<'_>, rows: &mut Rows<'_>) -> Result<Carry, ExtractError> {
         self.as_examples(rows)?;
-        self.apply_free(rows).map_err(|e| blamed(e, rows, record))?;
+        // Counted only once all of `each` stands: after a failure the run
+        // goes through the chunk's records one at a time.
+        let counted = self.apply_free_uncounted(rows).map_err(|e| blamed(e, rows, record))?;
         let prepared = self.prepare(rows).map_err(|e| blamed(e, rows, record))?;
+        self.count(counted);
         Ok(prepared.map(|p| Box::new(p) as Box<dyn std::any::Any + Send>))
     }
 
@@ -51,7 +54,9 @@ impl RowsHook for Transforms {
 /// Examples are indexed together, and transforms drop and add rows).
 fn blamed(e: TransformError, rows: &Rows<'_>, record: &RecordCtx<'_>) -> ExtractError {
     let record_index = match rows.sample(e.row) {
-        Sample::Example(bytes) => record.payloads.iter().position(|p| p.as_ptr() == bytes.as_ptr()),
+        Sample::Example(bytes) => {
+            record.payloads.iter().position(|p| p.as_ptr() == bytes.as_ptr() && p.len() == bytes.len())
+        }
         Sample::BatchRow { .. } => None,
     };
     let row = e.row;

@@ -6,4 +6,4 @@
 
 pub mod transforms;
 
-pub use transforms::{ItemPoolError, Prepared, Reorder, TransformCount, TransformError, Transforms};
+pub use transforms::{Counted, ItemPoolError, Prepared, Reorder, TransformCount, TransformError, Transforms};

@@ -69,6 +69,11 @@ pub struct TransformCount {
     pub generated: u64,
 }
 
+/// What [`Transforms::apply_free_uncounted`] did, per transform: (place,
+/// rows dropped, rows added).
+#[derive(Debug, Default)]
+pub struct Counted(Vec<(usize, u64, u64)>);
+
 /// What [`Transforms::prepare`] read of some rows, for
 /// [`Transforms::apply_prepared`].
 #[derive(Debug)]
@@ -214,10 +219,30 @@ impl Transforms {
     /// The stateless transforms before the first stateful one, on any
     /// thread, inputs in any order.
     pub fn apply_free(&self, rows: &mut Rows<'_>) -> Result<(), TransformError> {
-        for (index, t) in &self.free {
-            self.run_free(*index, t, rows)?;
-        }
+        let counted = self.apply_free_uncounted(rows)?;
+        self.count(counted);
         Ok(())
+    }
+
+    /// `apply_free`, leaving the counting to the caller
+    /// ([`Transforms::count`]): a caller that may run the same rows again
+    /// (one record at a time, after a chunk failed) counts only the run
+    /// that stands.
+    pub fn apply_free_uncounted(&self, rows: &mut Rows<'_>) -> Result<Counted, TransformError> {
+        let mut counted = Vec::with_capacity(self.free.len());
+        for (index, t) in &self.free {
+            let (dropped, added) = self.run_one(*index, t, rows)?;
+            counted.push((*index, dropped, added));
+        }
+        Ok(Counted(counted))
+    }
+
+    /// Adds what `apply_free_uncounted` did to the counts.
+    pub fn count(&self, counted: Counted) {
+        for (index, dropped, added) in counted.0 {
+            self.counts[index].dropped.fetch_add(dropped, Ordering::Relaxed);
+            self.counts[index].generated.fetch_add(added, Ordering::Relaxed);
+        }
     }
 
     /// What the first ordered transform reads of each row when that depends
@@ -256,15 +281,19 @@ impl Transforms {
     }
 
     fn run_free(&self, index: usize, t: &Free, rows: &mut Rows<'_>) -> Result<(), TransformError> {
+        let (dropped, added) = self.run_one(index, t, rows)?;
+        self.count(Counted(vec![(index, dropped, added)]));
+        Ok(())
+    }
+
+    /// One stateless transform: rows (dropped, added).
+    fn run_one(&self, index: usize, t: &Free, rows: &mut Rows<'_>) -> Result<(u64, u64), TransformError> {
         let result = match t {
             Free::Filter(t) => filter(t, rows).map(|dropped| (dropped, 0)),
             Free::AddLabel(t) => add_label(t, rows).map(|()| (0, 0)),
             Free::Row(t) => t.apply(rows),
         };
-        let (dropped, added) = result.map_err(|e| self.error(index, e))?;
-        self.counts[index].dropped.fetch_add(dropped, Ordering::Relaxed);
-        self.counts[index].generated.fetch_add(added, Ordering::Relaxed);
-        Ok(())
+        result.map_err(|e| self.error(index, e))
     }
 
     fn error(&self, index: usize, (row, error): (usize, DecodeError)) -> TransformError {

@@ -216,6 +216,14 @@ fn read<'r>(t: &NegativeGen, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usi
     {
         gid = g;
     }
+    // A row that may join the pool has item features that read: checked
+    // here, on any thread, so a bad one fails its record before the pool
+    // changes (a batch's lists are parsed once).
+    if cacheable {
+        for name in &t.item_features {
+            split.named(rows, row, name.as_bytes(), |_| {})?;
+        }
+    }
     let (line_id, labels) = match positive {
         true => (line_id.map_or_else(Vec::new, |l| l.bytes().to_vec()), labels),
         false => (Vec::new(), Vec::new()),
@@ -266,14 +274,18 @@ impl NegativeGenState {
                 return Ok(());
             }
         }
-        if !self.channels.contains_key(&s.cid) {
-            self.order.push(s.cid);
-        }
-        // The item is copied only when it joins the pool.
+        // The item is copied only when it joins the pool (`read` found its
+        // features readable), before the pool changes.
         let known = self.channels.get(&s.cid).is_some_and(|c| c.items.contains_key(&s.gid));
         let item = if known { None } else { Some(self.item(split, rows, row)?) };
         let max = self.t.max_item_num;
-        let channel = self.channels.entry(s.cid).or_default();
+        let channel = match self.channels.entry(s.cid) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                self.order.push(s.cid);
+                e.insert(Channel::default())
+            }
+        };
         if let Some((example, cells)) = item {
             channel.queue.push_back(s.gid);
             channel.items.insert(s.gid, Item { example, cells, sample_cnt: 0 });

@@ -37,9 +37,33 @@ pub(super) struct Split<'r> {
     batches: HashMap<usize, Lists<'r>>,
     /// Each batch's XXH64, for draws that tell batches apart.
     digests: HashMap<usize, u64>,
+    /// Each row's place among the rows of the same sample (copies of a
+    /// row: 0, 1, ...), made on first use.
+    occurrences: Vec<u32>,
 }
 
 impl<'r> Split<'r> {
+    /// Row `row`'s place among the rows that stand for the same sample (the
+    /// same record, or row of a batch): 0 but for copies of a row, so a
+    /// draw tells copies apart without depending on where the row is.
+    pub fn occurrence(&mut self, rows: &Rows<'_>, row: usize) -> u64 {
+        if self.occurrences.len() != rows.len() {
+            let mut seen = HashMap::<(usize, usize, usize), u32>::default();
+            self.occurrences = (0..rows.len())
+                .map(|r| {
+                    let key = match rows.sample(r) {
+                        Sample::Example(b) => (b.as_ptr() as usize, b.len(), 0),
+                        Sample::BatchRow { batch, row } => (batch.as_ptr() as usize, batch.len(), row),
+                    };
+                    let n = seen.entry(key).or_default();
+                    *n += 1;
+                    *n - 1
+                })
+                .collect();
+        }
+        u64::from(self.occurrences[row])
+    }
+
     /// XXH64 of a batch's bytes, computed once per batch.
     pub fn digest(&mut self, batch: &'r [u8]) -> u64 {
         *self.digests.entry(batch.as_ptr() as usize).or_insert_with(|| xxhash_rust::xxh64::xxh64(batch, 0))

@@ -125,7 +125,8 @@ pub(super) fn int_values(line_id: Option<&LineIdView<'_>>, number: u32) -> Resul
 
 /// The row's draw: a hash of what makes it this row, under `seed`: the
 /// transform's place (two sampling transforms draw independently), the
-/// row's place among the input's rows (copies of a row draw apart), its
+/// row's place among copies of itself (copies draw apart; not its place in
+/// the chunk, which options change), its
 /// sample (an Example's bytes; a batch's digest and the row in it), LineId,
 /// labels and replaced features. The same input and options give the same
 /// draws on any thread.
@@ -140,7 +141,7 @@ fn draw<'r>(
 ) -> u64 {
     let mut h = Xxh64::new(seed);
     h.update(&stage.to_le_bytes());
-    h.update(&(row as u64).to_le_bytes());
+    h.update(&split.occurrence(rows, row).to_le_bytes());
     match rows.sample(row) {
         Sample::Example(bytes) => h.update(bytes),
         Sample::BatchRow { batch, row } => {
