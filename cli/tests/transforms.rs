@@ -73,6 +73,17 @@ fn first_ids(column: &dyn Array) -> Vec<u64> {
     }
 }
 
+/// The batch size of each framed `ExtractResponse` in `bytes`.
+fn response_sizes(bytes: &[u8]) -> Vec<i32> {
+    let (mut at, mut sizes) = (0, Vec::new());
+    while at < bytes.len() {
+        let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+        sizes.push(fex::proto::fex_v1::ExtractResponse::decode(&bytes[at + 8..at + 8 + len]).unwrap().batch_size);
+        at += 8 + len;
+    }
+    sizes
+}
+
 fn count(stderr: &str, name: &str) -> u64 {
     let line = stderr.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name:?} in {stderr}"));
     line[name.len()..].split_whitespace().next().unwrap().parse().unwrap()
@@ -144,14 +155,8 @@ fn extract_applies_filter_add_label_and_negative_gen() {
     // Framed responses: the same number of rows.
     let run = extract(dir.path(), &input, "r.bin", &["--format", "responses"]);
     assert!(run.status.success());
-    let bytes = std::fs::read(dir.path().join("r.bin")).unwrap();
-    let (mut at, mut rows) = (0, 0);
-    while at < bytes.len() {
-        let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-        let r = fex::proto::fex_v1::ExtractResponse::decode(&bytes[at + 8..at + 8 + len]).unwrap();
-        rows += r.batch_size as u64;
-        at += 8 + len;
-    }
+    let rows: i32 = response_sizes(&std::fs::read(dir.path().join("r.bin")).unwrap()).iter().sum();
+    let rows = rows as u64;
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert_eq!(rows, count(&stderr, "rows written:"), "{stderr}");
 }
@@ -305,13 +310,7 @@ fn transforms_on_any_thread_count_write_the_same_bytes() {
         assert!(bytes == one, "{format} on {threads} threads differs from 1 thread");
     }
     // Batches of exactly 50 rows, one response each, and a short last one.
-    let responses = &outputs[1].2;
-    let (mut at, mut sizes) = (0, Vec::new());
-    while at < responses.len() {
-        let len = u64::from_le_bytes(responses[at..at + 8].try_into().unwrap()) as usize;
-        sizes.push(fex::proto::fex_v1::ExtractResponse::decode(&responses[at + 8..at + 8 + len]).unwrap().batch_size);
-        at += 8 + len;
-    }
+    let sizes = response_sizes(&outputs[1].2);
     assert!(sizes.len() > 3 && sizes[..sizes.len() - 1].iter().all(|&n| n == 50), "{sizes:?}");
     assert!((1..=50).contains(sizes.last().unwrap()), "{sizes:?}");
 }
@@ -399,14 +398,7 @@ fn a_bad_example_costs_only_itself_and_big_tables_are_cut() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
         assert!(run.status.success(), "{stderr}");
-        let bytes = std::fs::read(&out).unwrap();
-        let (mut at, mut sizes) = (0, Vec::new());
-        while at < bytes.len() {
-            let len = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
-            sizes.push(fex::proto::fex_v1::ExtractResponse::decode(&bytes[at + 8..at + 8 + len]).unwrap().batch_size);
-            at += 8 + len;
-        }
-        (stderr, sizes)
+        (stderr, response_sizes(&std::fs::read(&out).unwrap()))
     };
     let records: Vec<Vec<u8>> = (0..6u64)
         .map(|i| {
