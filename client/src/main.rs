@@ -93,10 +93,9 @@ struct Synth {
 impl Synth {
     fn generator(&self) -> anyhow::Result<Generator> {
         let plan = match &self.model_config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-                fex::Plan::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
-            }
+            // File references (vocabularies) resolve against the config's
+            // directory, as fex-server and `fex extract` resolve them.
+            Some(path) => fex::Plan::from_file(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
             None => fex::Plan::default_model(),
         };
         let options = GenOptions {

@@ -66,3 +66,25 @@ async fn ranking_ops_online_equals_offline() {
     assert_eq!(keys, ["user_id", "item_id", "item_category"]);
     assert_eq!(lengths.len(), 3 * 32);
 }
+
+/// `fex-client gen --model-config` reads a config's vocabulary files
+/// relative to the config, as fex-server and `fex extract` do: generating
+/// for models/ranking_ops.yaml works from any working directory.
+#[test]
+fn gen_resolves_vocabularies_next_to_the_config() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let config = root.join("models/ranking_ops.yaml").canonicalize().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.bin");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_fex-client"))
+        .current_dir(dir.path())
+        .arg("gen")
+        .arg("--model-config")
+        .arg(&config)
+        .args(["--count", "2", "--batch-size", "4", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(fex_client::frames::read_file(&out).unwrap().len(), 2);
+}
