@@ -298,3 +298,33 @@ def test_lists_past_int32_offsets_are_refused_by_name():
         fex.spark._i32_offsets(offsets, "big")
     rebased, start, end = fex.spark._i32_offsets(pa.array(np.array([5, 7, 2**31 + 4], dtype=np.int64)), "ok")
     assert rebased.to_pylist() == [0, 2, 2**31 - 1] and (start, end) == (5, 2**31 + 4)
+
+
+def _version(text):
+    parts = [int(p) for p in text.split(".")[:3] if p.isdigit()]
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def test_the_spark_extra_pins_what_pyspark_needs():
+    """The package's `spark` extra asks for pyspark's own `sql` extra and a
+    pandas at least as new as the installed pyspark requires for its Arrow
+    functions (pyspark 4 refuses pandas below 2.2.0 at run time)."""
+    import importlib.metadata
+    import re
+
+    import tomllib
+
+    with open(os.path.join(ROOT, "python", "pyproject.toml"), "rb") as f:
+        extra = tomllib.load(f)["project"]["optional-dependencies"]["spark"]
+    assert any(r.startswith("pyspark[sql]") for r in extra), extra
+    ours = next(r for r in extra if r.startswith("pandas"))
+    theirs = [
+        r for r in importlib.metadata.requires("pyspark") or [] if r.startswith("pandas") and 'extra == "sql"' in r
+    ]
+    assert theirs, "pyspark declares its pandas in its sql extra"
+    need = re.search(r">=\s*([0-9.]+)", theirs[0]).group(1)
+    have = re.search(r">=\s*([0-9.]+)", ours).group(1)
+    assert _version(have) >= _version(need), (ours, theirs)
+    import pandas
+
+    assert _version(pandas.__version__) >= _version(need)
