@@ -204,6 +204,7 @@ class _Job:
 
         plan = self.plan()
         for rb in batches:
+            self._where = _Where(rb)
             samples = rb.column(self.column).to_pylist()
             for i, s in enumerate(samples):
                 if s is None:
@@ -223,7 +224,7 @@ class _Job:
         try:
             return call(chunk, outputs=self.names, shared="broadcast")
         except ExtractError as e:
-            raise _located(e, start) from e
+            raise _located(e, start, where=self._where) from e
 
     def _batches(self, plan, samples, passthrough):
         import pyarrow as pa
@@ -232,7 +233,7 @@ class _Job:
             try:
                 out = plan.extract_batch(s, outputs=self.names, shared="broadcast")
             except ExtractError as e:
-                raise _located(e, i, batch=True) from e
+                raise _located(e, i, batch=True, where=self._where) from e
             kept = None
             if passthrough is not None:
                 kept = passthrough.take(pa.array([i] * out.batch_size, pa.int64()))
@@ -244,10 +245,30 @@ class _Job:
         return pa.RecordBatch.from_arrays(arrays, names=list(self.keep) + list(self.names))
 
 
-def _located(e, offset, batch=False):
-    """The library's error, said with the row in this Arrow batch."""
-    where = f"ExampleBatch in row {offset}" if batch else f"sample {offset + (e.row or 0)} of this chunk"
-    located = ExtractError(f"{where} of the Arrow batch: {e}")
+class _Where:
+    """Names a row's record by the batch's `file`, `record_index` and
+    `offset` columns when it has them (what ``read_pbdataset`` makes, the
+    place ``fex extract`` names), so an error can be traced to its file."""
+
+    def __init__(self, rb):
+        names = rb.schema.names
+        have = all(c in names for c in ("file", "record_index", "offset"))
+        self.columns = [rb.column(c) for c in ("file", "record_index", "offset")] if have else None
+
+    def __call__(self, row):
+        if self.columns is None or row >= len(self.columns[0]):
+            return ""
+        file, index, offset = (c[row].as_py() for c in self.columns)
+        return f"{file}: record {index} at byte {offset}: "
+
+
+def _located(e, offset, batch=False, where=None):
+    """The library's error, said with the row in this Arrow batch and, when
+    the batch has them, the file and record the row came from."""
+    row = offset if batch else offset + (e.row or 0)
+    what = f"ExampleBatch in row {offset}" if batch else f"sample {row} of this chunk"
+    prefix = where(row) if where is not None else ""
+    located = ExtractError(f"{prefix}{what} of the Arrow batch: {e}")
     for field in ("row", "source", "path", "offset", "kind"):
         setattr(located, field, getattr(e, field, None))
     return located
@@ -281,6 +302,12 @@ def extract(df, column="sample", config=None, *, files=None, outputs=None, forma
         raise ValueError(f"model {plan.name!r} has no output {unknown[0]!r}; it has {', '.join(specs)}")
     if column not in df.columns:
         raise ValueError(f"the DataFrame has no column {column!r}; it has {', '.join(df.columns)}")
+    found = df.schema[column].dataType
+    if not isinstance(found, T.BinaryType):
+        raise ValueError(
+            f"column {column!r} is {found.simpleString()}, not binary: it must hold serialized samples "
+            f"(cast it with df.withColumn({column!r}, col({column!r}).cast('binary')) if it holds their bytes)"
+        )
     keep = [c for c in df.columns if c != column] if keep is None else list(keep)
     clash = sorted(set(keep) & set(names))
     if clash:

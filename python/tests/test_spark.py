@@ -328,3 +328,23 @@ def test_the_spark_extra_pins_what_pyspark_needs():
     import pandas
 
     assert _version(pandas.__version__) >= _version(need)
+
+
+def test_a_corrupt_sample_names_its_file_and_record(spark, tmp_path, batches):
+    """A record that reads but does not decode fails the job naming the file
+    and record it came from (`read_pbdataset`'s columns), as `fex extract`
+    names them, not only its row in an Arrow batch."""
+    frame = lambda r: struct.pack("<Q", len(r)) + r  # noqa: E731
+    (tmp_path / "bad.pb").write_bytes(frame(batches[0]) + frame(b"\xff" * 16))
+    records = fex.spark.read_pbdataset(spark, str(tmp_path))
+    out = fex.spark.extract(records, config=fex.Plan.default(), format="batch", outputs=["item_id"])
+    with pytest.raises(Exception, match=r"bad\.pb: record 1 at byte \d+: ExampleBatch in row 1 .*varint longer"):
+        out.collect()
+
+
+def test_a_sample_column_that_is_not_binary_is_refused_on_the_driver(spark):
+    """A string column where serialized samples belong is refused by
+    `extract` itself, naming the column and its type, before any job runs."""
+    df = spark.createDataFrame([("not bytes",)], "sample string")
+    with pytest.raises(ValueError, match=r"column 'sample' is string, not binary"):
+        fex.spark.extract(df, config=fex.Plan.default())
