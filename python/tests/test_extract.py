@@ -244,3 +244,14 @@ def test_to_tf_ragged(extracted):
     rt = ids.to_tf_ragged()
     assert rt.row_splits.numpy().tolist() == ids.row_splits.tolist()
     assert rt.flat_values.numpy().tolist() == ids.values.tolist()
+
+
+def test_the_installed_extension_is_stripped():
+    """The wheel's native module carries no symbols (pyproject's maturin
+    `strip`): about 9 MB installed, where an unstripped build is 75 MB."""
+    import os
+
+    import fex._fex
+
+    size = os.path.getsize(fex._fex.__file__)
+    assert size < 25 << 20, f"fex/_fex is {size} bytes: is the wheel stripped?"
