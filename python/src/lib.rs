@@ -16,6 +16,13 @@ mod result;
 
 use pyo3::prelude::*;
 
+/// Every Rust allocation of the extension (the columns numpy and Arrow
+/// views share included, which Rust frees) goes through mimalloc: the
+/// system allocator returned each call's large buffers to the OS, and a
+/// fresh process paid their page faults on every call.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
