@@ -2,7 +2,7 @@
 //! process over Examples written here, checking the rows, labels and the
 //! summary it reports, and that the table does not depend on `--threads`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use arrow_array::Array;
@@ -73,6 +73,16 @@ fn first_ids(column: &dyn Array) -> Vec<u64> {
     }
 }
 
+/// Writes `records` to `path`, PBDataset-framed; returns the path.
+fn write_records(path: PathBuf, records: impl IntoIterator<Item = Vec<u8>>) -> PathBuf {
+    let mut framed = Vec::new();
+    for r in records {
+        write_record(&mut framed, &r).unwrap();
+    }
+    std::fs::write(&path, framed).unwrap();
+    path
+}
+
 /// The batch size of each framed `ExtractResponse` in `bytes`.
 fn response_sizes(bytes: &[u8]) -> Vec<i32> {
     let (mut at, mut sizes) = (0, Vec::new());
@@ -97,13 +107,10 @@ fn count(stderr: &str, name: &str) -> u64 {
 #[test]
 fn extract_applies_filter_add_label_and_negative_gen() {
     let dir = tempfile::tempdir().unwrap();
-    let mut framed = Vec::new();
-    for i in 0..12u64 {
-        let label = if i % 3 == 0 { -1.0 } else { 1.0 };
-        write_record(&mut framed, &example(i, 100 + i, label, if i % 2 == 0 { 1 } else { 2 })).unwrap();
-    }
-    let input = dir.path().join("examples.bin");
-    std::fs::write(&input, &framed).unwrap();
+    let input = write_records(
+        dir.path().join("examples.bin"),
+        (0..12u64).map(|i| example(i, 100 + i, if i % 3 == 0 { -1.0 } else { 1.0 }, if i % 2 == 0 { 1 } else { 2 })),
+    );
 
     let mut tables = Vec::new();
     for threads in ["1", "2"] {
@@ -166,12 +173,7 @@ fn extract_applies_filter_add_label_and_negative_gen() {
 #[test]
 fn extract_shuffles_and_batches_across_records() {
     let dir = tempfile::tempdir().unwrap();
-    let mut framed = Vec::new();
-    for i in 0..10u64 {
-        write_record(&mut framed, &example(i, 100 + i, 1.0, 1)).unwrap();
-    }
-    let input = dir.path().join("examples.bin");
-    std::fs::write(&input, &framed).unwrap();
+    let input = write_records(dir.path().join("examples.bin"), (0..10u64).map(|i| example(i, 100 + i, 1.0, 1)));
     let model = dir.path().join("m.yaml");
     let users = |transforms: &str| -> (Vec<u64>, String) {
         std::fs::write(
@@ -247,12 +249,7 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
             fex::corpus::Encoded::Batch(b) => ("example-batch", vec![b]),
             fex::corpus::Encoded::Examples(e) => ("example", e),
         };
-        let input = dir.path().join("in.pb");
-        let mut framed = Vec::new();
-        for r in &records {
-            write_record(&mut framed, r).unwrap();
-        }
-        std::fs::write(&input, framed).unwrap();
+        let input = write_records(dir.path().join("in.pb"), records);
         let model = dir.path().join("model.yaml");
         std::fs::write(&model, &case.model).unwrap();
         for threads in ["1", "3"] {
@@ -279,13 +276,11 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
 #[test]
 fn transforms_on_any_thread_count_write_the_same_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let mut framed = Vec::new();
-    for i in 0..600u64 {
-        let label = if i % 5 == 0 { -1.0 } else { 1.0 };
-        write_record(&mut framed, &example(i, 100 + i % 37, label, if i % 2 == 0 { 1 } else { 2 })).unwrap();
-    }
-    let input = dir.path().join("examples.bin");
-    std::fs::write(&input, &framed).unwrap();
+    let input = write_records(
+        dir.path().join("examples.bin"),
+        (0..600u64)
+            .map(|i| example(i, 100 + i % 37, if i % 5 == 0 { -1.0 } else { 1.0 }, if i % 2 == 0 { 1 } else { 2 })),
+    );
     let model = dir.path().join("batched.yaml");
     std::fs::write(&model, format!("{MODEL}    - {{transform: batch, batch_size: 50}}\n")).unwrap();
     let mut outputs = Vec::new();
@@ -340,13 +335,7 @@ fn table_rows(path: &Path) -> Vec<(u64, u64, Vec<f32>)> {
 fn extract_carries_the_item_pool_across_runs() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, range: std::ops::Range<u64>| {
-        let mut framed = Vec::new();
-        for i in range {
-            write_record(&mut framed, &example(i, 100 + i % 5, 1.0, 1)).unwrap();
-        }
-        let path = dir.path().join(name);
-        std::fs::write(&path, &framed).unwrap();
-        path
+        write_records(dir.path().join(name), range.map(|i| example(i, 100 + i % 5, 1.0, 1)))
     };
     let (first, second) = (write("a.bin", 0..6), write("b.bin", 6..12));
     let pool = dir.path().join("pool.bin");
@@ -381,12 +370,7 @@ fn a_bad_example_costs_only_itself_and_big_tables_are_cut() {
     let run = |model: &str, records: &[Vec<u8>]| {
         let path = dir.path().join("m.yaml");
         std::fs::write(&path, model).unwrap();
-        let mut framed = Vec::new();
-        for r in records {
-            write_record(&mut framed, r).unwrap();
-        }
-        let input = dir.path().join("in.pb");
-        std::fs::write(&input, framed).unwrap();
+        let input = write_records(dir.path().join("in.pb"), records.iter().cloned());
         let out = dir.path().join("out.bin");
         let run = Command::new(FEX)
             .args(["extract", "--payload", "example", "--on-error", "skip", "--format", "responses", "-m"])
@@ -450,12 +434,7 @@ offline:
 #[test]
 fn sampling_does_not_depend_on_chunking() {
     let dir = tempfile::tempdir().unwrap();
-    let mut framed = Vec::new();
-    for i in 0..60u64 {
-        write_record(&mut framed, &example(i, 100 + i, -1.0, 1)).unwrap();
-    }
-    let input = dir.path().join("in.pb");
-    std::fs::write(&input, framed).unwrap();
+    let input = write_records(dir.path().join("in.pb"), (0..60u64).map(|i| example(i, 100 + i, -1.0, 1)));
     let model = dir.path().join("m.yaml");
     std::fs::write(
         &model,
@@ -491,17 +470,15 @@ fn sampling_does_not_depend_on_chunking() {
 #[test]
 fn a_retried_chunk_is_counted_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut framed = Vec::new();
-    for i in 0..6u64 {
+    let records = (0..6u64).map(|i| {
         let mut e = example(i, 100 + i, if i % 2 == 0 { -1.0 } else { 1.0 }, 1);
         if i == 3 {
             // Field 100 (line_id) again, holding a varint cut short.
             e.extend_from_slice(&[0xa2, 0x06, 0x01, 0x08]);
         }
-        write_record(&mut framed, &e).unwrap();
-    }
-    let input = dir.path().join("in.pb");
-    std::fs::write(&input, framed).unwrap();
+        e
+    });
+    let input = write_records(dir.path().join("in.pb"), records);
     let run = extract(dir.path(), &input, "out.parquet", &["--on-error", "skip"]);
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert!(run.status.success(), "{stderr}");

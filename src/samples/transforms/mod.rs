@@ -174,13 +174,6 @@ impl Transforms {
         self.names.is_empty()
     }
 
-    /// True when some transform depends on the inputs before it, so inputs
-    /// must reach [`Transforms::apply_ordered`] in order.
-    pub fn is_ordered(&self) -> bool {
-        let ordered = self.lock();
-        !ordered.stages.is_empty() || ordered.reorder.is_some()
-    }
-
     /// In `compat: monolith`, rows of an ExampleBatch become the Examples
     /// Monolith's transforms take (it splits a batch into Examples before
     /// them: datasets.py, feature_utils.py), so the rows are written as its
