@@ -11,6 +11,7 @@ const PROTOS: &[&str] = &[
     "proto/monolith/example.proto",
     "proto/fex/v1/tensor.proto",
     "proto/fex/v1/service.proto",
+    "proto/inference/open_inference_grpc.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,6 +33,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .bytes(".fex.v1.ExtractRequest")
         .bytes(".fex.v1.Tensor")
         .bytes(".fex.v1.ExampleList")
+        // v2 tensor contents: a raw input is sliced from the request's buffer,
+        // a raw output is a column's buffer moved in.
+        .bytes(".inference")
         .compile_fds(fds)?;
     Ok(())
 }

@@ -12,6 +12,7 @@ pub mod fid;
 pub mod files;
 #[cfg(feature = "offline")]
 pub mod offline;
+pub mod oip;
 pub mod ops;
 pub mod proto;
 pub mod records;

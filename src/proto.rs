@@ -40,6 +40,13 @@ pub mod fex {
     }
 }
 
+/// `inference`: the Open Inference Protocol (KServe v2) messages and (with
+/// the `grpc` feature) its `GRPCInferenceService` stubs. `crate::oip` maps
+/// fex's tensors onto them.
+pub mod inference {
+    include!(concat!(env!("OUT_DIR"), "/inference.rs"));
+}
+
 pub use fex::v1 as fex_v1;
 pub use idl::matrix::proto as matrix;
 pub use monolith::io::proto as monolith_pb;

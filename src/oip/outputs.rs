@@ -1,0 +1,227 @@
+//! fex's outputs as v2 tensors: their metadata from the model's signature,
+//! the selection a request's `outputs` makes, and the tensors themselves
+//! with their buffers moved into `raw_output_contents`.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::{LENGTHS, OFFSETS, VALUES, WEIGHTS, datatype};
+use crate::proto::fex_v1::{DataType, Layout, Tensor, TensorSpec};
+use crate::proto::inference::model_infer_response::InferOutputTensor;
+use crate::proto::inference::model_metadata_response::TensorMetadata;
+
+fn meta(name: String, dtype: DataType, shape: Vec<i64>) -> TensorMetadata {
+    TensorMetadata { name, datatype: datatype(dtype).to_string(), shape }
+}
+
+/// The v2 tensors one output is returned as, in the order they are sent.
+/// Weights are not listed: the samples a server reads (ExampleBatch,
+/// Examples) carry none, so no served output has `__weights`.
+pub fn output_metadata(spec: &TensorSpec) -> Vec<TensorMetadata> {
+    let (name, dtype) = (&spec.name, spec.dtype());
+    match spec.layout() {
+        Layout::Ragged => {
+            let mut values = vec![-1];
+            values.extend(spec.shape.iter().skip(2));
+            vec![
+                meta(format!("{name}{VALUES}"), dtype, values),
+                meta(format!("{name}{OFFSETS}"), spec.splits_dtype(), vec![-1]),
+            ]
+        }
+        Layout::KeyedJagged => vec![
+            meta(format!("{name}{VALUES}"), dtype, vec![-1]),
+            meta(format!("{name}{LENGTHS}"), DataType::I32, spec.shape.clone()),
+        ],
+        Layout::Strings => vec![meta(name.clone(), DataType::Bytes, spec.shape.clone())],
+        Layout::Dense | Layout::Unspecified => vec![meta(name.clone(), dtype, spec.shape.clone())],
+    }
+}
+
+/// What a request's `outputs` asks for: fex outputs to compute, and which
+/// of their v2 tensors to return.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// fex output names for the extraction; empty: every output.
+    pub outputs: Vec<String>,
+    /// Single v2 tensors asked for by name (`x__offsets`); `None` with
+    /// `outputs` empty means everything.
+    tensors: Option<Vec<String>>,
+    /// Outputs asked for by their own name: all their tensors.
+    whole: Vec<String>,
+}
+
+impl Selection {
+    /// Whether tensor `tensor` of output `output` is returned.
+    pub fn wants(&self, output: &str, tensor: &str) -> bool {
+        match &self.tensors {
+            None => true,
+            Some(tensors) => self.whole.iter().any(|w| w == output) || tensors.iter().any(|t| t == tensor),
+        }
+    }
+}
+
+/// A requested output that the model does not have.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("model has no output {name:?}; its v2 outputs are {known}")]
+pub struct SelectionError {
+    pub name: String,
+    pub known: String,
+}
+
+/// Resolves requested names, each a fex output (all its tensors) or one v2
+/// tensor of an output (`item_id__offsets`), against the model's signature.
+pub fn select(requested: &[&str], signature: &[TensorSpec]) -> Result<Selection, SelectionError> {
+    if requested.is_empty() {
+        return Ok(Selection::default());
+    }
+    let mut selection = Selection { tensors: Some(Vec::new()), ..Default::default() };
+    for &name in requested {
+        let output = if signature.iter().any(|s| s.name == name) {
+            selection.whole.push(name.to_string());
+            name
+        } else {
+            let owner = signature
+                .iter()
+                .find(|s| output_metadata(s).iter().any(|m| m.name == name) || weights_name(&s.name) == name);
+            let Some(owner) = owner else {
+                let known: Vec<String> = signature.iter().flat_map(output_metadata).map(|m| m.name).collect();
+                return Err(SelectionError { name: name.to_string(), known: known.join(", ") });
+            };
+            selection.tensors.get_or_insert_default().push(name.to_string());
+            &owner.name
+        };
+        if !selection.outputs.iter().any(|o| o == output) {
+            selection.outputs.push(output.to_string());
+        }
+    }
+    Ok(selection)
+}
+
+fn weights_name(output: &str) -> String {
+    format!("{output}{WEIGHTS}")
+}
+
+/// Appends output `t` as the v2 tensors `selection` wants, moving its
+/// buffers into `raw` (strings are re-laid with their 4-byte length
+/// prefixes, the one copy the protocol requires).
+pub fn push_outputs(t: Tensor, selection: &Selection, outputs: &mut Vec<InferOutputTensor>, raw: &mut Vec<Bytes>) {
+    let name = t.name.clone();
+    let mut push = |tensor: String, dtype: DataType, shape: Vec<i64>, bytes: Bytes| {
+        if selection.wants(&name, &tensor) {
+            let datatype = datatype(dtype).to_string();
+            outputs.push(InferOutputTensor { name: tensor, datatype, shape, ..Default::default() });
+            raw.push(bytes);
+        }
+    };
+    let dtype = t.dtype();
+    match t.layout() {
+        Layout::Ragged => {
+            let elements = (t.values.len() / dtype_size(dtype)) as i64;
+            let values_shape = match t.shape.get(2) {
+                Some(&width) if width > 0 => vec![elements / width, width],
+                _ => vec![elements],
+            };
+            let (rows, splits) = (t.shape.first().copied().unwrap_or(0), t.splits_dtype());
+            push(format!("{name}{VALUES}"), dtype, values_shape, t.values);
+            push(format!("{name}{OFFSETS}"), splits, vec![rows + 1], t.row_splits);
+            push_weights(&name, t.weights, push);
+        }
+        Layout::KeyedJagged => {
+            let elements = (t.values.len() / dtype_size(dtype)) as i64;
+            push(format!("{name}{VALUES}"), dtype, vec![elements], t.values);
+            push(format!("{name}{LENGTHS}"), DataType::I32, t.shape, t.lengths);
+            push_weights(&name, t.weights, push);
+        }
+        Layout::Strings => {
+            let bytes = prefixed(&t.values, &t.row_splits);
+            push(name.clone(), DataType::Bytes, t.shape, bytes);
+        }
+        Layout::Dense | Layout::Unspecified => push(name.clone(), dtype, t.shape, t.values),
+    }
+}
+
+fn push_weights(name: &str, weights: Bytes, mut push: impl FnMut(String, DataType, Vec<i64>, Bytes)) {
+    if !weights.is_empty() {
+        let n = (weights.len() / 4) as i64;
+        push(weights_name(name), DataType::F32, vec![n], weights);
+    }
+}
+
+fn dtype_size(dtype: DataType) -> usize {
+    crate::columns::elem_size(dtype).max(1)
+}
+
+/// Strings cut by i64 row splits, as v2 BYTES elements: each a 4-byte
+/// little-endian length, then the bytes.
+fn prefixed(values: &[u8], splits: &[u8]) -> Bytes {
+    let offsets: Vec<usize> =
+        splits.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as usize).collect();
+    let rows = offsets.len().saturating_sub(1);
+    let mut out = BytesMut::with_capacity(values.len() + 4 * rows);
+    for w in offsets.windows(2) {
+        let row = values.get(w[0]..w[1]).unwrap_or_default();
+        out.put_u32_le(row.len() as u32);
+        out.put_slice(row);
+    }
+    out.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Plan;
+
+    fn extracted() -> (Plan, Vec<Tensor>) {
+        let plan = Plan::default_model();
+        let request = include_bytes!("../../benches/data/default_b256.pb");
+        let tensors = crate::extract_batch(&plan, request).unwrap().into_tensors();
+        (plan, tensors)
+    }
+
+    /// Every tensor sent is one ModelMetadata states, in its order, with
+    /// its datatype, and its shape fits the stated one (-1 matches any).
+    #[test]
+    fn outputs_are_what_the_metadata_states() {
+        let (plan, tensors) = extracted();
+        let stated: Vec<TensorMetadata> = plan.signature().iter().flat_map(output_metadata).collect();
+        let (mut outputs, mut raw) = (Vec::new(), Vec::new());
+        for t in tensors {
+            push_outputs(t, &Selection::default(), &mut outputs, &mut raw);
+        }
+        assert_eq!(outputs.len(), stated.len());
+        for (out, meta) in outputs.iter().zip(&stated) {
+            assert_eq!((&out.name, &out.datatype), (&meta.name, &meta.datatype));
+            assert_eq!(out.shape.len(), meta.shape.len(), "{}", out.name);
+            assert!(out.shape.iter().zip(&meta.shape).all(|(&o, &m)| m == -1 || o == m), "{}", out.name);
+        }
+        let by_name = |n: &str| outputs.iter().position(|o| o.name == n).unwrap();
+        let offsets = &outputs[by_name("item_id__offsets")];
+        assert_eq!((offsets.datatype.as_str(), offsets.shape.as_slice()), ("INT64", &[257][..]));
+        assert_eq!(outputs[by_name("user_id__offsets")].shape, vec![2], "a shared-once output has one row");
+        assert_eq!(outputs[by_name("item_embedding")].shape, vec![256, 16]);
+        let title = by_name("item_title");
+        assert_eq!((outputs[title].datatype.as_str(), outputs[title].shape.as_slice()), ("BYTES", &[256][..]));
+        // 256 length prefixes, then the strings.
+        let (p, n) = (u32::from_le_bytes(raw[title][..4].try_into().unwrap()) as usize, raw[title].len());
+        assert!(n > 256 * 4 && p < n);
+    }
+
+    #[test]
+    fn a_request_selects_outputs_or_single_tensors() {
+        let (plan, tensors) = extracted();
+        let signature = plan.signature();
+        let selection = select(&["item_id__offsets", "item_embedding"], &signature).unwrap();
+        assert_eq!(selection.outputs, vec!["item_id", "item_embedding"]);
+        let (mut outputs, mut raw) = (Vec::new(), Vec::new());
+        for t in tensors.into_iter().filter(|t| selection.outputs.contains(&t.name)) {
+            push_outputs(t, &selection, &mut outputs, &mut raw);
+        }
+        let names: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["item_id__offsets", "item_embedding"]);
+        let err = select(&["item_id__splits"], &signature).unwrap_err().to_string();
+        assert!(
+            err.starts_with("model has no output \"item_id__splits\"; its v2 outputs are user_id__values"),
+            "{err}"
+        );
+        assert_eq!(select(&[], &signature).unwrap(), Selection::default());
+    }
+}
