@@ -151,6 +151,8 @@ pub struct Plan {
     pub(crate) identity: Identity,
     /// The `offline:` section: sample transforms for offline runs.
     pub offline: crate::config::offline::Offline,
+    /// The `upstream:` section: the v2 model server fex-server forwards to.
+    pub upstream: Option<crate::config::upstream::Upstream>,
 }
 
 /// What a model is, for the server's reports and for training data to carry:

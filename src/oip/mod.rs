@@ -19,7 +19,7 @@ mod upstream;
 pub use contents::{ContentsError, raw_of_contents, tensor_of_output};
 pub use inputs::{EXAMPLE_BATCH, EXAMPLES, InputError, Samples, input_metadata, samples};
 pub use outputs::{Selection, SelectionError, output_metadata, push_outputs, select};
-pub use upstream::{ConvertError, convert};
+pub use upstream::{ConvertError, convert, convertible};
 
 use crate::proto::fex_v1::DataType;
 

@@ -14,6 +14,12 @@ pub enum ConvertError {
     Overflow { index: usize, value: i128, to: String },
 }
 
+/// Whether `convert` takes elements of `from` to `to`.
+pub fn convertible(from: &str, to: &str) -> bool {
+    const INTS: [&str; 3] = ["INT32", "INT64", "UINT64"];
+    from == to || (INTS.contains(&from) && INTS.contains(&to)) || (from == "FP32" && to == "FP64")
+}
+
 /// `raw` (elements of `from`) as elements of `to`.
 pub fn convert(raw: Bytes, from: &str, to: &str) -> Result<Bytes, ConvertError> {
     let same_bits = matches!((from, to), ("UINT64", "INT64") | ("INT64", "UINT64"));

@@ -33,6 +33,7 @@ pub(super) struct Checked {
     /// Files the config read (vocabularies), with their digests.
     pub files: Vec<(PathBuf, u64)>,
     pub offline: super::offline::Offline,
+    pub upstream: Option<super::upstream::Upstream>,
 }
 
 /// Where files named in the config are read from.
@@ -74,11 +75,26 @@ pub(super) fn check(raw: RawModel, files: Files<'_>, errors: Vec<ConfigError>) -
     kinds::expand_positions(&mut outputs, &per_position);
     ops::resolve(&mut cx, &mut outputs, op_entries, ops::Declared { names, failed }, files);
     let offline = cx.offline(&raw.offline, files);
+    let upstream = raw.upstream.as_ref().and_then(|u| {
+        let signature: Vec<_> = outputs.iter().filter(|o| o.visible).map(Output::spec).collect();
+        super::upstream::check(u, &signature, files.base_dir, &mut cx.errors)
+    });
     if !cx.errors.is_empty() {
         return Err(cx.errors);
     }
     let Checker { compat, files, sources, .. } = cx;
-    Ok(Checked { name: raw.name, version: raw.version, compat, limits, outputs, source_names: sources, files, offline })
+    let source_names = sources;
+    Ok(Checked {
+        name: raw.name,
+        version: raw.version,
+        compat,
+        limits,
+        outputs,
+        source_names,
+        files,
+        offline,
+        upstream,
+    })
 }
 
 /// Collects errors while the stages check a model.

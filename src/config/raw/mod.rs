@@ -34,6 +34,7 @@ struct TopLevel {
     limits: Option<Mapping>,
     features: Option<Vec<Value>>,
     offline: Option<Mapping>,
+    upstream: Option<Mapping>,
 }
 
 /// Per-request bounds the extractor enforces.
@@ -55,6 +56,8 @@ pub(super) struct RawModel {
     pub features: Vec<RawEntry>,
     /// The `offline:` section's transforms, in order.
     pub offline: Vec<offline::RawTransform>,
+    /// The `upstream:` section, if any.
+    pub upstream: Option<super::upstream::RawUpstream>,
 }
 
 /// One feature entry, read into the struct of its kind or op.
@@ -104,7 +107,9 @@ pub(super) fn parse(text: &str, errors: &mut Vec<ConfigError>) -> Option<RawMode
         }
     };
     let offline = top.offline.map(|o| offline::parse(&o, errors)).unwrap_or_default();
-    Some(RawModel { name, version: top.version.unwrap_or_default(), compat: top.compat, limits, features, offline })
+    let upstream = top.upstream.map(|u| super::upstream::parse(&u, errors));
+    let version = top.version.unwrap_or_default();
+    Some(RawModel { name, version, compat: top.compat, limits, features, offline, upstream })
 }
 
 fn fail<T>(errors: &mut Vec<ConfigError>, path: &str, message: String) -> Option<T> {
