@@ -604,6 +604,7 @@ def run_server(label, server, docs, dep, notes, tmp, tls_files, help_flags, help
     loaded = sorted(line.split(":")[0] for line in r.stdout.splitlines() if ": ok" in line)
     T.check(f"[{label}] fex-server <rendered args> --check-config exits 0 and loads {models}",
             r.returncode == 0 and loaded == models, f"exit {r.returncode}\n{r.stdout}{r.stderr}\nargs: {args}")
+    check_unreachable_upstreams(label, docs, r.stdout)
 
     # 2. The server itself, probed as the kubelet would.
     log_path = os.path.join(tmp, label + "-server.log")
@@ -910,6 +911,22 @@ def check_upstreams(label, docs, values_file):
     c(f"[{label}] NetworkPolicy: no other egress", len(rules) == 1 + len(upstreams), rules)
 
 
+def check_unreachable_upstreams(label, docs, stdout):
+    """--check-config tried each model's upstream (none runs here), said so,
+    and still passed; with TLS it read the CA from its mounted Secret."""
+    cm = find(docs, "ConfigMap")
+    for text in (cm or {}).get("data", {}).values():
+        config = yaml.safe_load(text) or {}
+        up = config.get("upstream")
+        if not up:
+            continue
+        said = [line for line in stdout.splitlines() if line.startswith(f"{config['name']}: upstream {up['address']} ")]
+        T.check(f"[{label}] --check-config: {config['name']}'s upstream {up['address']} is not reachable, and said so",
+                len(said) == 1 and "not reachable" in said[0], stdout)
+        if up.get("tls"):
+            T.check(f"[{label}] --check-config read {config['name']}'s upstream CA", said and "tls.ca" not in said[0], said)
+
+
 def check_triton_example(helm, versions, tmp):
     """helm/examples/triton: Triton's Deployment and Service are valid and
     consistent, and the chart's values point the default model at them."""
@@ -1006,6 +1023,7 @@ def check_kserve_example(server, versions, tmp):
     r = run([server, *args, "--check-config"], timeout=60)
     c(f"[{label}] fex-server <transformer args> --check-config passes (upstream unreachable)",
       r.returncode == 0 and ": ok" in r.stdout, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    check_unreachable_upstreams(label, core, r.stdout)
     kserve = kserve_transformer_args(name, namespace, container["args"])
     r = run([server, *args, *kserve, "--check-config"], timeout=60)
     c(f"[{label}] fex-server accepts the args KServe appends to a transformer ({' '.join(kserve)})",
