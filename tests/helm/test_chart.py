@@ -9,7 +9,12 @@ CRD models (ServiceMonitor), cross-checks the resources against each other,
 and then runs the real fex-server with the rendered Deployment's arguments,
 environment and mounts: once with --check-config, once for real, probed the
 way the kubelet probes it and called the way NOTES.txt says. bad*.yaml must be
-rejected by `helm lint`. Prints 'N passed, N failed'; exits 1 on any failure.
+rejected by `helm lint`. The values of helm/examples/triton run the same way;
+helm/examples (Triton's Deployment and Service, the KServe InferenceService)
+are validated and cross-checked with the chart, and the InferenceService's
+transformer args run through the real fex-server with --check-config, plus
+the args KServe appends to them. Prints 'N passed, N failed'; exits 1 on
+any failure.
 """
 
 import argparse
@@ -39,6 +44,8 @@ CHART = os.path.join(ROOT, "helm", "fex")
 VALUES_DIR = os.path.join(ROOT, "tests", "helm")
 RELEASE = "fex"
 NAMESPACE = "fex-test"
+EXAMPLES = os.path.join(ROOT, "helm", "examples")
+TRITON_VALUES = os.path.join(EXAMPLES, "triton", "values.yaml")
 # Kinds kubernetes-validate cannot know: checked against their CRD models.
 CRD_KINDS = {("monitoring.coreos.com/v1", "ServiceMonitor")}
 
@@ -259,6 +266,12 @@ def check_lint_and_bad_values(helm, value_sets):
         T.check(f"helm template rejects {name} too", r.returncode != 0, r.stdout[:2000])
 
 
+def UPSTREAM_SETS(key):
+    """--set flags for an upstream's required keys but the address."""
+    return ["--set", f"upstreams.{key}.model=ranker", "--set", f"upstreams.{key}.inputs[0].name=ids",
+            "--set", f"upstreams.{key}.inputs[0].from=item_id__values"]
+
+
 def check_template_failures(helm):
     cases = [
         (["--set", "serviceMonitor.enabled=true", "--set", "server.metricsAddr=off"], "serviceMonitor.enabled needs"),
@@ -273,6 +286,13 @@ def check_template_failures(helm):
          "needs a CPU or memory target, autoscaling.queueTime or"),
         (["--set", "server.http2StreamWindow=1000"], "/server/http2StreamWindow"),
         (["--set", "server.extractThreads=0"], "/server/extractThreads"),
+        (["--set", "upstreams.ranker.service=triton", *UPSTREAM_SETS("ranker")], "upstreams.ranker names no model"),
+        (["--set", "existingModelsConfigMap=models", "--set", "upstreams.default.service=triton", *UPSTREAM_SETS("default")],
+         "upstreams needs the chart to render the models"),
+        (["--set", "models.m.name=m", "--set", "models.m.upstream.model=x", "--set", "upstreams.m.service=triton",
+          *UPSTREAM_SETS("m")], "models.m has an upstream: section and upstreams.m sets one too"),
+        (["--set", "upstreams.default.service=triton", "--set", "upstreams.default.address=http://t:1",
+          *UPSTREAM_SETS("default")], "/upstreams/default"),
     ]
     for extra, expected in cases:
         r = helm.template(extra=extra)
@@ -474,7 +494,7 @@ def materialize(label, docs, dep, root, tls_files):
     spec = dep["spec"]["template"]["spec"]
     (container,) = spec["containers"]
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
-    mounts = {}
+    mounts, config_dirs = {}, []
     for m in container.get("volumeMounts", []):
         vol = volumes.get(m["name"])
         if not T.check(f"[{label}] volumeMount {m['name']} has a volume", vol is not None):
@@ -507,7 +527,30 @@ def materialize(label, docs, dep, root, tls_files):
             os.symlink(os.path.join("..data", name), os.path.join(host, name))
         os.symlink(os.path.basename(stamp), os.path.join(host, "..data"))
         mounts[m["mountPath"]] = host
+        if "configMap" in vol:
+            config_dirs.append(host)
+    for host in config_dirs:
+        localize_upstream_cas(label, host, mounts)
     return mounts
+
+
+def localize_upstream_cas(label, config_dir, mounts):
+    """Points each model's upstream.tls.ca (a path in the pod) at the file
+    materialize laid out for it, after checking that a volume holds it."""
+    for name in sorted(os.listdir(config_dir)):
+        path = os.path.join(config_dir, name)
+        if name.startswith("..") or not name.endswith(".yaml"):
+            continue
+        text = open(path).read()
+        ca = ((yaml.safe_load(text) or {}).get("upstream") or {}).get("tls", {}).get("ca", "")
+        if not ca.startswith("/"):
+            continue
+        mount = next((m for m in mounts if ca.startswith(m.rstrip("/") + "/")), None)
+        host = mounts[mount] + ca[len(mount.rstrip("/")):] if mount else None
+        if T.check(f"[{label}] {name}: upstream.tls.ca {ca} is a file of a mounted volume",
+                   host and os.path.isfile(host), list(mounts)):
+            with open(path, "w") as f:
+                f.write(text.replace(f"ca: {ca}", f"ca: {host}"))
 
 
 def host_args(label, args, mounts, grpc_port, metrics_port, health_port):
@@ -561,6 +604,7 @@ def run_server(label, server, docs, dep, notes, tmp, tls_files, help_flags, help
     loaded = sorted(line.split(":")[0] for line in r.stdout.splitlines() if ": ok" in line)
     T.check(f"[{label}] fex-server <rendered args> --check-config exits 0 and loads {models}",
             r.returncode == 0 and loaded == models, f"exit {r.returncode}\n{r.stdout}{r.stderr}\nargs: {args}")
+    check_unreachable_upstreams(label, docs, r.stdout)
 
     # 2. The server itself, probed as the kubelet would.
     log_path = os.path.join(tmp, label + "-server.log")
@@ -811,6 +855,181 @@ def check_dockerfile(values, tmp):
             wanted and not missing, missing)
 
 
+# ---------------------------------------------------------------- upstreams
+
+
+def upstream_values(values_file):
+    override = yaml.safe_load(open(values_file)) if values_file else {}
+    return {k: u for k, u in (override.get("upstreams") or {}).items() if u}
+
+
+def check_upstreams(label, docs, values_file):
+    """Each `upstreams` entry became its model's `upstream:` section, its CA is
+    mounted from its Secret, and a restricting NetworkPolicy lets fex reach it."""
+    upstreams = upstream_values(values_file)
+    if not upstreams:
+        return
+    c = T.check
+    cm = find(docs, "ConfigMap")
+    spec = find(docs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    for key, u in upstreams.items():
+        config = yaml.safe_load(cm["data"].get(f"{key}.yaml", "")) or {}
+        up = config.get("upstream") or {}
+        scheme = "https" if u.get("tls") else "http"
+        ns = u.get("namespace") or NAMESPACE
+        want = u.get("address") or f"{scheme}://{u['service']}.{ns}.svc:{u.get('port', 8001)}"
+        c(f"[{label}] ConfigMap {key}.yaml: upstream.address is {want}", up.get("address") == want, up)
+        fields = {"model": u["model"], "inputs": u["inputs"], "version": u.get("version"), "timeout_ms": u.get("timeoutMs"),
+                  "max_connections": u.get("maxConnections"), "outputs": u.get("outputs")}
+        got = {k: up.get(k) for k in fields}
+        c(f"[{label}] ConfigMap {key}.yaml: upstream model, version, timeout_ms, max_connections, inputs and outputs "
+          "are the values'", got == fields, f"{got}\n!= {fields}")
+        if u.get("tls"):
+            ca = (up.get("tls") or {}).get("ca", "")
+            mount = next((m for m in container.get("volumeMounts", []) if m["mountPath"] == os.path.dirname(ca)), None)
+            secret = volumes.get(mount["name"], {}).get("secret", {}) if mount else {}
+            key_name = u["tls"].get("key", "ca.crt")
+            c(f"[{label}] upstream {key}: tls.ca {ca} is key {key_name} of Secret {u['tls']['secretName']}, mounted",
+              secret.get("secretName") == u["tls"]["secretName"]
+              and secret.get("items") == [{"key": key_name, "path": os.path.basename(ca)}], f"{mount}\n{secret}")
+            c(f"[{label}] upstream {key}: tls.domain is the values'", up["tls"].get("domain") == u["tls"].get("domain"), up)
+    np = find(docs, "NetworkPolicy")
+    if not np or "Egress" not in np["spec"]["policyTypes"]:
+        return
+    rules = np["spec"].get("egress", [])
+    ports = lambda r: sorted((p["port"], p["protocol"]) for p in r.get("ports", []))  # noqa: E731
+    c(f"[{label}] NetworkPolicy: egress to DNS (53/UDP, 53/TCP)",
+      any(ports(r) == [(53, "TCP"), (53, "UDP")] for r in rules), rules)
+    for key, u in upstreams.items():
+        port = u.get("targetPort") or (int(u["address"].rstrip("/").rsplit(":", 1)[1]) if u.get("address") else u.get("port", 8001))
+        to = u.get("egressTo") or ([] if u.get("address") else [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": u.get("namespace") or NAMESPACE}}}])
+        c(f"[{label}] NetworkPolicy: egress to upstream {key} on port {port}/TCP",
+          any(ports(r) == [(port, "TCP")] and r.get("to", []) == to for r in rules), rules)
+    c(f"[{label}] NetworkPolicy: no other egress", len(rules) == 1 + len(upstreams), rules)
+
+
+def check_unreachable_upstreams(label, docs, stdout):
+    """--check-config tried each model's upstream (none runs here), said so,
+    and still passed; with TLS it read the CA from its mounted Secret."""
+    cm = find(docs, "ConfigMap")
+    for text in (cm or {}).get("data", {}).values():
+        config = yaml.safe_load(text) or {}
+        up = config.get("upstream")
+        if not up:
+            continue
+        said = [line for line in stdout.splitlines() if line.startswith(f"{config['name']}: upstream {up['address']} ")]
+        T.check(f"[{label}] --check-config: {config['name']}'s upstream {up['address']} is not reachable, and said so",
+                len(said) == 1 and "not reachable" in said[0], stdout)
+        if up.get("tls"):
+            T.check(f"[{label}] --check-config read {config['name']}'s upstream CA", said and "tls.ca" not in said[0], said)
+
+
+def check_triton_example(helm, versions, tmp):
+    """helm/examples/triton: Triton's Deployment and Service are valid and
+    consistent, and the chart's values point the default model at them."""
+    label = "example-triton"
+    docs = docs_of(open(os.path.join(EXAMPLES, "triton", "triton.yaml")).read())
+    validate_manifests(docs, versions, label + "-server", tmp)
+    dep, svc = find(docs, "Deployment"), find(docs, "Service")
+    c = T.check
+    if not c(f"[{label}] triton.yaml holds a Deployment and a Service", dep and svc and len(docs) == 2):
+        return
+    pod = dep["spec"]["template"]
+    (triton,) = pod["spec"]["containers"]
+    args = dict(split_flag(a) for a in triton.get("args", []) if a.startswith("--"))
+    ports = {p["name"]: p["containerPort"] for p in triton["ports"]}
+    c(f"[{label}] the Triton container runs nvcr.io/nvidia/tritonserver", triton["image"].startswith("nvcr.io/nvidia/tritonserver:"))
+    c(f"[{label}] Triton's gRPC port 8001 and HTTP port 8000 are its flags and named ports",
+      args.get("--grpc-port") == "8001" and args.get("--http-port") == "8000"
+      and ports.get("grpc") == 8001 and ports.get("http") == 8000, f"{args}\n{ports}")
+    ready = triton.get("readinessProbe", {}).get("httpGet", {})
+    c(f"[{label}] readiness probe: GET /v2/health/ready on the HTTP port",
+      ready.get("path") == "/v2/health/ready" and ports.get(ready.get("port"), ready.get("port")) == 8000, ready)
+    repo = args.get("--model-repository")
+    c(f"[{label}] the model repository {repo} is a mounted volume",
+      any(m["mountPath"] == repo for m in triton.get("volumeMounts", [])), triton.get("volumeMounts"))
+    c(f"[{label}] the Service selects Triton's pods", labels_match(svc["spec"]["selector"], pod["metadata"]["labels"]))
+    grpc_port = next((p for p in svc["spec"]["ports"] if p["name"] == "grpc"), {})
+    c(f"[{label}] the Service's grpc port targets Triton's gRPC port",
+      ports.get(grpc_port.get("targetPort"), grpc_port.get("targetPort")) == 8001, grpc_port)
+    (u,) = upstream_values(TRITON_VALUES).values()
+    c(f"[{label}] values.yaml points upstreams.default at that Service and port",
+      u.get("service") == svc["metadata"]["name"] and u.get("port") == grpc_port.get("port"), u)
+    r = helm.template(TRITON_VALUES)
+    np = find(docs_of(r.stdout), "NetworkPolicy") if r.returncode == 0 else None
+    allowed = [p["port"] for rule in (np or {}).get("spec", {}).get("egress", []) for p in rule.get("ports", [])]
+    c(f"[{label}] the chart's NetworkPolicy lets fex reach Triton's pods on 8001", 8001 in allowed, allowed or r.stderr)
+
+
+# What KServe appends to a custom transformer's first container's args
+# (CustomTransformer.GetContainer), unless an arg already starts with the flag.
+def kserve_transformer_args(name, namespace, args):
+    out = []
+    for flag, value in (("--model_name", name), ("--predictor_host", f"{name}-predictor.{namespace}"),
+                        ("--http_port", "8080")):
+        if not any(a.startswith(flag) for a in args):
+            out += [flag, value]
+    return out
+
+
+def check_kserve_example(server, versions, tmp):
+    """helm/examples/kserve: an InferenceService (a CRD kubernetes-validate does
+    not know, so its structure is checked here) whose transformer runs
+    fex-server with flags and a model config the real binary accepts."""
+    label = "example-kserve"
+    c = T.check
+    docs = docs_of(open(os.path.join(EXAMPLES, "kserve", "inferenceservice.yaml")).read())
+    isvc = find(docs, "InferenceService")
+    core = [d for d in docs if d is not isvc]
+    if not c(f"[{label}] an InferenceService of apiVersion serving.kserve.io/v1beta1",
+             isvc and isvc["apiVersion"] == "serving.kserve.io/v1beta1", [d.get("kind") for d in docs]):
+        return
+    name = isvc["metadata"]["name"]
+    predictor, transformer = isvc["spec"].get("predictor", {}), isvc["spec"].get("transformer", {})
+    model = predictor.get("model", {})
+    c(f"[{label}] spec.predictor is a Triton model over the v2 protocol on gRPC (protocolVersion grpc-v2, an h2c port)",
+      model.get("modelFormat", {}).get("name") == "triton" and model.get("protocolVersion") == "grpc-v2"
+      and model.get("storageUri") and any(p.get("name") == "h2c" for p in model.get("ports", [])), predictor)
+    containers = transformer.get("containers", [])
+    if not c(f"[{label}] spec.transformer has one container, kserve-container",
+             [x.get("name") for x in containers] == ["kserve-container"], transformer):
+        return
+    (container,) = containers
+    c(f"[{label}] the transformer serves gRPC on its one port, named h2c, the --listen-addr port",
+      [(p["name"], p["containerPort"]) for p in container.get("ports", [])]
+      == [("h2c", int(dict(split_flag(a) for a in container["args"])["--listen-addr"].rsplit(":", 1)[1]))],
+      container.get("ports"))
+    # The transformer's pod spec is a Kubernetes PodSpec: validate it as a Pod.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{name}-transformer"},
+           "spec": {k: v for k, v in transformer.items() if k in ("containers", "volumes")}}
+    validate_manifests(core + [pod], versions, label, tmp)
+    cm = find(core, "ConfigMap")
+    namespace = "recsys"
+    for text in cm["data"].values():
+        up = (yaml.safe_load(text) or {}).get("upstream") or {}
+        m = re.fullmatch(r"http://([^.]+)\.([^.]+)\.svc\.cluster\.local:80", up.get("address", ""))
+        c(f"[{label}] the model's upstream is this InferenceService's predictor on port 80",
+          m and m.group(1) == f"{name}-predictor", up.get("address"))
+        namespace = m.group(2) if m else namespace
+    # The binary with the container's args and the mounted model configs.
+    dep = {"spec": {"template": {"spec": pod["spec"]}}}
+    mounts = materialize(label, core, dep, os.path.join(tmp, label + "-pod"), {})
+    args = host_args(label, container["args"], mounts, free_port(), free_port(), free_port())
+    if args is None:
+        return
+    r = run([server, *args, "--check-config"], timeout=60)
+    c(f"[{label}] fex-server <transformer args> --check-config passes (upstream unreachable)",
+      r.returncode == 0 and ": ok" in r.stdout, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    check_unreachable_upstreams(label, core, r.stdout)
+    kserve = kserve_transformer_args(name, namespace, container["args"])
+    r = run([server, *args, *kserve, "--check-config"], timeout=60)
+    c(f"[{label}] fex-server accepts the args KServe appends to a transformer ({' '.join(kserve)})",
+      r.returncode == 0 and ": ok" in r.stdout, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+
 def check_value_set(helm, server, label, path, versions, tmp, tls_files, help_flags, help_env):
     """Everything about one value set; returns the flags its Deployment renders."""
     r = helm.template(path)
@@ -822,6 +1041,7 @@ def check_value_set(helm, server, label, path, versions, tmp, tls_files, help_fl
     dep = check_resources(label, docs, path)
     if dep is None:
         return set()
+    check_upstreams(label, docs, path)
     r, notes = helm.notes(path)
     T.check(f"[{label}] helm install --dry-run prints NOTES.txt", r.returncode == 0 and notes.strip(), r.stderr)
     check_notes(label, notes, docs)
@@ -861,7 +1081,7 @@ def main():
             (os.path.basename(p)[:-5], p)
             for p in sorted(glob.glob(os.path.join(VALUES_DIR, "*.yaml")))
             if not os.path.basename(p).startswith("bad")
-        ]
+        ] + [("example-triton", TRITON_VALUES)]
         values = check_values_file()
         check_lint_and_bad_values(helm, value_sets)
         check_template_failures(helm)
@@ -876,6 +1096,8 @@ def main():
             except Exception:
                 T.check(f"[{label}] checks ran to the end", False, traceback.format_exc())
 
+        check_triton_example(helm, versions, tmp)
+        check_kserve_example(server, versions, tmp)
         check_flag_coverage(rendered_flags, help_flags)
         check_readme(help_flags, help_env)
         check_dockerfile(values, tmp)

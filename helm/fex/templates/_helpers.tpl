@@ -101,11 +101,18 @@ Models: the ConfigMap (the chart's, or an existing one) mounted at modelsDir.
 {{- end }}
 {{- end }}
 
-{{/* The non-null entries of .Values.models, as a dict. */}}
+{{/* The non-null entries of .Values.models, as a dict, each with the
+`upstream:` section of its `upstreams` entry (_upstreams.tpl). */}}
 {{- define "fex.modelConfigs" -}}
+{{- include "fex.checkUpstreams" . }}
 {{- $models := dict }}
 {{- range $key, $config := .Values.models }}
 {{- if $config }}
+{{- $upstream := get ($.Values.upstreams | default dict) $key }}
+{{- if $upstream }}
+{{- $config = include "fex.withUpstream" (dict "root" $ "key" $key "config" $config "upstream" $upstream) }}
+{{- if not (kindIs "string" (get $.Values.models $key)) }}{{ $config = fromYaml $config }}{{ end }}
+{{- end }}
 {{- $_ := set $models $key $config }}
 {{- end }}
 {{- end }}
