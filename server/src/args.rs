@@ -146,6 +146,39 @@ pub struct Args {
     /// Log filter (tracing EnvFilter syntax), e.g. "info" or "fex_server=debug".
     #[arg(long, env = "FEX_LOG", default_value = "info")]
     pub log: String,
+
+    /// The flags KServe appends to a custom transformer's container
+    /// (`--model_name`, `--predictor_host`, `--http_port`, `--workers`):
+    /// taken and logged, never acted on. fex's models name their own
+    /// upstream (helm/examples/kserve).
+    #[command(flatten)]
+    pub kserve: KserveFlags,
+}
+
+/// What KServe passes a transformer; fex-server accepts and ignores it.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KserveFlags {
+    #[arg(long = "model_name", hide = true)]
+    pub model_name: Option<String>,
+    #[arg(long = "predictor_host", hide = true)]
+    pub predictor_host: Option<String>,
+    #[arg(long = "http_port", hide = true)]
+    pub http_port: Option<String>,
+    #[arg(long = "workers", hide = true)]
+    pub workers: Option<String>,
+}
+
+impl KserveFlags {
+    /// The flags given, as `name=value` pairs for a log line.
+    pub fn given(&self) -> Vec<String> {
+        let flags = [
+            ("model_name", &self.model_name),
+            ("predictor_host", &self.predictor_host),
+            ("http_port", &self.http_port),
+            ("workers", &self.workers),
+        ];
+        flags.iter().filter_map(|(n, v)| v.as_ref().map(|v| format!("{n}={v}"))).collect()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -264,6 +297,25 @@ impl Args {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kserves_transformer_flags_are_taken_and_ignored() {
+        let args = Args::parse_from([
+            "fex-server",
+            "--model_name",
+            "ranker",
+            "--predictor_host",
+            "ranker-predictor.recsys",
+            "--http_port",
+            "8080",
+            "--workers",
+            "2",
+        ]);
+        assert_eq!(
+            args.kserve.given(),
+            ["model_name=ranker", "predictor_host=ranker-predictor.recsys", "http_port=8080", "workers=2"]
+        );
+    }
 
     #[test]
     fn durations() {

@@ -25,6 +25,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let args = Args::parse();
     init_tracing(&args);
+    let kserve = args.kserve.given();
+    if !kserve.is_empty() {
+        tracing::info!(flags = %kserve.join(" "), "ignoring the flags KServe passes a transformer");
+    }
     if args.check_config {
         return check_config(&args);
     }
@@ -83,6 +87,11 @@ fn check_upstream(name: &str, up: &fex::config::Upstream) -> bool {
     use fex_server::upstream::{Checked, check};
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let at = format!("{name}: upstream {} model {:?}", up.address, up.model);
+    // A TLS file that cannot be read is the config's fault, not the network's.
+    if let Err(e) = fex_server::upstream::endpoint(up) {
+        eprintln!("{name}: {e}");
+        return false;
+    }
     match runtime.block_on(check(up, std::time::Duration::from_secs(3))) {
         Checked::Matches => println!("{at}: the mapping matches the model's metadata"),
         Checked::Unreachable(why) => println!("{at}: not reachable, the mapping is not checked against it ({why})"),
