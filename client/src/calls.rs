@@ -140,3 +140,20 @@ fn bounded<T>(message: T, deadline: Instant) -> tonic::Request<T> {
     request.set_timeout(deadline.saturating_duration_since(Instant::now()));
     request
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_protocol_prepares_its_request_once() {
+        let batch = Bytes::from_static(b"batch");
+        let Prepared::Extract(v1) = Prepared::new(&Protocol::V1, "m", batch.clone()) else { panic!("v1 extracts") };
+        assert_eq!((v1.model.as_str(), v1.payload), ("m", Some(Payload::ExampleBatch(batch.clone()))));
+        let v2 = Prepared::new(&Protocol::V2, "m", batch.clone());
+        let Prepared::Infer(infer) = &v2 else { panic!("v2 infers") };
+        assert_eq!((infer.model_name.as_str(), infer.inputs[0].name.as_str()), ("m", "example_batch"));
+        assert_eq!(v2.encoded_len(), infer.encoded_len() as u64);
+        assert_eq!(Protocol::default().name(), "v1");
+    }
+}

@@ -77,7 +77,8 @@ struct Speak {
     /// (one request's latency spans both calls).
     #[arg(long, value_enum, default_value_t = ProtocolName::V1)]
     protocol: ProtocolName,
-    /// relay: the model server (default: the config's upstream.address).
+    /// relay: the model server, host:port (plaintext) or https://host:port (verified
+    /// as the config's upstream.tls says); default: the config's upstream.address.
     #[arg(long)]
     upstream_addr: Option<String>,
 }
