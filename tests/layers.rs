@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. A module may import only modules before it.
 const LAYERS: &[&str] = &[
-    "proto", "wire", "fid", "view", "files", "records", "columns", "tensor", "error", "ops", "config", "catalog",
-    "extract", "samples", "text", "offline", "corpus",
+    "proto", "wire", "fid", "view", "files", "records", "columns", "tensor", "error", "ops", "oip", "config",
+    "catalog", "extract", "samples", "text", "offline", "corpus",
 ];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;

@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 
 use bytes::{Buf, Bytes, BytesMut};
 use fex::proto::fex_v1::{DescribeModelRequest, ExtractRequest, ListModelsRequest};
+use fex::proto::inference;
 use prost::Message;
 use tonic::Status;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -56,11 +57,31 @@ impl RequestMessage for ListModelsRequest {
     }
 }
 
-impl RequestMessage for DescribeModelRequest {
-    fn decode_request(bytes: Bytes) -> Result<Self, prost::DecodeError> {
-        Self::decode(bytes)
-    }
+/// Request messages decoded as they are.
+macro_rules! plain_requests {
+    ($($t:ty),* $(,)?) => {$(
+        impl RequestMessage for $t {
+            fn decode_request(bytes: Bytes) -> Result<Self, prost::DecodeError> {
+                Self::decode(bytes)
+            }
+        }
+    )*};
 }
+
+plain_requests!(
+    DescribeModelRequest,
+    inference::ServerLiveRequest,
+    inference::ServerReadyRequest,
+    inference::ModelReadyRequest,
+    inference::ServerMetadataRequest,
+    inference::ModelMetadataRequest,
+    inference::ModelInferRequest,
+    // The answers of an upstream model server, decoded the same way (its
+    // raw output contents are slices of the received buffer).
+    inference::ModelInferResponse,
+    inference::ModelReadyResponse,
+    inference::ModelMetadataResponse,
+);
 
 impl<T, U> Codec for RequestCodec<T, U>
 where

@@ -62,10 +62,36 @@ fn check_config(args: &Args) -> ExitCode {
         return ExitCode::SUCCESS;
     };
     let (loaded, errors) = fex::catalog::load(path);
+    let mut mismatched = false;
     for model in &loaded {
         println!("{}", fex::catalog::ok_line(&model.plan, Some(&model.path)));
+        if let Some(up) = &model.plan.upstream {
+            mismatched |= !check_upstream(&model.plan.name, up);
+        }
     }
-    if errors.is_empty() { ExitCode::SUCCESS } else { config_errors(&errors) }
+    match (errors.is_empty(), mismatched) {
+        (true, false) => ExitCode::SUCCESS,
+        (true, true) => ExitCode::from(EXIT_CONFIG),
+        (false, _) => config_errors(&errors),
+    }
+}
+
+/// Asks a model's upstream for its metadata (within 3 s) and checks the
+/// mapping against it; an upstream that cannot be asked is reported, not
+/// failed (a deploy may check configs before the model server is up).
+fn check_upstream(name: &str, up: &fex::config::Upstream) -> bool {
+    use fex_server::upstream::{Checked, check};
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let at = format!("{name}: upstream {} model {:?}", up.address, up.model);
+    match runtime.block_on(check(up, std::time::Duration::from_secs(3))) {
+        Checked::Matches => println!("{at}: the mapping matches the model's metadata"),
+        Checked::Unreachable(why) => println!("{at}: not reachable, the mapping is not checked against it ({why})"),
+        Checked::Mismatch(problems) => {
+            problems.iter().for_each(|p| eprintln!("{at}: {p}"));
+            return false;
+        }
+    }
+    true
 }
 
 fn config_errors(errors: &[LoadError]) -> ExitCode {

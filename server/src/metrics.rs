@@ -39,6 +39,13 @@ pub struct OutcomeLabel {
     pub outcome: &'static str,
 }
 
+/// An upstream call's model (fex's name) and final status.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UpstreamLabels {
+    pub model: String,
+    pub code: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabel {
     pub result: String,
@@ -70,6 +77,9 @@ pub struct Metrics {
     pub request_log_records: Counter,
     /// Sampled requests dropped: the writer fell behind or could not write.
     pub request_log_dropped: Counter,
+    /// ModelInfer calls to upstream model servers, by model and status.
+    pub upstream_calls: Family<UpstreamLabels, Counter>,
+    pub upstream_latency: Family<ModelLabel, Histogram>,
 }
 
 impl Metrics {
@@ -101,6 +111,10 @@ impl Metrics {
             pool_jobs: Family::default(),
             request_log_records: Counter::default(),
             request_log_dropped: Counter::default(),
+            upstream_calls: Family::default(),
+            upstream_latency: Family::<ModelLabel, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.000_05, 2.0, 17))
+            }),
             registry: Registry::default(),
         };
         registry.register(
@@ -114,6 +128,16 @@ impl Metrics {
             m.latency.clone(),
         );
         registry.register("request_bytes", "Sample bytes received", m.request_bytes.clone());
+        registry.register(
+            "upstream_calls",
+            "ModelInfer calls to a model's upstream model server, by model and final status",
+            m.upstream_calls.clone(),
+        );
+        registry.register(
+            "upstream_duration_seconds",
+            "Upstream ModelInfer latency by model, from the call sent to the answer (or its failure)",
+            m.upstream_latency.clone(),
+        );
         registry.register("response_bytes", "Tensor bytes returned", m.response_bytes.clone());
         registry.register("rows", "Rows (candidates) extracted", m.rows.clone());
         registry.register(

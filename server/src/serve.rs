@@ -15,6 +15,7 @@ use tonic_health::pb::health_server::HealthServer;
 use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
+use crate::inference_stub::grpc_inference_service_server::GrpcInferenceServiceServer;
 use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
@@ -23,6 +24,7 @@ use crate::reload::Reloader;
 use crate::request_log::{LogOptions, RequestLog};
 use crate::service::ExtractorService;
 use crate::stub::feature_extractor_server::FeatureExtractorServer;
+use crate::v2::InferenceService;
 
 /// A running server. Drop does not stop it: call `shutdown` and `wait`.
 pub struct Server {
@@ -79,6 +81,7 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
         pool: Arc::clone(&pool),
         max_response_bytes: args.max_response_bytes,
         request_log: request_log.clone(),
+        upstreams: Default::default(),
     };
     let main = tokio::spawn(run(args.clone(), listener, reloader.clone(), service, tls, drained));
     let task = tokio::spawn(async move {
@@ -155,6 +158,9 @@ async fn run(
 ) -> anyhow::Result<()> {
     let health_service = HealthServer::new(HealthService::from_health_reporter(reloader.health.clone()));
     let metrics = Arc::clone(&reloader.metrics);
+    let v2 = GrpcInferenceServiceServer::new(InferenceService { extractor: extractor.clone() })
+        .max_decoding_message_size(args.max_request_bytes)
+        .max_encoding_message_size(args.max_response_bytes);
     let extractor = FeatureExtractorServer::new(extractor)
         .max_decoding_message_size(args.max_request_bytes)
         .max_encoding_message_size(args.max_response_bytes);
@@ -210,6 +216,7 @@ async fn run(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(extractor)
+        .add_service(v2)
         .serve_with_incoming_shutdown(incoming, shutdown);
     let drain_timeout = args.drain_timeout;
     let deadline = async move {

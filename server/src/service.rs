@@ -22,7 +22,9 @@ use crate::registry::{Model, Registry};
 use crate::request_log::{Pending, RequestLog};
 use crate::status::{ECHO_LIMIT, ServeError, quoted};
 use crate::stub::feature_extractor_server::FeatureExtractor;
+use crate::upstream::Upstreams;
 
+#[derive(Clone)]
 pub struct ExtractorService {
     pub registry: Arc<Registry>,
     pub metrics: Arc<Metrics>,
@@ -30,6 +32,8 @@ pub struct ExtractorService {
     pub max_response_bytes: usize,
     /// --request-log, if on.
     pub request_log: Option<Arc<RequestLog>>,
+    /// Connections to the model servers that models forward to.
+    pub upstreams: Arc<Upstreams>,
 }
 
 #[tonic::async_trait]
@@ -111,7 +115,7 @@ impl FeatureExtractor for ExtractorService {
 }
 
 impl ExtractorService {
-    fn lookup(&self, name: &str) -> Result<Arc<Model>, ServeError> {
+    pub(crate) fn lookup(&self, name: &str) -> Result<Arc<Model>, ServeError> {
         self.registry.get(name).ok_or_else(|| ServeError::UnknownModel {
             name: quoted(name).to_string(),
             known: self.registry.names().join(", "),
@@ -126,10 +130,43 @@ impl ExtractorService {
         request: &mut ExtractRequest,
         deadline: Option<CallDeadline>,
     ) -> Result<ExtractResponse, ServeError> {
-        let selected = if request.outputs.is_empty() { None } else { Some(select(&model, &request.outputs)?) };
         let payload = request.payload.take().ok_or(ServeError::NoPayload)?;
+        if let Some(upstream) = &model.plan.upstream {
+            let forwarded = crate::upstream::forward(self, &model, upstream, payload, deadline).await?;
+            let batch_size = forwarded.batch_size as i32;
+            let tensors = forwarded.tensors(&request.outputs, upstream)?;
+            return Ok(ExtractResponse {
+                model: model.plan.name.clone(),
+                model_version: model.version.clone(),
+                batch_size,
+                tensors,
+            });
+        }
+        let selected = if request.outputs.is_empty() { None } else { Some(select(&model, &request.outputs)?) };
+        let out = self.extract(&model, payload, selected, deadline).await?;
+        let batch_size = out.batch_size;
+        // The columns' buffers move into the tensors as `Bytes`: prost copies
+        // them once, when tonic encodes the response.
+        let tensors = self.tensors(&model, out)?;
+        Ok(ExtractResponse {
+            model: model.plan.name.clone(),
+            model_version: model.version.clone(),
+            batch_size: batch_size as i32,
+            tensors,
+        })
+    }
+
+    /// Extracts `payload` with `model`'s plan on a pool thread, within the
+    /// call's deadline; counts the sample bytes read.
+    pub(crate) async fn extract(
+        &self,
+        model: &Arc<Model>,
+        payload: Payload,
+        selected: Option<Vec<usize>>,
+        deadline: Option<CallDeadline>,
+    ) -> Result<Extracted, ServeError> {
         let bytes = payload_bytes(&payload);
-        let job_model = Arc::clone(&model);
+        let job_model = Arc::clone(model);
         let job = self
             .pool
             .run(deadline.map(|d| d.at), move |ex| run_extraction(ex, &job_model, &payload, selected.as_deref()))
@@ -145,24 +182,24 @@ impl ExtractorService {
         {
             return Err(self.refused(Refused::Expired, deadline));
         }
+        Ok(out)
+    }
+
+    /// The extraction's tensors (buffers moved), checked against
+    /// --max-response-bytes and counted.
+    pub(crate) fn tensors(&self, model: &Model, out: Extracted) -> Result<Vec<fex::Tensor>, ServeError> {
         let (batch_size, stats) = (out.batch_size, out.stats);
-        // The columns' buffers move into the tensors as `Bytes`: prost copies
-        // them once, when tonic encodes the response.
         let tensors = out.into_tensors();
         let size: usize = tensors.iter().map(tensor_bytes).sum();
         if size > self.max_response_bytes {
             return Err(ServeError::ResponseTooLarge { found: size, limit: self.max_response_bytes });
         }
+        let label = Metrics::model(&model.plan.name);
         self.metrics.response_bytes.get_or_create(&label).inc_by(size as u64);
         self.metrics.rows.get_or_create(&label).inc_by(batch_size as u64);
         self.metrics.lists_decoded.get_or_create(&label).inc_by(stats.lists_decoded as u64);
         self.metrics.lists_skipped.get_or_create(&label).inc_by((stats.lists_seen - stats.lists_decoded) as u64);
-        Ok(ExtractResponse {
-            model: model.plan.name.clone(),
-            model_version: model.version.clone(),
-            batch_size: batch_size as i32,
-            tensors,
-        })
+        Ok(tensors)
     }
 
     /// The answer to a call the pool did not run, or ran too late.
@@ -184,7 +221,7 @@ impl ExtractorService {
 /// The indices of the outputs a caller asked for. The library's message
 /// echoes every name; a name that is no output and too long to echo whole is
 /// refused here, clipped.
-fn select(model: &Model, names: &[String]) -> Result<Vec<usize>, ServeError> {
+pub(crate) fn select(model: &Model, names: &[String]) -> Result<Vec<usize>, ServeError> {
     let plan = &model.plan;
     let unknown = |n: &String| plan.visible().all(|o| &o.name != n);
     if let Some(name) = names.iter().find(|n| n.len() > ECHO_LIMIT && unknown(n)) {

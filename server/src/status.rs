@@ -50,6 +50,15 @@ pub enum ServeError {
     CompressedWithoutEncoding,
     #[error("response would be {found} bytes, the limit is {limit}")]
     ResponseTooLarge { found: usize, limit: usize },
+    /// A v2 request whose inputs hold no samples fex can read.
+    #[error("{0}")]
+    BadInput(String),
+    /// A v2 request for a version the server does not have.
+    #[error("model {name} has version {loaded:?}, not {asked}")]
+    VersionNotFound { name: String, asked: String, loaded: String },
+    /// The model server a model forwards to failed; `message` names it.
+    #[error("{message}")]
+    Upstream { code: Code, message: String },
     /// A bug: the library panicked. Logged with the model name.
     #[error("internal error while extracting; this is a bug in fex-server")]
     Internal,
@@ -61,7 +70,9 @@ impl ServeError {
             Self::Overloaded { .. } | Self::QueueFull { .. } | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
             Self::DeadlineExceeded { .. } => Code::DeadlineExceeded,
             Self::UnknownModel { .. } => Code::NotFound,
-            Self::NoPayload | Self::UnknownOutput(_) => Code::InvalidArgument,
+            Self::NoPayload | Self::UnknownOutput(_) | Self::BadInput(_) => Code::InvalidArgument,
+            Self::VersionNotFound { .. } => Code::NotFound,
+            Self::Upstream { code, .. } => *code,
             // Client mistakes in the envelope. gRPC's libraries answer most of
             // these INTERNAL (doc/statuscodes.md: "Error parsing request
             // proto"; grpc-go and grpc-java for a second message) or

@@ -120,6 +120,7 @@ async fn a_result_completed_after_the_deadline_is_deadline_exceeded_not_ok() {
         pool: Arc::clone(&server.pool),
         max_response_bytes: usize::MAX,
         request_log: None,
+        upstreams: Default::default(),
     };
     let budget = Duration::from_secs(1);
     let at = Instant::now() + budget;

@@ -144,12 +144,16 @@ fn method_of(path: &str) -> &'static str {
         Some("Extract") => "Extract",
         Some("ListModels") => "ListModels",
         Some("DescribeModel") => "DescribeModel",
+        Some("ModelInfer") => "ModelInfer",
+        Some("ModelMetadata") => "ModelMetadata",
+        Some("ModelReady") => "ModelReady",
+        Some("ServerMetadata") => "ServerMetadata",
         _ => "other",
     }
 }
 
 /// The label of a status code: its name, as tonic spells it.
-fn code_name(code: tonic::Code) -> &'static str {
+pub fn code_name(code: tonic::Code) -> &'static str {
     use tonic::Code::*;
     match code {
         Ok => "Ok",

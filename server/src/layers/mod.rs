@@ -9,11 +9,16 @@ mod metrics;
 pub use admission::{Admission, AdmissionLayer};
 pub use deadline::{CallDeadline, Deadline, DeadlineLayer, parse_grpc_timeout};
 pub use framing::{Framing, FramingLayer};
-pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics};
+pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics, code_name};
 
-/// Calls the layers govern: the extraction service, not health or reflection.
+/// Calls the layers govern: the extraction services (fex.v1 and the Open
+/// Inference Protocol's), not health, reflection or v2's liveness and
+/// readiness probes.
 fn governed(uri: &http::Uri) -> bool {
-    uri.path().starts_with("/fex.v1.")
+    let path = uri.path();
+    path.starts_with("/fex.v1.")
+        || (path.starts_with("/inference.GRPCInferenceService/")
+            && !matches!(path.rsplit('/').next(), Some("ServerLive" | "ServerReady")))
 }
 
 /// A complete gRPC error response (trailers-only), for layers that answer

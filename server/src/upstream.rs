@@ -1,0 +1,348 @@
+//! Forwarding to a v2 model server (a model config's `upstream:`): the
+//! model's tensors are extracted as for any call, sent as one ModelInfer
+//! with the extraction's buffers (moved, never copied beyond gRPC's own
+//! encoding), and the model's outputs come back to the caller. Connections
+//! are made lazily, kept per upstream, bounded by `max_connections`, and
+//! shared by every call; a call's remaining deadline bounds the upstream
+//! call, and dropping the call (the caller cancelled) resets the upstream
+//! stream.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dashmap::DashMap;
+use fex::config::Upstream;
+use fex::oip;
+use fex::proto::fex_v1::extract_request::Payload;
+use fex::proto::inference::model_infer_request::InferInputTensor;
+use fex::proto::inference::model_infer_response::InferOutputTensor;
+use fex::proto::inference::{
+    ModelInferRequest, ModelInferResponse, ModelMetadataRequest, ModelMetadataResponse, ModelReadyRequest,
+    ModelReadyResponse,
+};
+use tonic::Code;
+use tonic::codegen::http::uri::PathAndQuery;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+
+use crate::codec::RequestCodec;
+use crate::layers::CallDeadline;
+use crate::metrics::{Metrics, UpstreamLabels};
+use crate::registry::Model;
+use crate::service::ExtractorService;
+use crate::status::ServeError;
+
+/// The connections to every upstream in use, by address and TLS settings.
+#[derive(Default)]
+pub struct Upstreams {
+    clients: DashMap<String, Arc<Connections>>,
+}
+
+/// Up to `max_connections` HTTP/2 connections to one upstream, each made
+/// on first use (and again after a failure), taken in turn by calls.
+struct Connections {
+    channels: Vec<Channel>,
+    next: AtomicUsize,
+}
+
+impl Upstreams {
+    fn connections(&self, up: &Upstream) -> Result<Arc<Connections>, ServeError> {
+        let key = format!("{}|{:?}|{}", up.address, up.tls, up.max_connections);
+        if let Some(c) = self.clients.get(&key) {
+            return Ok(Arc::clone(&c));
+        }
+        let endpoint = endpoint(up)?;
+        let channels = (0..up.max_connections).map(|_| endpoint.connect_lazy()).collect();
+        let made = Arc::new(Connections { channels, next: AtomicUsize::new(0) });
+        Ok(Arc::clone(&self.clients.entry(key).or_insert(made)))
+    }
+
+    fn channel(&self, up: &Upstream) -> Result<Channel, ServeError> {
+        let c = self.connections(up)?;
+        let i = c.next.fetch_add(1, Ordering::Relaxed) % c.channels.len();
+        Ok(c.channels[i].clone())
+    }
+}
+
+/// The endpoint of `up`, with its TLS settings read and checked.
+pub fn endpoint(up: &Upstream) -> Result<Endpoint, ServeError> {
+    let unusable = |message: String| upstream_error(up, Code::Unavailable, message);
+    let mut endpoint = Endpoint::from_shared(up.address.clone())
+        .map_err(|e| unusable(format!("bad address: {e}")))?
+        .connect_timeout(up.timeout.max(Duration::from_millis(100)))
+        .tcp_nodelay(true)
+        .initial_stream_window_size(Some(4 << 20))
+        .initial_connection_window_size(Some(16 << 20));
+    if let Some(tls) = &up.tls {
+        let pem = std::fs::read(&tls.ca).map_err(|e| unusable(format!("reading tls.ca {}: {e}", tls.ca.display())))?;
+        let mut config = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(pem));
+        if let Some(domain) = &tls.domain {
+            config = config.domain_name(domain.clone());
+        }
+        endpoint = endpoint.tls_config(config).map_err(|e| unusable(format!("TLS settings: {e}")))?;
+    }
+    Ok(endpoint)
+}
+
+/// An error of the upstream, named, with the code the caller gets.
+fn upstream_error(up: &Upstream, code: Code, message: String) -> ServeError {
+    ServeError::Upstream { code, message: format!("upstream {} model {:?}: {message}", up.address, up.model) }
+}
+
+/// What the upstream model answered, and the rows it was given.
+pub struct Forwarded {
+    pub batch_size: usize,
+    pub response: ModelInferResponse,
+}
+
+impl Forwarded {
+    /// The model's outputs, as fex.v1 tensors (dense, or strings for BYTES):
+    /// the ones asked for, else the config's `outputs`, else all.
+    pub fn tensors(self, asked: &[String], up: &Upstream) -> Result<Vec<fex::Tensor>, ServeError> {
+        let (outputs, raw) = self.outputs(asked, up)?;
+        outputs
+            .iter()
+            .zip(raw)
+            .map(|(o, r)| oip::tensor_of_output(o, r).map_err(|e| upstream_error(up, Code::Unavailable, e.to_string())))
+            .collect()
+    }
+
+    /// The model's outputs as v2 tensors with raw contents (typed contents,
+    /// which servers other than Triton may send, are laid out raw).
+    pub fn outputs(self, asked: &[String], up: &Upstream) -> Result<(Vec<InferOutputTensor>, Vec<Bytes>), ServeError> {
+        let ModelInferResponse { outputs, raw_output_contents: mut raw, .. } = self.response;
+        if !raw.is_empty() && raw.len() != outputs.len() {
+            let message = format!("answered {} outputs with {} raw contents", outputs.len(), raw.len());
+            return Err(upstream_error(up, Code::Unavailable, message));
+        }
+        if raw.is_empty() {
+            raw = outputs
+                .iter()
+                .map(|o| o.contents.as_ref().map(|c| oip::raw_of_contents(&o.datatype, c)).unwrap_or_default())
+                .collect();
+        }
+        let wanted: &[String] = if asked.is_empty() { &up.outputs } else { asked };
+        if let Some(missing) = wanted.iter().find(|w| outputs.iter().all(|o| &o.name != *w)) {
+            let known: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
+            let message = format!("model {:?} gave no output {missing:?}; it gave {}", up.model, known.join(", "));
+            return Err(ServeError::UnknownOutput(message));
+        }
+        let keep = |o: &InferOutputTensor| wanted.is_empty() || wanted.contains(&o.name);
+        let (mut kept, mut kept_raw) = (Vec::new(), Vec::new());
+        for (mut o, r) in outputs.into_iter().zip(raw) {
+            if keep(&o) {
+                o.contents = None;
+                kept.push(o);
+                kept_raw.push(r);
+            }
+        }
+        Ok((kept, kept_raw))
+    }
+}
+
+/// Extracts `payload` with `model` and runs the upstream model on it.
+pub async fn forward(
+    service: &ExtractorService,
+    model: &Arc<Model>,
+    up: &Upstream,
+    payload: Payload,
+    deadline: Option<CallDeadline>,
+) -> Result<Forwarded, ServeError> {
+    let froms: Vec<&str> = up.inputs.iter().map(|i| i.from.as_str()).collect();
+    let selection =
+        oip::select(&froms, &model.plan.signature()).map_err(|e| ServeError::UnknownOutput(e.to_string()))?;
+    let selected = crate::service::select(model, &selection.outputs)?;
+    let out = service.extract(model, payload, Some(selected), deadline).await?;
+    let batch_size = out.batch_size;
+    let (mut outputs, mut raw) = (Vec::new(), Vec::new());
+    for t in service.tensors(model, out)? {
+        oip::push_outputs(t, &selection, &mut outputs, &mut raw);
+    }
+    let request = upstream_request(up, outputs, raw)?;
+    let response = infer(service, model, up, request, deadline).await?;
+    Ok(Forwarded { batch_size, response })
+}
+
+/// The upstream model's request: each input is fex's tensor `from`,
+/// renamed and converted to the declared datatype.
+fn upstream_request(
+    up: &Upstream,
+    outputs: Vec<InferOutputTensor>,
+    raw: Vec<Bytes>,
+) -> Result<ModelInferRequest, ServeError> {
+    let mut tensors: Vec<Option<(InferOutputTensor, Bytes)>> = outputs.into_iter().zip(raw).map(Some).collect();
+    let mut request =
+        ModelInferRequest { model_name: up.model.clone(), model_version: up.version.clone(), ..Default::default() };
+    for input in &up.inputs {
+        // One fex tensor may feed several inputs: the last use takes it.
+        let at = tensors.iter().position(|t| t.as_ref().is_some_and(|(o, _)| o.name == input.from));
+        let Some(at) = at else {
+            let message = format!("fex produced no tensor {:?} for input {:?}", input.from, input.name);
+            return Err(ServeError::UnknownOutput(message));
+        };
+        let last = up.inputs.iter().rfind(|i| i.from == input.from).is_some_and(|l| std::ptr::eq(l, input));
+        let (tensor, bytes) =
+            if last { tensors[at].take().expect("present") } else { tensors[at].clone().expect("present") };
+        let converted = oip::convert(bytes, &tensor.datatype, &input.datatype)
+            .map_err(|e| ServeError::UnknownOutput(format!("input {:?} from {:?}: {e}", input.name, input.from)))?;
+        request.inputs.push(InferInputTensor {
+            name: input.name.clone(),
+            datatype: input.datatype.clone(),
+            shape: tensor.shape,
+            ..Default::default()
+        });
+        request.raw_input_contents.push(converted);
+    }
+    for name in &up.outputs {
+        request.outputs.push(fex::proto::inference::model_infer_request::InferRequestedOutputTensor {
+            name: name.clone(),
+            ..Default::default()
+        });
+    }
+    Ok(request)
+}
+
+/// The time the upstream call may take: the config's timeout, or what is
+/// left of the caller's deadline if that is shorter.
+fn budget(up: &Upstream, deadline: Option<CallDeadline>) -> Duration {
+    let left = deadline.map(|d| d.at.saturating_duration_since(Instant::now()));
+    left.map_or(up.timeout, |left| left.min(up.timeout))
+}
+
+/// One unary call to the upstream, bounded by `budget`, its failures
+/// mapped to statuses that name the upstream; counted in /metrics.
+async fn call<Q, R>(
+    upstreams: &Upstreams,
+    max_response_bytes: usize,
+    up: &Upstream,
+    path: &'static str,
+    request: Q,
+    budget: Duration,
+) -> Result<R, ServeError>
+where
+    Q: prost::Message + Send + Sync + 'static,
+    R: crate::codec::RequestMessage + Default + Sync,
+{
+    let channel = upstreams.channel(up)?;
+    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(max_response_bytes);
+    let mut request = tonic::Request::new(request);
+    request.set_timeout(budget);
+    let call = async {
+        grpc.ready().await.map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
+        grpc.unary(request, PathAndQuery::from_static(path), RequestCodec::<Q, R>::default()).await
+    };
+    match tokio::time::timeout(budget, call).await {
+        Ok(Ok(response)) => Ok(response.into_inner()),
+        Ok(Err(status)) => Err(mapped(up, &status)),
+        Err(_) => Err(upstream_error(up, Code::DeadlineExceeded, format!("no answer within {budget:?}"))),
+    }
+}
+
+/// An upstream status as the caller sees it: the model's own
+/// INVALID_ARGUMENT, a deadline and an overload pass through; anything
+/// else means the upstream cannot serve (UNAVAILABLE).
+fn mapped(up: &Upstream, status: &tonic::Status) -> ServeError {
+    let code = match status.code() {
+        Code::InvalidArgument => Code::InvalidArgument,
+        Code::DeadlineExceeded | Code::Cancelled => Code::DeadlineExceeded,
+        Code::ResourceExhausted => Code::ResourceExhausted,
+        _ => Code::Unavailable,
+    };
+    upstream_error(up, code, format!("{:?}: {}", status.code(), status.message()))
+}
+
+async fn infer(
+    service: &ExtractorService,
+    model: &Model,
+    up: &Upstream,
+    request: ModelInferRequest,
+    deadline: Option<CallDeadline>,
+) -> Result<ModelInferResponse, ServeError> {
+    let started = Instant::now();
+    let path = "/inference.GRPCInferenceService/ModelInfer";
+    let limit = service.max_response_bytes;
+    let result = call(&service.upstreams, limit, up, path, request, budget(up, deadline)).await;
+    let metrics: &Metrics = &service.metrics;
+    let code = match &result {
+        Ok(_) => "Ok",
+        Err(e) => crate::layers::code_name(e.code()),
+    };
+    let labels = UpstreamLabels { model: model.plan.name.clone(), code };
+    metrics.upstream_calls.get_or_create(&labels).inc();
+    let model_label = Metrics::model(&model.plan.name);
+    metrics.upstream_latency.get_or_create(&model_label).observe(started.elapsed().as_secs_f64());
+    result
+}
+
+/// Whether the upstream model is ready (false when it cannot be asked).
+pub async fn ready(service: &ExtractorService, up: &Upstream) -> bool {
+    let request = ModelReadyRequest { name: up.model.clone(), version: up.version.clone() };
+    let path = "/inference.GRPCInferenceService/ModelReady";
+    let limit = service.max_response_bytes;
+    let answer: Result<ModelReadyResponse, _> = call(&service.upstreams, limit, up, path, request, up.timeout).await;
+    answer.is_ok_and(|r| r.ready)
+}
+
+/// The upstream model's metadata, asked within `budget`.
+pub async fn metadata(
+    upstreams: &Upstreams,
+    up: &Upstream,
+    budget: Duration,
+) -> Result<ModelMetadataResponse, ServeError> {
+    let request = ModelMetadataRequest { name: up.model.clone(), version: up.version.clone() };
+    let path = "/inference.GRPCInferenceService/ModelMetadata";
+    call(upstreams, METADATA_LIMIT, up, path, request, budget).await
+}
+
+/// Largest metadata answer taken (far above any model's).
+const METADATA_LIMIT: usize = 16 << 20;
+
+/// What `--check-config` found of a model's upstream.
+pub enum Checked {
+    /// Every input and output of the mapping is on the model, as declared.
+    Matches,
+    /// The model is there and the mapping does not fit it.
+    Mismatch(Vec<String>),
+    /// The upstream could not be asked (the mapping is unchecked).
+    Unreachable(String),
+}
+
+/// Checks `up`'s mapping against its model's metadata, if it answers
+/// within `budget`.
+pub async fn check(up: &Upstream, budget: Duration) -> Checked {
+    match metadata(&Upstreams::default(), up, budget).await {
+        Ok(meta) => match check_mapping(up, &meta) {
+            problems if problems.is_empty() => Checked::Matches,
+            problems => Checked::Mismatch(problems),
+        },
+        Err(e) => Checked::Unreachable(e.to_string()),
+    }
+}
+
+/// What `--check-config` says of a mapping, given the upstream's metadata:
+/// every input it names, with the declared datatype, and every output.
+pub fn check_mapping(up: &Upstream, meta: &ModelMetadataResponse) -> Vec<String> {
+    let mut problems = Vec::new();
+    for input in &up.inputs {
+        match meta.inputs.iter().find(|m| m.name == input.name) {
+            None => problems.push(format!("the model has no input {:?}", input.name)),
+            Some(m) if m.datatype != input.datatype => problems.push(format!(
+                "input {:?} is {} on the model, {} in the mapping",
+                input.name, m.datatype, input.datatype
+            )),
+            Some(_) => {}
+        }
+    }
+    for m in &meta.inputs {
+        if up.inputs.iter().all(|i| i.name != m.name) {
+            problems.push(format!("the model's input {:?} is not mapped", m.name));
+        }
+    }
+    for name in &up.outputs {
+        if meta.outputs.iter().all(|m| &m.name != name) {
+            problems.push(format!("the model has no output {name:?}"));
+        }
+    }
+    problems
+}
