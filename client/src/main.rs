@@ -406,7 +406,10 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
             Ok(extraction) => extraction,
             Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
         };
-        return infer(relay.connect.clone(), relay.reencode(extraction.response, &a.outputs)?, a.first).await;
+        let request = relay.reencode(extraction.response, &a.outputs)?;
+        let upstream = relay.connect.clone();
+        let at = format!("the model server at {}", upstream.address);
+        return infer(upstream, request, a.first).await.context(at);
     }
     request.outputs = a.outputs;
     let extraction = match client.extract(request).await {
