@@ -4,23 +4,25 @@
 //! scheduled send time, so a slow server shows as latency, not as a lower rate.
 //! Calls that fail because the server is unreachable or closed the connection
 //! are reported as UNAVAILABLE "the server went away", back off (see
-//! `backoff`), and stop the run once the server is gone.
+//! `backoff`), and stop the run once the server is gone. The protocol
+//! (`calls`) is fex.v1, v2, or the caller's relay to a model server; a
+//! relay's failures on either hop are counted the same way.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::Context as _;
+
 use bytes::Bytes;
-use fex::proto::fex_v1::extract_request::Payload;
-use fex::proto::fex_v1::feature_extractor_client::FeatureExtractorClient;
-use prost::Message;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
 use crate::backoff::Backoff;
-use crate::client::{ConnectOptions, request};
+use crate::calls::{Caller, Failure, Prepared, Protocol};
+use crate::client::ConnectOptions;
 use crate::errors::{self, Cause};
 use crate::report::{Recorder, Report};
 
@@ -44,6 +46,8 @@ pub enum Stop {
 pub struct BenchConfig {
     pub connect: ConnectOptions,
     pub model: String,
+    /// fex.v1, v2 to fex, or the caller's relay to a model server.
+    pub protocol: Protocol,
     pub mode: Mode,
     pub stop: Stop,
     /// Requests started in this first period are sent but not reported.
@@ -70,9 +74,9 @@ pub struct BenchConfig {
 /// Shared between the scheduler, the workers and the progress bar.
 struct Shared {
     config: BenchConfig,
-    clients: Vec<FeatureExtractorClient<Channel>>,
+    clients: Vec<Caller>,
     /// Prebuilt requests, one per payload.
-    requests: Vec<fex::proto::fex_v1::ExtractRequest>,
+    requests: Vec<Prepared>,
     request_sizes: Vec<u64>,
     start: Instant,
     measure_from: Instant,
@@ -90,15 +94,11 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
     anyhow::ensure!(config.connections >= 1, "--connections must be at least 1");
     let mut clients = Vec::with_capacity(config.connections);
     for _ in 0..config.connections {
-        let channel = crate::client::connect(&config.connect).await?;
-        if clients.is_empty() {
-            preflight(&channel, &config).await?;
-        }
-        clients.push(FeatureExtractorClient::new(channel).max_decoding_message_size(usize::MAX));
+        clients.push(connect(&config, clients.is_empty()).await?);
     }
     let requests: Vec<_> =
-        config.payloads.iter().map(|p| request(&config.model, Payload::ExampleBatch(p.clone()))).collect();
-    let request_sizes = requests.iter().map(|r| r.encoded_len() as u64).collect();
+        config.payloads.iter().map(|p| Prepared::new(&config.protocol, &config.model, p.clone())).collect();
+    let request_sizes = requests.iter().map(Prepared::encoded_len).collect();
     let start = Instant::now();
     let shared = Arc::new(Shared {
         measure_from: start + config.warmup,
@@ -131,15 +131,36 @@ pub async fn run(config: BenchConfig) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// One connection to fex-server (and, for a relay, one to the model
+/// server); the first of each is checked before the run.
+async fn connect(config: &BenchConfig, first: bool) -> anyhow::Result<Caller> {
+    let channel = crate::client::connect(&config.connect).await?;
+    if first {
+        preflight(&channel, &config.connect, config.timeout).await?;
+    }
+    let upstream = match &config.protocol {
+        Protocol::Relay(relay) => {
+            let channel = crate::client::connect(&relay.connect).await.context("the model server (--upstream-addr)")?;
+            if first {
+                preflight(&channel, &relay.connect, config.timeout).await?;
+            }
+            Some(channel)
+        }
+        Protocol::V1 | Protocol::V2 => None,
+    };
+    Ok(Caller::new(channel, upstream))
+}
+
 /// One health check before the run, so a server that cannot be talked to
 /// (TLS required, certificate refused...) is a clear error, not a run of
-/// identical failures. Any answer, even an error status, will do.
-async fn preflight(channel: &Channel, config: &BenchConfig) -> anyhow::Result<()> {
+/// identical failures. Any answer, even an error status (a model server
+/// without grpc.health.v1), will do.
+async fn preflight(channel: &Channel, options: &ConnectOptions, timeout: Duration) -> anyhow::Result<()> {
     let mut health = HealthClient::new(channel.clone());
     let check = health.check(HealthCheckRequest { service: String::new() });
-    match tokio::time::timeout(config.timeout, check).await {
+    match tokio::time::timeout(timeout, check).await {
         Ok(Err(status)) if Cause::of(&status).is_some() => {
-            anyhow::bail!("{}", errors::explain_first_call(&status, &config.connect).await)
+            anyhow::bail!("{}", errors::explain_first_call(&status, options).await)
         }
         _ => Ok(()),
     }
@@ -187,48 +208,76 @@ impl Shared {
             return;
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.requests.len();
-        let mut client = self.clients[worker % self.clients.len()].clone();
-        let mut req = tonic::Request::new(self.requests[i].clone());
-        req.set_timeout(self.config.timeout);
-        let outcome = tokio::time::timeout(self.config.timeout, client.extract(req)).await;
+        let mut caller = self.clients[worker % self.clients.len()].clone();
+        let (protocol, timeout) = (&self.config.protocol, self.config.timeout);
+        let outcome = tokio::time::timeout(timeout, caller.call(&self.requests[i], protocol, timeout)).await;
         let latency = scheduled.elapsed();
+        let mut sent = self.request_sizes[i];
         let result = match outcome {
-            Ok(Ok(response)) => {
+            Ok(Ok(sizes)) => {
                 self.backoff.answered();
-                Ok(response.into_inner().encoded_len() as u64)
+                sent += sizes.sent;
+                Ok(sizes.received)
             }
-            Ok(Err(status)) => Err(self.classify(status)),
-            Err(_) => Err(tonic::Status::deadline_exceeded(format!("client timeout of {:?}", self.config.timeout))),
+            Ok(Err(failure)) => Err(self.failed(failure)),
+            Err(_) => Err(tonic::Status::deadline_exceeded(format!("client timeout of {timeout:?}"))),
         };
         if !measured {
             return;
         }
         let second = scheduled.saturating_duration_since(self.measure_from).as_secs();
-        self.recorder.lock().expect("recorder lock").record(second, latency, self.request_sizes[i], result);
+        self.recorder.lock().expect("recorder lock").record(second, latency, sent, result);
+    }
+
+    /// The status a failed call is counted as. The model server's statuses
+    /// keep their code and say which hop they come from; a response the
+    /// caller cannot re-encode is FAILED_PRECONDITION (the config's mapping
+    /// does not fit what fex-server answered).
+    fn failed(&self, failure: Failure) -> tonic::Status {
+        match failure {
+            Failure::Fex(status) => self.classify(status, &self.config.connect, None),
+            Failure::Upstream(status) => {
+                let options = match &self.config.protocol {
+                    Protocol::Relay(relay) => &relay.connect,
+                    Protocol::V1 | Protocol::V2 => &self.config.connect,
+                };
+                self.classify(status, options, Some("the model server"))
+            }
+            Failure::Relay(e) => {
+                self.backoff.answered();
+                tonic::Status::failed_precondition(format!("relay: {e}"))
+            }
+        }
     }
 
     /// A failed call's status, with transport failures said in words: the
     /// server going away (a refused or closed connection; tonic says
     /// CANCELLED "operation was canceled" or INTERNAL "h2 protocol error")
     /// becomes UNAVAILABLE and backs off; a status from the server proves it
-    /// is there.
-    fn classify(&self, status: tonic::Status) -> tonic::Status {
-        match Cause::of(&status) {
+    /// is there. A status of the model server (`hop`) says so.
+    fn classify(&self, status: tonic::Status, options: &ConnectOptions, hop: Option<&str>) -> tonic::Status {
+        let status = match Cause::of(&status) {
             Some(cause) if cause.server_gone() => {
                 let what = match &cause {
                     Cause::Refused => "connection refused".to_string(),
                     Cause::Closed(e) => format!("it closed the connection (draining or stopped; {e})"),
                     Cause::Connect(e) => format!("cannot connect: {e}"),
-                    other => other.explain(&self.config.connect),
+                    other => other.explain(options),
                 };
+                let what =
+                    format!("{}{what}", hop.map(|h| format!("{h} at {}: ", options.address)).unwrap_or_default());
                 self.backoff.failed(Instant::now(), &what);
-                tonic::Status::unavailable(format!("the server went away: {what}"))
+                return tonic::Status::unavailable(format!("the server went away: {what}"));
             }
-            Some(cause) => tonic::Status::new(status.code(), cause.explain(&self.config.connect)),
+            Some(cause) => tonic::Status::new(status.code(), cause.explain(options)),
             None => {
                 self.backoff.answered();
                 status
             }
+        };
+        match hop {
+            Some(hop) => tonic::Status::new(status.code(), format!("{hop}: {}", status.message())),
+            None => status,
         }
     }
 }

@@ -7,10 +7,14 @@ use std::time::Duration;
 use anyhow::Context as _;
 use bytes::Bytes;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use fex::proto::fex_v1::extract_request::Payload;
+use fex::proto::inference::grpc_inference_service_client::GrpcInferenceServiceClient;
 use fex_client::bench::{self, BenchConfig, Mode, Stop};
+use fex_client::calls::Protocol;
 use fex_client::errors::explain_first_call;
+use fex_client::relay::Relay;
 use fex_client::synth::{GenOptions, Generator};
-use fex_client::{ConnectOptions, FexClient, frames, views};
+use fex_client::{ConnectOptions, FexClient, frames, v2, views};
 
 #[derive(Parser)]
 #[command(name = "fex-client", version, about = "Client and load generator for fex-server")]
@@ -66,8 +70,50 @@ impl Conn {
 }
 
 #[derive(Args, Clone)]
+struct Speak {
+    /// v1: fex.v1 Extract. v2: Open Inference Protocol ModelInfer to fex-server.
+    /// relay: fex.v1 Extract, then the tensors re-encoded as the upstream: section
+    /// of --model-config maps them and sent as one ModelInfer to the model server
+    /// (one request's latency spans both calls).
+    #[arg(long, value_enum, default_value_t = ProtocolName::V1)]
+    protocol: ProtocolName,
+    /// relay: the model server, host:port (plaintext) or https://host:port (verified
+    /// as the config's upstream.tls says); default: the config's upstream.address.
+    #[arg(long)]
+    upstream_addr: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum ProtocolName {
+    V1,
+    V2,
+    Relay,
+}
+
+impl Speak {
+    /// The protocol; a relay reads the `upstream:` section of `model_config`.
+    fn protocol(&self, model_config: Option<&std::path::Path>) -> anyhow::Result<Protocol> {
+        anyhow::ensure!(
+            self.upstream_addr.is_none() || self.protocol == ProtocolName::Relay,
+            "--upstream-addr is for --protocol relay"
+        );
+        Ok(match self.protocol {
+            ProtocolName::V1 => Protocol::V1,
+            ProtocolName::V2 => Protocol::V2,
+            ProtocolName::Relay => {
+                let Some(path) = model_config else {
+                    anyhow::bail!("--protocol relay needs --model-config, a model config with an upstream: section")
+                };
+                Protocol::Relay(std::sync::Arc::new(Relay::from_config(path, self.upstream_addr.as_deref())?))
+            }
+        })
+    }
+}
+
+#[derive(Args, Clone)]
 struct Synth {
-    /// Model config the synthetic requests are made for (default: the embedded default model).
+    /// Model config the synthetic requests are made for (default: the embedded default model);
+    /// with --protocol relay, its upstream: section says where and how the tensors go.
     #[arg(long)]
     model_config: Option<PathBuf>,
     /// Candidates per request.
@@ -117,6 +163,8 @@ struct BenchArgs {
     /// Model to call.
     #[arg(long, default_value = "default")]
     model: String,
+    #[command(flatten)]
+    speak: Speak,
     /// Closed loop: requests kept in flight.
     #[arg(long, conflicts_with = "rate")]
     concurrency: Option<usize>,
@@ -188,6 +236,11 @@ struct ExtractArgs {
     conn: Conn,
     #[arg(long, default_value = "default")]
     model: String,
+    #[command(flatten)]
+    speak: Speak,
+    /// relay: the model config whose upstream: section maps fex's tensors to the model server's inputs.
+    #[arg(long)]
+    model_config: Option<PathBuf>,
     /// A framed file (from `gen`) or, with --raw, one serialized ExampleBatch.
     #[arg(long)]
     file: PathBuf,
@@ -197,7 +250,7 @@ struct ExtractArgs {
     /// Which record of a framed file to send.
     #[arg(long, default_value_t = 0)]
     record: usize,
-    /// Only these outputs (comma-separated).
+    /// Only these outputs (comma-separated); with relay, the model server's outputs.
     #[arg(long, value_delimiter = ',')]
     outputs: Vec<String>,
     /// Values shown per tensor.
@@ -265,6 +318,7 @@ async fn bench_command(a: BenchArgs) -> anyhow::Result<()> {
         (_, Some(n)) => Stop::Requests(n),
         (d, None) => Stop::Duration(d.unwrap_or(Duration::from_secs(10))),
     };
+    let protocol = a.speak.protocol(a.synth.model_config.as_deref())?;
     let payloads = payloads(&a)?;
     let max_run_time = match stop {
         Stop::Duration(d) => a.warmup + d + a.timeout + Duration::from_secs(5),
@@ -273,6 +327,7 @@ async fn bench_command(a: BenchArgs) -> anyhow::Result<()> {
     let config = BenchConfig {
         connect: a.conn.options(),
         model: a.model,
+        protocol,
         mode,
         stop,
         warmup: a.warmup,
@@ -337,8 +392,25 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
     };
     let options = a.conn.options();
     let mut client = FexClient::connect(&options).await?;
-    let mut request =
-        fex_client::client::request(&a.model, fex::proto::fex_v1::extract_request::Payload::ExampleBatch(payload));
+    let protocol = a.speak.protocol(a.model_config.as_deref())?;
+    let mut request = match &protocol {
+        Protocol::V1 => fex_client::client::request(&a.model, Payload::ExampleBatch(payload)),
+        Protocol::V2 => {
+            let request = v2::infer_request(&a.model, &fex::oip::Samples::Batch(payload), &a.outputs);
+            return infer(options, request, a.first).await;
+        }
+        Protocol::Relay(relay) => relay.extract_request(&a.model, Payload::ExampleBatch(payload)),
+    };
+    if let Protocol::Relay(relay) = &protocol {
+        let extraction = match client.extract(request).await {
+            Ok(extraction) => extraction,
+            Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
+        };
+        let request = relay.reencode(extraction.response, &a.outputs)?;
+        let upstream = relay.connect.clone();
+        let at = format!("the model server at {}", upstream.address);
+        return infer(upstream, request, a.first).await.context(at);
+    }
     request.outputs = a.outputs;
     let extraction = match client.extract(request).await {
         Ok(extraction) => extraction,
@@ -355,6 +427,22 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
     for t in &r.tensors {
         println!("{}", views::describe(t, a.first));
     }
+    Ok(())
+}
+
+/// One ModelInfer to the server at `options`; its outputs printed.
+async fn infer(
+    options: ConnectOptions,
+    request: fex::proto::inference::ModelInferRequest,
+    first: usize,
+) -> anyhow::Result<()> {
+    let channel = fex_client::client::connect(&options).await?;
+    let mut client = GrpcInferenceServiceClient::new(channel).max_decoding_message_size(usize::MAX);
+    let response = match client.model_infer(request).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
+    };
+    println!("{}", v2::describe_response(&response, first));
     Ok(())
 }
 

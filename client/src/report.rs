@@ -90,6 +90,7 @@ impl Recorder {
         let errors = requests - ok;
         Report {
             model: config.model.clone(),
+            protocol: config.protocol.name(),
             mode: if concurrency.is_some() { "closed" } else { "open" },
             concurrency,
             requested_rate: rate,
@@ -172,6 +173,8 @@ impl Latency {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub model: String,
+    /// `v1`, `v2` or `relay`.
+    pub protocol: &'static str,
     pub mode: &'static str,
     pub concurrency: Option<usize>,
     pub requested_rate: Option<f64>,
@@ -212,7 +215,7 @@ impl Report {
             _ => String::new(),
         };
         let mut out = format!(
-            "model {} · {mode} · {} connection(s) · {}\n\n\
+            "model {} · {} · {mode} · {} connection(s) · {}\n\n\
              requests   {} (dropped by the client: {})\n\
              duration   {:.3} s after {:.1} s warm-up\n\
              send rate  {:.1} /s\n\
@@ -222,6 +225,7 @@ impl Report {
              latency (ms)  min {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  mean {:.3}\n\n\
              status\n",
             self.model,
+            self.protocol,
             self.connections,
             self.stop,
             self.requests,

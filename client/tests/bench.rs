@@ -9,6 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{payloads, server, server_with};
 use fex_client::bench::{self, BenchConfig, Mode, Stop};
+use fex_client::calls::Protocol;
 use fex_client::report::Report;
 use fex_client::{ConnectOptions, FexClient, TensorView, Values};
 use fex_server::args::Args;
@@ -17,6 +18,7 @@ fn config(addr: std::net::SocketAddr, mode: Mode, stop: Stop, payloads: Vec<Byte
     BenchConfig {
         connect: ConnectOptions::plain(addr.to_string()),
         model: "default".into(),
+        protocol: Protocol::V1,
         mode,
         stop,
         warmup: Duration::from_millis(200),
