@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 
 import model_repository  # noqa: E402
 import ranker  # noqa: E402
-from tritonserver import Triton  # noqa: E402
+from tritonserver import Triton, TritonError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +154,15 @@ def test_model_metadata_lists_the_inputs_fex_maps_onto(client):
         ("user_embedding", "FP32", [-1, 32]),
     ]
     assert [(t.name, t.datatype, list(t.shape)) for t in metadata.outputs] == [("score", "FP32", [-1])]
+
+
+def test_a_triton_that_cannot_start_raises_with_its_log(tmp_path):
+    """The harness fails loudly: a model Triton cannot load stops it, and the
+    error carries the tail of its log."""
+    repository = model_repository.write(tmp_path)
+    config = repository / model_repository.MODEL / "config.pbtxt"
+    config.write_text(config.read_text().replace('backend: "python"', 'backend: "no_such_backend"'))
+    with pytest.raises(TritonError, match="tritonserver exited with code") as error:
+        with Triton(repository):
+            pass
+    assert "no_such_backend" in str(error.value)

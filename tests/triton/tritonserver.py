@@ -26,6 +26,7 @@ Tensors travel between Triton and the stub through /dev/shm; each launch
 names its regions with a prefix of its own, so parallel runs never share one.
 """
 
+import importlib.util
 import os
 import pathlib
 import signal
@@ -36,14 +37,14 @@ import sysconfig
 import tempfile
 import time
 
-import pytriton
-
-WHEEL = pathlib.Path(pytriton.__file__).parent / "tritonserver"
+# Found, not imported: importing pytriton loads its whole client stack.
+WHEEL = pathlib.Path(importlib.util.find_spec("pytriton").origin).parent / "tritonserver"
 LIBS = WHEEL.parent.parent / "nvidia_pytriton.libs"
 BINARY = WHEEL / "bin" / "tritonserver"
 
 READY_SECONDS = 60
 STOP_SECONDS = 15
+PORT_ATTEMPTS = 3
 
 
 class TritonError(RuntimeError):
@@ -61,6 +62,18 @@ class Triton:
         self.process = None
 
     def __enter__(self):
+        # Triton takes no port 0: the port is picked free, and another
+        # process may take it before Triton binds; then Triton exits saying
+        # so, and it is started again on another port.
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self._start()
+                return self
+            except TritonError as e:
+                if attempt + 1 == PORT_ATTEMPTS or "already in use" not in str(e):
+                    raise
+
+    def _start(self):
         self._dir = tempfile.TemporaryDirectory(prefix="fex-triton-")
         work = pathlib.Path(self._dir.name)
         self.log_path = work / "tritonserver.log"
@@ -76,7 +89,6 @@ class Triton:
         except BaseException:
             self.__exit__(None, None, None)
             raise
-        return self
 
     def _arguments(self, backends, shm_prefix):
         return [
