@@ -38,7 +38,10 @@ import tempfile
 import time
 
 # Found, not imported: importing pytriton loads its whole client stack.
-WHEEL = pathlib.Path(importlib.util.find_spec("pytriton").origin).parent / "tritonserver"
+_SPEC = importlib.util.find_spec("pytriton")
+if _SPEC is None:
+    raise ImportError("nvidia-pytriton is not installed: pip install -r tests/triton/requirements.txt")
+WHEEL = pathlib.Path(_SPEC.origin).parent / "tritonserver"
 LIBS = WHEEL.parent.parent / "nvidia_pytriton.libs"
 BINARY = WHEEL / "bin" / "tritonserver"
 
@@ -54,7 +57,8 @@ class TritonError(RuntimeError):
 class Triton:
     """A context manager running tritonserver on `model_repository` (every
     model in it is loaded at start); `.grpc_url` is "127.0.0.1:PORT",
-    `.log_path` its log file. HTTP and metrics are off."""
+    `.log_path` its log file (removed on exit; errors quote its tail).
+    HTTP and metrics are off."""
 
     def __init__(self, model_repository, ready_seconds=READY_SECONDS):
         self.model_repository = str(model_repository)
