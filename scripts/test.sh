@@ -45,7 +45,9 @@ FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=ta
 
 # A real NVIDIA Triton (the tritonserver binary the nvidia-pytriton wheel
 # bundles, on CPU, with its python backend) serving a small ranker on fex's
-# tensors: its scores equal the model computed in-process, bit for bit.
+# tensors: its scores equal the model computed in-process, bit for bit,
+# called directly, through fex-server forwarding (v2 and fex.v1) and through
+# fex-client's relay; Triton's own client against fex's v2 endpoint.
 # Its own virtualenv (target/venv-triton): nvidia-pytriton needs numpy < 2
 # and tritonclient protobuf < 7, which TensorFlow's venv-test cannot hold.
 # The package is installed again there (maturin reuses the build above).
@@ -53,7 +55,7 @@ TEST_PY="$PY"
 FEX_TEST_VENV=target/venv-triton fex_python_env tests/triton/requirements.txt
 TRITON_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$TRITON_PY" -m pip install --quiet --force-reinstall --no-deps ./python
-FEX_CLIENT=target/debug/fex-client \
+FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
     timeout --kill-after=30s 10m "$TRITON_PY" -m pytest -q -p no:cacheprovider tests/triton
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
