@@ -22,6 +22,9 @@ pub struct Model {
     /// The file it was loaded from (`None` for the embedded default).
     pub path: Option<PathBuf>,
     digest: u64,
+    /// What a forwarding model extracts for its upstream: the outputs and
+    /// v2 tensors its mapping reads, resolved once on first use.
+    upstream_selection: std::sync::OnceLock<Result<fex::oip::Selection, String>>,
 }
 
 impl Model {
@@ -29,7 +32,18 @@ impl Model {
         // The library computes the identity (config text and vocabulary
         // files), so training data can carry the same one.
         let (version, digest) = (plan.identity().version.clone(), plan.identity().digest);
-        Self { plan, version, path, digest }
+        Self { plan, version, path, digest, upstream_selection: Default::default() }
+    }
+
+    /// The outputs and tensors the `upstream:` mapping reads (empty
+    /// selection for a model without one).
+    pub fn upstream_selection(&self) -> Result<&fex::oip::Selection, String> {
+        let resolve = || {
+            let Some(up) = &self.plan.upstream else { return Ok(fex::oip::Selection::default()) };
+            let froms: Vec<&str> = up.inputs.iter().map(|i| i.from.as_str()).collect();
+            fex::oip::select(&froms, &self.plan.signature()).map_err(|e| e.to_string())
+        };
+        self.upstream_selection.get_or_init(resolve).as_ref().map_err(Clone::clone)
     }
 
     pub fn embedded_default() -> Self {

@@ -149,15 +149,13 @@ pub async fn forward(
     payload: Payload,
     deadline: Option<CallDeadline>,
 ) -> Result<Forwarded, ServeError> {
-    let froms: Vec<&str> = up.inputs.iter().map(|i| i.from.as_str()).collect();
-    let selection =
-        oip::select(&froms, &model.plan.signature()).map_err(|e| ServeError::UnknownOutput(e.to_string()))?;
+    let selection = model.upstream_selection().map_err(ServeError::UnknownOutput)?;
     let selected = crate::service::select(model, &selection.outputs)?;
     let out = service.extract(model, payload, Some(selected), deadline).await?;
     let batch_size = out.batch_size;
     let (mut outputs, mut raw) = (Vec::new(), Vec::new());
     for t in service.tensors(model, out)? {
-        oip::push_outputs(t, &selection, &mut outputs, &mut raw);
+        oip::push_outputs(t, selection, &mut outputs, &mut raw);
     }
     let request = upstream_request(up, outputs, raw)?;
     let response = infer(service, model, up, request, deadline).await?;

@@ -157,9 +157,14 @@ impl InferenceService {
             (response.outputs, response.raw_output_contents) = forwarded.outputs(&asked, up)?;
             return Ok(response);
         }
-        let names: Vec<&str> = asked.iter().map(String::as_str).collect();
-        let selection =
-            oip::select(&names, &model.plan.signature()).map_err(|e| ServeError::UnknownOutput(e.to_string()))?;
+        // Most calls ask for everything: no signature is built for them.
+        let selection = match asked.is_empty() {
+            true => oip::Selection::default(),
+            false => {
+                let names: Vec<&str> = asked.iter().map(String::as_str).collect();
+                oip::select(&names, &model.plan.signature()).map_err(|e| ServeError::UnknownOutput(e.to_string()))?
+            }
+        };
         let selected = match selection.outputs.is_empty() {
             true => None,
             false => Some(crate::service::select(&model, &selection.outputs)?),

@@ -97,53 +97,89 @@ pub fn select(requested: &[&str], signature: &[TensorSpec]) -> Result<Selection,
 }
 
 fn weights_name(output: &str) -> String {
-    format!("{output}{WEIGHTS}")
+    suffixed(output, WEIGHTS)
 }
 
 /// Appends output `t` as the v2 tensors `selection` wants, moving its
 /// buffers into `raw` (strings are re-laid with their 4-byte length
-/// prefixes, the one copy the protocol requires).
-pub fn push_outputs(t: Tensor, selection: &Selection, outputs: &mut Vec<InferOutputTensor>, raw: &mut Vec<Bytes>) {
-    let name = t.name.clone();
-    let mut push = |tensor: String, dtype: DataType, shape: Vec<i64>, bytes: Bytes| {
-        if selection.wants(&name, &tensor) {
+/// prefixes, the one copy the protocol requires). Called once per output of
+/// every ModelInfer: names are built without formatting, and a dense or
+/// strings output keeps its own name's allocation.
+pub fn push_outputs(mut t: Tensor, selection: &Selection, outputs: &mut Vec<InferOutputTensor>, raw: &mut Vec<Bytes>) {
+    let name = std::mem::take(&mut t.name);
+    let dtype = t.dtype();
+    let layout = t.layout();
+    if matches!(layout, Layout::Strings | Layout::Dense | Layout::Unspecified) {
+        if selection.wants(&name, &name) {
+            let (dtype, bytes) = match layout {
+                Layout::Strings => (DataType::Bytes, prefixed(&t.values, &t.row_splits)),
+                _ => (dtype, t.values),
+            };
             let datatype = datatype(dtype).to_string();
-            outputs.push(InferOutputTensor { name: tensor, datatype, shape, ..Default::default() });
+            outputs.push(InferOutputTensor {
+                name,
+                datatype,
+                shape: t.shape,
+                parameters: Default::default(),
+                contents: None,
+            });
             raw.push(bytes);
         }
-    };
-    let dtype = t.dtype();
-    match t.layout() {
-        Layout::Ragged => {
-            let elements = (t.values.len() / dtype_size(dtype)) as i64;
-            let values_shape = match t.shape.get(2) {
-                Some(&width) if width > 0 => vec![elements / width, width],
-                _ => vec![elements],
-            };
-            let (rows, splits) = (t.shape.first().copied().unwrap_or(0), t.splits_dtype());
-            push(format!("{name}{VALUES}"), dtype, values_shape, t.values);
-            push(format!("{name}{OFFSETS}"), splits, vec![rows + 1], t.row_splits);
-            push_weights(&name, t.weights, push);
+        return;
+    }
+    let mut out = Out { output: &name, selection, outputs, raw };
+    let elements = (t.values.len() / dtype_size(dtype)) as i64;
+    if layout == Layout::KeyedJagged {
+        out.push(suffixed(&name, VALUES), dtype, vec![elements], t.values);
+        out.push(suffixed(&name, LENGTHS), DataType::I32, t.shape, t.lengths);
+    } else {
+        let values_shape = match t.shape.get(2) {
+            Some(&width) if width > 0 => vec![elements / width, width],
+            _ => vec![elements],
+        };
+        let (rows, splits) = (t.shape.first().copied().unwrap_or(0), t.splits_dtype());
+        out.push(suffixed(&name, VALUES), dtype, values_shape, t.values);
+        out.push(suffixed(&name, OFFSETS), splits, vec![rows + 1], t.row_splits);
+    }
+    out.weights(t.weights);
+}
+
+/// Where one output's v2 tensors go.
+struct Out<'a> {
+    output: &'a str,
+    selection: &'a Selection,
+    outputs: &'a mut Vec<InferOutputTensor>,
+    raw: &'a mut Vec<Bytes>,
+}
+
+impl Out<'_> {
+    fn push(&mut self, name: String, dtype: DataType, shape: Vec<i64>, bytes: Bytes) {
+        if self.selection.wants(self.output, &name) {
+            let datatype = datatype(dtype).to_string();
+            self.outputs.push(InferOutputTensor {
+                name,
+                datatype,
+                shape,
+                parameters: Default::default(),
+                contents: None,
+            });
+            self.raw.push(bytes);
         }
-        Layout::KeyedJagged => {
-            let elements = (t.values.len() / dtype_size(dtype)) as i64;
-            push(format!("{name}{VALUES}"), dtype, vec![elements], t.values);
-            push(format!("{name}{LENGTHS}"), DataType::I32, t.shape, t.lengths);
-            push_weights(&name, t.weights, push);
+    }
+
+    fn weights(&mut self, weights: Bytes) {
+        if !weights.is_empty() {
+            let n = (weights.len() / 4) as i64;
+            self.push(weights_name(self.output), DataType::F32, vec![n], weights);
         }
-        Layout::Strings => {
-            let bytes = prefixed(&t.values, &t.row_splits);
-            push(name.clone(), DataType::Bytes, t.shape, bytes);
-        }
-        Layout::Dense | Layout::Unspecified => push(name.clone(), dtype, t.shape, t.values),
     }
 }
 
-fn push_weights(name: &str, weights: Bytes, mut push: impl FnMut(String, DataType, Vec<i64>, Bytes)) {
-    if !weights.is_empty() {
-        let n = (weights.len() / 4) as i64;
-        push(weights_name(name), DataType::F32, vec![n], weights);
-    }
+fn suffixed(name: &str, suffix: &str) -> String {
+    let mut s = String::with_capacity(name.len() + suffix.len());
+    s.push_str(name);
+    s.push_str(suffix);
+    s
 }
 
 fn dtype_size(dtype: DataType) -> usize {

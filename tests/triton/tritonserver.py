@@ -60,9 +60,11 @@ class Triton:
     `.log_path` its log file (removed on exit; errors quote its tail).
     HTTP and metrics are off."""
 
-    def __init__(self, model_repository, ready_seconds=READY_SECONDS):
+    def __init__(self, model_repository, ready_seconds=READY_SECONDS, port=None):
         self.model_repository = str(model_repository)
         self.ready_seconds = ready_seconds
+        # A fixed port (scripts/triton_local.sh) is not retried elsewhere.
+        self.fixed_port = port
         self.process = None
 
     def __enter__(self):
@@ -74,14 +76,14 @@ class Triton:
                 self._start()
                 return self
             except TritonError as e:
-                if attempt + 1 == PORT_ATTEMPTS or "already in use" not in str(e):
+                if attempt + 1 == PORT_ATTEMPTS or self.fixed_port or "already in use" not in str(e):
                     raise
 
     def _start(self):
         self._dir = tempfile.TemporaryDirectory(prefix="fex-triton-")
         work = pathlib.Path(self._dir.name)
         self.log_path = work / "tritonserver.log"
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         self.grpc_url = f"127.0.0.1:{self.port}"
         command = [str(BINARY), *self._arguments(_backends(work), work.name)]
         self._log = open(self.log_path, "wb")
