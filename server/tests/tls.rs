@@ -216,3 +216,43 @@ async fn fex_server_exits_64_on_a_bad_tls_file() {
     assert!(stderr.contains(&want), "{stderr}");
     assert!(!stderr.contains("listening"), "{stderr}");
 }
+
+/// A model's `upstream:` over TLS: the CA of `tls.ca` verifies the model
+/// server (here a TLS fex-server, whose ModelMetadata then answers), and a
+/// CA that did not sign it makes the upstream unreachable, not trusted.
+#[tokio::test]
+async fn a_tls_upstream_is_verified_with_its_ca() {
+    use fex_server::upstream::{Checked, check};
+    let pki = pki();
+    let upstream = start_tls(tls_args(&pki, false)).await;
+    let config = |ca: &str| {
+        let text = format!(
+            "name: fwd\nfeatures:\n  - {{name: title, kind: string}}\nupstream:\n  address: https://127.0.0.1:{}\n  \
+             tls: {{ca: {ca}, domain: localhost}}\n  model: default\n  inputs:\n    - {{name: examples, from: title}}\n",
+            upstream.addr.port()
+        );
+        fex::Plan::from_yaml_in(&text, pki.dir.path()).unwrap().upstream.unwrap()
+    };
+    let budget = std::time::Duration::from_secs(5);
+    match check(&config("ca.pem"), budget).await {
+        Checked::Mismatch(problems) => assert_eq!(problems, ["the model's input \"example_batch\" is not mapped"]),
+        Checked::Matches => panic!("the mapping leaves example_batch out"),
+        Checked::Unreachable(why) => panic!("not reached over TLS: {why}"),
+    }
+    let stranger = pki_stranger_ca(&pki);
+    match check(&config(&stranger), budget).await {
+        Checked::Unreachable(why) => assert!(why.contains("upstream https://127.0.0.1"), "{why}"),
+        _ => panic!("a server signed by another CA must not be trusted"),
+    }
+    upstream.shutdown();
+    upstream.wait().await.unwrap();
+}
+
+/// Writes a CA that signed nothing here beside `pki`'s files; its name.
+fn pki_stranger_ca(pki: &Pki) -> String {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    std::fs::write(pki.dir.path().join("stranger.pem"), params.self_signed(&key).unwrap().pem()).unwrap();
+    "stranger.pem".into()
+}
