@@ -16,8 +16,19 @@ Every run gets a fresh server (so its peak RSS and CPU are its own). Prints
 markdown tables (each run, then medians and the default/floor ratios) for
 benches/README.md. Everything binds 127.0.0.1 and every run stops by itself.
 
+3. --soak SECONDS: only open loop, at --open-rate (or half the default's
+   closed loop, measured first), --rounds runs of each model of SECONDS
+   each, interleaved, each on a fresh server. While a run goes, the server's
+   /metrics (queue depth, shed calls) and the machine's /proc/stat (steal
+   time: the hypervisor running someone else) are sampled every 100 ms. Each
+   run reports its statuses (shed calls are RESOURCE_EXHAUSTED), p50, p99,
+   p99.9 and max, its worst second, the deepest queue seen, and the steal
+   time of the worst second against the run's median second: the evidence
+   for what a tail spike was.
+
 Usage: python3 scripts/e2e_bench.py [--rounds 3] [--duration 5s]
-       [--server-args "--extract-threads 1 --io-threads 1"]"""
+       [--server-args "--extract-threads 1 --io-threads 1"]
+       python3 scripts/e2e_bench.py --soak 120 --rounds 2 --open-rate 5200"""
 
 import argparse
 import json
@@ -28,6 +39,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,21 +87,141 @@ def answered(metrics_addr):
                if l.startswith("fex_requests_total{") and 'method="Extract"' in l and 'code="Ok"' in l)
 
 
-def bench(args, models, model, mode_args, requests_file):
+def steal_ticks():
+    """The machine's steal time so far, in clock ticks (/proc/stat)."""
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    return int(cpu[8]) if len(cpu) > 8 else 0
+
+
+def metric(page, name):
+    return sum(float(l.rsplit(" ", 1)[1]) for l in page.splitlines() if l.startswith(name + " ") or l.startswith(name + "{"))
+
+
+def minor_faults(pid):
+    """Minor page faults of a process so far (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except OSError:
+        return 0
+
+
+class Sampler:
+    """Every 100 ms: the server's queue depth and shed count, and the
+    machine's steal time, each stamped with seconds since the start."""
+
+    def __init__(self, metrics_addr, pid):
+        self.metrics_addr, self.pid, self.samples, self.stop = metrics_addr, pid, [], threading.Event()
+        self.start = time.monotonic()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(0.1):
+            try:
+                with urllib.request.urlopen(f"http://{self.metrics_addr}/metrics", timeout=2) as r:
+                    page = r.read().decode()
+            except OSError:
+                continue
+            at = time.monotonic() - self.start
+            depth, shed = metric(page, "fex_queue_depth"), metric(page, "fex_shed_total")
+            self.samples.append((at, depth, shed, steal_ticks(), minor_faults(self.pid)))
+
+    def finish(self):
+        self.stop.set()
+        self.thread.join(5)
+        return self.samples
+
+
+def bench(args, models, model, mode_args, requests_file, duration=None, warmup="2s"):
     """One run against a fresh server."""
     proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args), args.pin)
     try:
-        cmd = [args.client_bin, "bench", "--addr", addr, "--model", model, "--duration", args.duration, "--warmup", "2s",
-               "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections), "--output", "json",
-               "--no-progress"] + mode_args
-        client = subprocess.run(pinned(1, cmd, args.pin), check=True, capture_output=True, text=True, timeout=120)
+        cmd = [args.client_bin, "bench", "--addr", addr, "--model", model, "--duration", duration or args.duration,
+               "--warmup", warmup, "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections),
+               "--output", "json", "--no-progress"] + mode_args
+        sampler = Sampler(metrics_addr, proc.pid) if duration else None
+        client = subprocess.run(pinned(1, cmd, args.pin), check=True, capture_output=True, text=True, timeout=900)
         report = json.loads(client.stdout)
+        if sampler:
+            report["samples"] = sampler.finish()
         report["peak_rss_mb"], cpu = proc_stats(proc.pid)
         report["server_cpu_us"] = cpu * 1e6 / max(answered(metrics_addr), 1)
         return report
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def soak_row(model, label, r):
+    """One soak run: statuses, latency, the worst second, the deepest queue,
+    and steal time (ms per second) in the worst second against the median."""
+    l, status = r["latency_ms"], r["status"]
+    shed = status.get("RESOURCE_EXHAUSTED", 0)
+    others = sum(n for code, n in status.items() if code not in ("OK", "RESOURCE_EXHAUSTED")) + r["dropped"]
+    seconds = {int(s): v for s, v in r["latency_by_second_ms"].items()}
+    worst = max(seconds, key=lambda s: seconds[s]["max"]) if seconds else 0
+    samples = r.get("samples", [])
+    depth = max((d for _, d, _, _, _ in samples), default=0)
+    faults = (samples[-1][4] - samples[0][4]) if samples else 0
+    per_second = {}
+    for (t0, _, _, s0, _), (t1, _, _, s1, _) in zip(samples, samples[1:]):
+        per_second[int(t1)] = per_second.get(int(t1), 0) + (s1 - s0) * 1000 / TICKS
+    steal = sorted(per_second.values())
+    median_steal = steal[len(steal) // 2] if steal else 0
+    # The client's seconds count from the end of warm-up (2 s after start).
+    worst_steal = max((per_second.get(worst + 2 + d, 0) for d in (-1, 0, 1)), default=0)
+    return (f"| {model} | {label} | {r['ok']} | {shed} | {others} | {l['p50']:.2f} | {l['p99']:.2f} | "
+            f"{l['p999']:.2f} | {l['max']:.1f} | {worst}: p99 {seconds.get(worst, l)['p99']:.1f}, max "
+            f"{seconds.get(worst, l)['max']:.1f} | {depth:.0f} | {faults:.0f} | {worst_steal:.0f} / {median_steal:.0f} "
+            f"| {r['peak_rss_mb']:.0f} |")
+
+
+def timeline(r):
+    """Per second of a soak run (from the start of warm-up): the client's
+    p99 and max, and the server's deepest queue and minor page faults."""
+    seconds = {int(s) + 2: v for s, v in r["latency_by_second_ms"].items()}
+    depth, faults, last = {}, {}, None
+    for at, d, _, _, f in r.get("samples", []):
+        s = int(at)
+        depth[s] = max(depth.get(s, 0), d)
+        if last is not None:
+            faults[s] = faults.get(s, 0) + f - last
+        last = f
+    lines = ["second  p99 ms   max ms  queue  minor faults"]
+    for s in sorted(set(seconds) | set(depth)):
+        l = seconds.get(s, {"p99": 0, "max": 0})
+        lines.append(f"{s:6d} {l['p99']:7.2f} {l['max']:8.2f} {depth.get(s, 0):6.0f} {faults.get(s, 0):13d}")
+    return "\n".join(lines)
+
+
+def soak(args, models, requests_file, rate):
+    print(f"open-loop soak at {rate:.0f}/s, {args.soak} s per run, {args.rounds} rounds; server flags: "
+          f"{args.server_args or '(defaults)'}")
+    print()
+    purge = os.environ.get("MIMALLOC_PURGE_DELAY", "unset (fex-server: -1, never purge)")
+    print(f"MIMALLOC_PURGE_DELAY: {purge}")
+    print()
+    print("| model | run | OK | RESOURCE_EXHAUSTED | other errors | p50 ms | p99 ms | p99.9 ms | max ms "
+          "| worst second (ms) | deepest queue | minor faults | steal ms/s: worst second / median | peak RSS MB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|")
+    results = []
+    for i in range(args.rounds):
+        for model in ("default", "floor"):
+            r = bench(args, models, model, ["--rate", str(rate)], requests_file, duration=f"{args.soak}s")
+            results.append((model, r))
+            print(soak_row(model, f"#{i + 1}", r), flush=True)
+            if args.timeline:
+                print(timeline(r), file=sys.stderr, flush=True)
+    print()
+    for model in ("default", "floor"):
+        rs = [r for m, r in results if m == model]
+        p999 = statistics.median(r["latency_ms"]["p999"] for r in rs)
+        shed = sum(r["status"].get("RESOURCE_EXHAUSTED", 0) for r in rs)
+        print(f"{model}: median p99.9 {p999:.2f} ms, shed {shed} of {sum(r['requests'] for r in rs)}")
+    d, f = (statistics.median(r["latency_ms"]["p999"] for m, r in results if m == k) for k in ("default", "floor"))
+    print(f"p99.9 default/floor: {d / f:.2f} (target <= 2)")
 
 
 def row(model, label, r):
@@ -124,6 +257,9 @@ def main():
     ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")
     ap.add_argument("--client-bin", default=CLIENT, help="another fex-client binary")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--soak", type=int, metavar="SECONDS",
+                    help="open-loop soak: runs of this many seconds, interleaved, with per-run tails and samples")
+    ap.add_argument("--timeline", action="store_true", help="with --soak: each run's seconds on stderr")
     ap.add_argument("--pin", action="store_true",
                     help="server on CPU 0 and client on CPU 1 (taskset): each process gets a core of its own")
     args = ap.parse_args()
@@ -141,6 +277,12 @@ def main():
                        check=True, capture_output=True)
         results = []
         closed = f"closed c={args.concurrency}"
+        if args.soak:
+            if not args.open_rate:
+                rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
+            rate = args.open_rate or round(median(results, "default", closed, lambda r: r["throughput"]) / 2)
+            soak(args, models, requests_file, rate)
+            return 0
         if not args.open_only:
             rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
         rate = args.open_rate or round(median(results, "default", closed, lambda r: r["throughput"]) / 2)

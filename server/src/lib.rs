@@ -5,6 +5,7 @@
 //! (certificate checks), `request_log` (--request-log files), `metrics` (Prometheus), `serve` (wiring, health,
 //! reflection, drain).
 
+pub mod allocator;
 pub mod args;
 pub mod codec;
 pub mod layers;

@@ -23,8 +23,10 @@ const EXIT_CONFIG: u8 = 64;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    let purge_delay = fex_server::allocator::keep_freed_memory();
     let args = Args::parse();
     init_tracing(&args);
+    tracing::debug!(purge_delay, "mimalloc purge delay (-1: freed memory is kept)");
     let kserve = args.kserve.given();
     if !kserve.is_empty() {
         tracing::info!(flags = %kserve.join(" "), "ignoring the flags KServe passes a transformer");
