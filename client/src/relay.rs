@@ -46,8 +46,7 @@ impl Relay {
     }
 
     pub fn new(plan: &fex::Plan, upstream: Upstream, address: Option<&str>) -> anyhow::Result<Self> {
-        let froms: Vec<&str> = upstream.inputs.iter().map(|i| i.from.as_str()).collect();
-        let selection = oip::select(&froms, &plan.signature())?;
+        let selection = oip::select(&upstream.sources(), &plan.signature())?;
         let tls = upstream.tls.as_ref().filter(|_| address.is_none_or(|a| a.starts_with("https://")));
         let connect = ConnectOptions {
             address: address.unwrap_or(&upstream.address).to_string(),

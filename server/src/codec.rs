@@ -122,9 +122,16 @@ impl<U: RequestMessage> Decoder for RequestDecoder<U> {
     }
 }
 
-/// Encodes one response message into a buffer reserved for all of it.
+/// Encodes one response message into a buffer reserved for all of it
+/// (also the requests fex sends an upstream model server).
 #[derive(Debug)]
 pub struct ResponseEncoder<T>(PhantomData<T>);
+
+impl<T> Default for ResponseEncoder<T> {
+    fn default() -> Self {
+        Self(PhantomData)
+    }
+}
 
 impl<T: Message> Encoder for ResponseEncoder<T> {
     type Item = T;

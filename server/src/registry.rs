@@ -40,8 +40,7 @@ impl Model {
     pub fn upstream_selection(&self) -> Result<&fex::oip::Selection, String> {
         let resolve = || {
             let Some(up) = &self.plan.upstream else { return Ok(fex::oip::Selection::default()) };
-            let froms: Vec<&str> = up.inputs.iter().map(|i| i.from.as_str()).collect();
-            fex::oip::select(&froms, &self.plan.signature()).map_err(|e| e.to_string())
+            fex::oip::select(&up.sources(), &self.plan.signature()).map_err(|e| e.to_string())
         };
         self.upstream_selection.get_or_init(resolve).as_ref().map_err(Clone::clone)
     }

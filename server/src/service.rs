@@ -134,7 +134,7 @@ impl ExtractorService {
         if let Some(upstream) = &model.plan.upstream {
             let forwarded = crate::upstream::forward(self, &model, upstream, payload, deadline).await?;
             let batch_size = forwarded.batch_size as i32;
-            let tensors = forwarded.tensors(&request.outputs, upstream)?;
+            let tensors = forwarded.tensors(&request.outputs, upstream, self.max_response_bytes)?;
             return Ok(ExtractResponse {
                 model: model.plan.name.clone(),
                 model_version: model.version.clone(),

@@ -26,7 +26,7 @@ use tonic::Code;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-use crate::codec::RequestCodec;
+use crate::codec::{RequestMessage, ResponseEncoder};
 use crate::layers::CallDeadline;
 use crate::metrics::{Metrics, UpstreamLabels};
 use crate::registry::Model;
@@ -99,18 +99,39 @@ pub struct Forwarded {
 impl Forwarded {
     /// The model's outputs, as fex.v1 tensors (dense, or strings for BYTES):
     /// the ones asked for, else the config's `outputs`, else all.
-    pub fn tensors(self, asked: &[String], up: &Upstream) -> Result<Vec<fex::Tensor>, ServeError> {
-        let (outputs, raw) = self.outputs(asked, up)?;
-        outputs
+    /// An output fex.v1 cannot carry (FP16, BOOL, ...) is the config's
+    /// doing, not a passing failure: FAILED_PRECONDITION.
+    pub fn tensors(self, asked: &[String], up: &Upstream, limit: usize) -> Result<Vec<fex::Tensor>, ServeError> {
+        let (outputs, raw) = self.outputs(asked, up, limit)?;
+        let tensors: Vec<fex::Tensor> = outputs
             .iter()
             .zip(raw)
-            .map(|(o, r)| oip::tensor_of_output(o, r).map_err(|e| upstream_error(up, Code::Unavailable, e.to_string())))
-            .collect()
+            .map(|(o, r)| {
+                oip::tensor_of_output(o, r).map_err(|e| {
+                    let code = match e {
+                        oip::ContentsError::Datatype { .. } => Code::FailedPrecondition,
+                        _ => Code::Unavailable,
+                    };
+                    upstream_error(up, code, e.to_string())
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        // Strings grow by their splits: the answer is checked as sent.
+        let size: usize = tensors.iter().map(|t| t.values.len() + t.row_splits.len()).sum();
+        if size > limit {
+            return Err(ServeError::ResponseTooLarge { found: size, limit });
+        }
+        Ok(tensors)
     }
 
     /// The model's outputs as v2 tensors with raw contents (typed contents,
     /// which servers other than Triton may send, are laid out raw).
-    pub fn outputs(self, asked: &[String], up: &Upstream) -> Result<(Vec<InferOutputTensor>, Vec<Bytes>), ServeError> {
+    pub fn outputs(
+        self,
+        asked: &[String],
+        up: &Upstream,
+        limit: usize,
+    ) -> Result<(Vec<InferOutputTensor>, Vec<Bytes>), ServeError> {
         let ModelInferResponse { outputs, raw_output_contents: mut raw, .. } = self.response;
         if !raw.is_empty() && raw.len() != outputs.len() {
             let message = format!("answered {} outputs with {} raw contents", outputs.len(), raw.len());
@@ -125,7 +146,8 @@ impl Forwarded {
         let wanted: &[String] = if asked.is_empty() { &up.outputs } else { asked };
         if let Some(missing) = wanted.iter().find(|w| outputs.iter().all(|o| &o.name != *w)) {
             let known: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
-            let message = format!("model {:?} gave no output {missing:?}; it gave {}", up.model, known.join(", "));
+            let missing = oip::clipped(missing);
+            let message = format!("model {:?} gave no output {missing}; it gave {}", up.model, known.join(", "));
             return Err(ServeError::UnknownOutput(message));
         }
         let keep = |o: &InferOutputTensor| wanted.is_empty() || wanted.contains(&o.name);
@@ -136,6 +158,10 @@ impl Forwarded {
                 kept.push(o);
                 kept_raw.push(r);
             }
+        }
+        let size: usize = kept_raw.iter().map(Bytes::len).sum();
+        if size > limit {
+            return Err(ServeError::ResponseTooLarge { found: size, limit });
         }
         Ok((kept, kept_raw))
     }
@@ -220,7 +246,7 @@ async fn call<Q, R>(
 ) -> Result<R, ServeError>
 where
     Q: prost::Message + Send + Sync + 'static,
-    R: crate::codec::RequestMessage + Default + Sync,
+    R: RequestMessage + Default + Sync,
 {
     let channel = upstreams.channel(up)?;
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(max_response_bytes);
@@ -228,12 +254,59 @@ where
     request.set_timeout(budget);
     let call = async {
         grpc.ready().await.map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
-        grpc.unary(request, PathAndQuery::from_static(path), RequestCodec::<Q, R>::default()).await
+        grpc.unary(request, PathAndQuery::from_static(path), AnswerCodec::<Q, R>::default()).await
     };
     match tokio::time::timeout(budget, call).await {
         Ok(Ok(response)) => Ok(response.into_inner()),
         Ok(Err(status)) => Err(mapped(up, &status)),
         Err(_) => Err(upstream_error(up, Code::DeadlineExceeded, format!("no answer within {budget:?}"))),
+    }
+}
+
+/// The client side of a call to an upstream: requests encoded once into a
+/// buffer of their whole length (as fex's own responses), answers decoded
+/// from the received bytes (raw contents are slices of them). An answer
+/// that does not decode is the upstream's fault: UNAVAILABLE, never the
+/// INVALID_ARGUMENT the server's codec gives a caller's bad request.
+struct AnswerCodec<Q, R>(std::marker::PhantomData<(Q, R)>);
+
+impl<Q, R> Default for AnswerCodec<Q, R> {
+    fn default() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<Q, R> tonic::codec::Codec for AnswerCodec<Q, R>
+where
+    Q: prost::Message + Send + 'static,
+    R: RequestMessage,
+{
+    type Encode = Q;
+    type Decode = R;
+    type Encoder = ResponseEncoder<Q>;
+    type Decoder = AnswerDecoder<R>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        ResponseEncoder::default()
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        AnswerDecoder(std::marker::PhantomData)
+    }
+}
+
+struct AnswerDecoder<R>(std::marker::PhantomData<R>);
+
+impl<R: RequestMessage> tonic::codec::Decoder for AnswerDecoder<R> {
+    type Item = R;
+    type Error = tonic::Status;
+
+    fn decode(&mut self, buf: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<R>, tonic::Status> {
+        use bytes::Buf;
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        R::decode_request(bytes)
+            .map(Some)
+            .map_err(|e| tonic::Status::unavailable(format!("the answer does not decode: {e}")))
     }
 }
 
@@ -244,7 +317,9 @@ fn mapped(up: &Upstream, status: &tonic::Status) -> ServeError {
     let code = match status.code() {
         Code::InvalidArgument => Code::InvalidArgument,
         Code::DeadlineExceeded | Code::Cancelled => Code::DeadlineExceeded,
-        Code::ResourceExhausted => Code::ResourceExhausted,
+        // OUT_OF_RANGE: tonic's client refusing an answer over
+        // --max-response-bytes, which fex answers RESOURCE_EXHAUSTED.
+        Code::ResourceExhausted | Code::OutOfRange => Code::ResourceExhausted,
         _ => Code::Unavailable,
     };
     upstream_error(up, code, format!("{:?}: {}", status.code(), status.message()))

@@ -154,7 +154,8 @@ impl InferenceService {
         if let Some(up) = &model.plan.upstream {
             self.log(&model, &payload, &[], request_id);
             let forwarded = crate::upstream::forward(&self.extractor, &model, up, payload, deadline).await?;
-            (response.outputs, response.raw_output_contents) = forwarded.outputs(&asked, up)?;
+            let limit = self.extractor.max_response_bytes;
+            (response.outputs, response.raw_output_contents) = forwarded.outputs(&asked, up, limit)?;
             return Ok(response);
         }
         // Most calls ask for everything: no signature is built for them.

@@ -155,6 +155,18 @@ async fn errors_carry_fex_v1s_codes_and_messages() {
     let (code, message) = status(c.model_infer(unknown).await);
     assert_eq!(code, Code::InvalidArgument);
     assert!(message.starts_with("model has no output \"item_id__splits\""), "{message}");
+    // Asked twice, and a name too long to echo whole: as fex.v1 answers them.
+    let mut twice = infer_request("default", &sample_batch(1));
+    twice.outputs = ["item_id__values", "item_id__values"]
+        .map(|n| InferRequestedOutputTensor { name: n.into(), ..Default::default() })
+        .to_vec();
+    let (code, message) = status(c.model_infer(twice).await);
+    assert_eq!((code, message.as_str()), (Code::InvalidArgument, "output \"item_id__values\" is asked for twice"));
+    let mut long = infer_request("default", &sample_batch(1));
+    long.outputs = vec![InferRequestedOutputTensor { name: "x".repeat(100_000), ..Default::default() }];
+    let (code, message) = status(c.model_infer(long).await);
+    assert_eq!(code, Code::InvalidArgument);
+    assert!(message.starts_with(&format!("model has no output \"{}…\" (100000 bytes)", "x".repeat(64))), "{message}");
     server.shutdown();
     server.wait().await.unwrap();
 }

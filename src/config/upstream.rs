@@ -38,6 +38,20 @@ pub struct Upstream {
     pub outputs: Vec<String>,
 }
 
+impl Upstream {
+    /// The fex v2 tensors the inputs read, each once, in first-use order
+    /// (one tensor may feed several inputs): what to extract.
+    pub fn sources(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for input in &self.inputs {
+            if !out.contains(&input.from.as_str()) {
+                out.push(&input.from);
+            }
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpstreamTls {
     pub ca: PathBuf,

@@ -67,7 +67,8 @@ pub fn tensor_of_output(out: &InferOutputTensor, raw: Bytes) -> Result<Tensor, C
     let mut t = Tensor { name, dtype: dtype as i32, shape: out.shape.clone(), ..Default::default() };
     if dtype == DataType::Bytes {
         let (values, splits) = strings_of(&out.name, &raw)?;
-        if splits.len() != count * 8 + 8 {
+        // Counted in elements: the upstream's shape may be any size.
+        if splits.len() / 8 - 1 != count {
             return Err(size_error(raw.len()));
         }
         t.layout = Layout::Strings as i32;
@@ -133,6 +134,9 @@ mod tests {
         assert_eq!(t.layout(), Layout::Strings);
         assert_eq!(&t.values[..], b"abc");
         assert_eq!(&t.row_splits[..], &[0i64, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()[..]);
+        // A shape whose byte count would overflow is refused, not trusted.
+        let huge = tensor_of_output(&output("BYTES", vec![1 << 61]), raw_of_contents("BYTES", &typed)).unwrap_err();
+        assert!(huge.to_string().starts_with("tensor \"score\" has shape [2305843009213693952]"), "{huge}");
         let cut = tensor_of_output(&output("BYTES", vec![1]), Bytes::from_static(&[9, 0, 0, 0, 1])).unwrap_err();
         assert_eq!(cut.to_string(), "tensor \"score\": BYTES element 0 at byte 0 is cut short");
     }

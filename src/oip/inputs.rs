@@ -51,9 +51,9 @@ pub enum InputError {
         "a fex model takes exactly one input, BYTES \"example_batch\" (shape [1]) or \"examples\" (shape [N]); the request has {0}"
     )]
     Count(usize),
-    #[error("input {0:?} is not one a fex model takes: \"example_batch\" (BYTES [1]) or \"examples\" (BYTES [N])")]
+    #[error("input {0} is not one a fex model takes: \"example_batch\" (BYTES [1]) or \"examples\" (BYTES [N])")]
     Name(String),
-    #[error("input {name:?} has datatype {found:?}; fex takes serialized samples as BYTES")]
+    #[error("input {name:?} has datatype {found}; fex takes serialized samples as BYTES")]
     Datatype { name: String, found: String },
     #[error("input {name:?} has shape {shape:?}, which is not a shape of {expected}")]
     Shape { name: String, shape: Vec<i64>, expected: &'static str },
@@ -79,10 +79,10 @@ pub fn samples(request: &mut ModelInferRequest) -> Result<Samples, InputError> {
     let batch = match name.as_str() {
         EXAMPLE_BATCH => true,
         EXAMPLES => false,
-        _ => return Err(InputError::Name(name)),
+        _ => return Err(InputError::Name(super::clipped(&name))),
     };
     if input.datatype != "BYTES" {
-        return Err(InputError::Datatype { name, found: input.datatype.clone() });
+        return Err(InputError::Datatype { name, found: super::clipped(&input.datatype) });
     }
     let shape_error = |expected| InputError::Shape { name: name.clone(), shape: input.shape.clone(), expected };
     let expected = match (batch, element_count(&input.shape)) {

@@ -69,6 +69,20 @@ pub fn element_size(datatype: &str) -> Option<usize> {
     })
 }
 
+/// Longest caller string echoed whole into an error message.
+const ECHO_LIMIT: usize = 128;
+
+/// A caller's string for an error message: quoted, whole when short, else
+/// its first 64 bytes (at a character boundary) and its length, so a huge
+/// name cannot push a status message past a client's metadata limit.
+pub fn clipped(s: &str) -> String {
+    if s.len() <= ECHO_LIMIT {
+        return format!("{s:?}");
+    }
+    let cut = (0..=64).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+    format!("{:?} ({} bytes)", format!("{}…", &s[..cut]), s.len())
+}
+
 /// The number of elements of a shape: `None` when a dimension is negative
 /// or the product overflows.
 pub fn element_count(shape: &[i64]) -> Option<usize> {

@@ -59,35 +59,47 @@ impl Selection {
     }
 }
 
-/// A requested output that the model does not have.
+/// A requested output that the model does not have, or one asked twice.
+/// Names are echoed clipped (`super::clipped`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("model has no output {name:?}; its v2 outputs are {known}")]
-pub struct SelectionError {
-    pub name: String,
-    pub known: String,
+pub enum SelectionError {
+    #[error("model has no output {name}; its v2 outputs are {known}")]
+    Unknown { name: String, known: String },
+    #[error("output {name} is asked for twice")]
+    Repeated { name: String },
 }
 
 /// Resolves requested names, each a fex output (all its tensors) or one v2
 /// tensor of an output (`item_id__offsets`), against the model's signature.
+/// Linear in the names: a repeated name is refused (as fex.v1 refuses one),
+/// and the tensor names are listed once per call.
 pub fn select(requested: &[&str], signature: &[TensorSpec]) -> Result<Selection, SelectionError> {
     if requested.is_empty() {
         return Ok(Selection::default());
     }
+    let mut seen = rustc_hash::FxHashSet::default();
+    if let Some(name) = requested.iter().find(|&&n| !seen.insert(n)) {
+        return Err(SelectionError::Repeated { name: super::clipped(name) });
+    }
+    let owners: rustc_hash::FxHashMap<String, usize> = signature
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| {
+            output_metadata(s).into_iter().map(|m| m.name).chain([weights_name(&s.name)]).map(move |n| (n, i))
+        })
+        .collect();
     let mut selection = Selection { tensors: Some(Vec::new()), ..Default::default() };
     for &name in requested {
         let output = if signature.iter().any(|s| s.name == name) {
             selection.whole.push(name.to_string());
             name
         } else {
-            let owner = signature
-                .iter()
-                .find(|s| output_metadata(s).iter().any(|m| m.name == name) || weights_name(&s.name) == name);
-            let Some(owner) = owner else {
+            let Some(&owner) = owners.get(name) else {
                 let known: Vec<String> = signature.iter().flat_map(output_metadata).map(|m| m.name).collect();
-                return Err(SelectionError { name: name.to_string(), known: known.join(", ") });
+                return Err(SelectionError::Unknown { name: super::clipped(name), known: known.join(", ") });
             };
             selection.tensors.get_or_insert_default().push(name.to_string());
-            &owner.name
+            &signature[owner].name
         };
         if !selection.outputs.iter().any(|o| o == output) {
             selection.outputs.push(output.to_string());
