@@ -6,12 +6,11 @@
 
 use std::path::Path;
 
-use fex::config::Upstream;
+use fex::config::{MappingError, Upstream};
 use fex::oip::{self, Selection};
 use fex::proto::fex_v1::extract_request::Payload;
 use fex::proto::fex_v1::{ExtractRequest, ExtractResponse};
 use fex::proto::inference::ModelInferRequest;
-use fex::proto::inference::model_infer_request::InferInputTensor;
 
 use crate::client::{ConnectOptions, request};
 
@@ -73,29 +72,10 @@ impl Relay {
         for t in response.tensors {
             oip::push_outputs(t, &self.selection, &mut tensors, &mut raw);
         }
-        let up = &self.upstream;
-        let mut request = ModelInferRequest {
-            model_name: up.model.clone(),
-            model_version: up.version.clone(),
-            outputs: crate::v2::requested(if outputs.is_empty() { &up.outputs } else { outputs }),
-            ..Default::default()
-        };
-        for input in &up.inputs {
-            let missing = || RelayError::Missing { input: input.name.clone(), from: input.from.clone() };
-            let at = tensors.iter().position(|t| t.name == input.from).ok_or_else(missing)?;
-            let (tensor, bytes) = (&tensors[at], raw[at].clone());
-            let converted = oip::convert(bytes, &tensor.datatype, &input.datatype).map_err(|source| {
-                RelayError::Convert { input: input.name.clone(), from: input.from.clone(), source }
-            })?;
-            request.inputs.push(InferInputTensor {
-                name: input.name.clone(),
-                datatype: input.datatype.clone(),
-                shape: tensor.shape.clone(),
-                ..Default::default()
-            });
-            request.raw_input_contents.push(converted);
-        }
-        Ok(request)
+        self.upstream.request(&tensors, &raw, outputs).map_err(|e| match e {
+            MappingError::Missing { input, from } => RelayError::Missing { input, from },
+            MappingError::Convert { input, from, source } => RelayError::Convert { input, from, source },
+        })
     }
 }
 

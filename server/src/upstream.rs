@@ -16,7 +16,6 @@ use dashmap::DashMap;
 use fex::config::Upstream;
 use fex::oip;
 use fex::proto::fex_v1::extract_request::Payload;
-use fex::proto::inference::model_infer_request::InferInputTensor;
 use fex::proto::inference::model_infer_response::InferOutputTensor;
 use fex::proto::inference::{
     ModelInferRequest, ModelInferResponse, ModelMetadataRequest, ModelMetadataResponse, ModelReadyRequest,
@@ -183,48 +182,10 @@ pub async fn forward(
     for t in service.tensors(model, out)? {
         oip::push_outputs(t, selection, &mut outputs, &mut raw);
     }
-    let request = upstream_request(up, outputs, raw)?;
+    // Unreachable for a config that loaded: the mapping was checked then.
+    let request = up.request(&outputs, &raw, &[]).map_err(|e| ServeError::UnknownOutput(e.to_string()))?;
     let response = infer(service, model, up, request, deadline).await?;
     Ok(Forwarded { batch_size, response })
-}
-
-/// The upstream model's request: each input is fex's tensor `from`,
-/// renamed and converted to the declared datatype.
-fn upstream_request(
-    up: &Upstream,
-    outputs: Vec<InferOutputTensor>,
-    raw: Vec<Bytes>,
-) -> Result<ModelInferRequest, ServeError> {
-    let mut tensors: Vec<Option<(InferOutputTensor, Bytes)>> = outputs.into_iter().zip(raw).map(Some).collect();
-    let mut request =
-        ModelInferRequest { model_name: up.model.clone(), model_version: up.version.clone(), ..Default::default() };
-    for input in &up.inputs {
-        // One fex tensor may feed several inputs: the last use takes it.
-        let at = tensors.iter().position(|t| t.as_ref().is_some_and(|(o, _)| o.name == input.from));
-        let Some(at) = at else {
-            let message = format!("fex produced no tensor {:?} for input {:?}", input.from, input.name);
-            return Err(ServeError::UnknownOutput(message));
-        };
-        let last = up.inputs.iter().rfind(|i| i.from == input.from).is_some_and(|l| std::ptr::eq(l, input));
-        let (tensor, bytes) =
-            if last { tensors[at].take().expect("present") } else { tensors[at].clone().expect("present") };
-        let converted = oip::convert(bytes, &tensor.datatype, &input.datatype)
-            .map_err(|e| ServeError::UnknownOutput(format!("input {:?} from {:?}: {e}", input.name, input.from)))?;
-        request.inputs.push(InferInputTensor {
-            name: input.name.clone(),
-            datatype: input.datatype.clone(),
-            shape: tensor.shape,
-            ..Default::default()
-        });
-        request.raw_input_contents.push(converted);
-    }
-    for name in &up.outputs {
-        request.outputs.push(fex::proto::inference::model_infer_request::InferRequestedOutputTensor {
-            name: name.clone(),
-            ..Default::default()
-        });
-    }
-    Ok(request)
 }
 
 /// The time the upstream call may take: the config's timeout, or what is

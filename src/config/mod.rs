@@ -15,7 +15,7 @@ pub mod upstream;
 pub use errors::{ConfigError, ConfigErrors};
 pub use offline::{Offline, SampleTransform};
 pub use plan::{Compat, Identity, Limits, LineIdField, Op, Output, Plan, SelectError, Source, Task};
-pub use upstream::{Upstream, UpstreamInput, UpstreamTls};
+pub use upstream::{MappingError, Upstream, UpstreamInput, UpstreamTls};
 
 /// The embedded default model: a ranking model with shared user and context
 /// features, per-candidate item features, dense features and labels.

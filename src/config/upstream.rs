@@ -11,10 +11,15 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 
+use bytes::Bytes;
+
 use super::ConfigError;
 use super::raw::{Scope, read};
 use crate::oip;
 use crate::proto::fex_v1::TensorSpec;
+use crate::proto::inference::ModelInferRequest;
+use crate::proto::inference::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
+use crate::proto::inference::model_infer_response::InferOutputTensor;
 
 /// Where a model's tensors go and how they are named there.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +43,58 @@ pub struct Upstream {
     pub outputs: Vec<String>,
 }
 
+/// Why fex's tensors could not be laid out as the upstream model's inputs.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MappingError {
+    #[error("upstream input {input:?}: no v2 tensor {from:?} among fex's")]
+    Missing { input: String, from: String },
+    #[error("upstream input {input:?} from {from:?}: {source}")]
+    Convert { input: String, from: String, source: oip::ConvertError },
+}
+
 impl Upstream {
+    /// The upstream model's ModelInfer request: each input is fex's v2
+    /// tensor `from` (among `outputs`, with contents `raw`), converted to
+    /// its `datatype` (moved when it already fits) and named `name`; the
+    /// model is asked for `requested`, or the section's `outputs`.
+    pub fn request(
+        &self,
+        outputs: &[InferOutputTensor],
+        raw: &[Bytes],
+        requested: &[String],
+    ) -> Result<ModelInferRequest, MappingError> {
+        let names = if requested.is_empty() { &self.outputs } else { requested };
+        let mut request = ModelInferRequest {
+            model_name: self.model.clone(),
+            model_version: self.version.clone(),
+            outputs: names
+                .iter()
+                .map(|name| InferRequestedOutputTensor { name: name.clone(), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        };
+        for input in &self.inputs {
+            let (input_name, from) = (input.name.clone(), input.from.clone());
+            let Some(at) = outputs.iter().position(|t| t.name == input.from) else {
+                return Err(MappingError::Missing { input: input_name, from });
+            };
+            let tensor = &outputs[at];
+            // A `Bytes` clone shares the buffer: a tensor feeding several
+            // inputs is not copied.
+            let converted = oip::convert(raw[at].clone(), &tensor.datatype, &input.datatype)
+                .map_err(|source| MappingError::Convert { input: input_name.clone(), from, source })?;
+            let shape = tensor.shape.clone();
+            request.inputs.push(InferInputTensor {
+                name: input_name,
+                datatype: input.datatype.clone(),
+                shape,
+                ..Default::default()
+            });
+            request.raw_input_contents.push(converted);
+        }
+        Ok(request)
+    }
+
     /// The fex v2 tensors the inputs read, each once, in first-use order
     /// (one tensor may feed several inputs): what to extract.
     pub fn sources(&self) -> Vec<&str> {

@@ -10,7 +10,6 @@ metadata. scripts/test.sh runs it with FEX_SERVER and FEX_CLIENT set.
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import threading

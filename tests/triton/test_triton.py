@@ -12,7 +12,6 @@ tail. The module's `triton` fixture and `requests` are meant for more tests
 """
 
 import os
-import struct
 import subprocess
 import sys
 
@@ -66,19 +65,8 @@ def requests(tmp_path_factory):
         args = ["gen", "--count", "1", "--batch-size", str(size), "--list-len", "0..4"]
         args += ["--noise-lists", "2", "--seed", str(seed), "--out", str(path)]
         subprocess.run([client, *args], check=True, capture_output=True)
-        (batches[f"b{size}"],) = read_framed(path)
+        (batches[f"b{size}"],) = fex.read_records(str(path))
     return batches
-
-
-def read_framed(path):
-    """Records of a framed file: u64 little-endian length, then the bytes."""
-    data = open(path, "rb").read()
-    records, at = [], 0
-    while at < len(data):
-        (n,) = struct.unpack_from("<Q", data, at)
-        records.append(data[at + 8 : at + 8 + n])
-        at += 8 + n
-    return records
 
 
 def infer(client, inputs):
