@@ -48,7 +48,8 @@ impl Plan {
 }
 
 fn compile(checked: Checked, text: &str) -> Plan {
-    let Checked { name, version, compat, limits, outputs, mut source_names, files, offline, upstream } = checked;
+    let Checked { name, version, compat, limits, outputs, mut source_names, files, offline, upstream, label_join } =
+        checked;
     let mut index: FxHashMap<Box<[u8]>, usize> =
         source_names.iter().enumerate().map(|(i, n)| (n.as_bytes().into(), i)).collect();
     let needs = |s: Source| outputs.iter().any(|o: &Output| o.source() == s);
@@ -86,6 +87,7 @@ fn compile(checked: Checked, text: &str) -> Plan {
         identity,
         offline,
         upstream,
+        label_join,
     }
 }
 

@@ -6,6 +6,7 @@
 mod check;
 mod compile;
 mod errors;
+pub mod label_join;
 mod names;
 pub mod offline;
 mod plan;
@@ -13,6 +14,7 @@ mod raw;
 pub mod upstream;
 
 pub use errors::{ConfigError, ConfigErrors};
+pub use label_join::{KeySource, LabelJoin, LateActions, TimeSource, TimeUnit};
 pub use offline::{Offline, SampleTransform};
 pub use plan::{Compat, Identity, Limits, LineIdField, Op, Output, Plan, SelectError, Source, Task};
 pub use upstream::{MappingError, Upstream, UpstreamInput, UpstreamTls};

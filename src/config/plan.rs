@@ -153,6 +153,9 @@ pub struct Plan {
     pub offline: crate::config::offline::Offline,
     /// The `upstream:` section: the v2 model server fex-server forwards to.
     pub upstream: Option<crate::config::upstream::Upstream>,
+    /// The `label_join:` section: how a near-line job joins logged requests
+    /// with user actions (`fex::nearline`).
+    pub label_join: Option<crate::config::label_join::LabelJoin>,
 }
 
 /// What a model is, for the server's reports and for training data to carry:
@@ -182,6 +185,11 @@ impl Plan {
     /// The model's identity (version string and digest).
     pub fn identity(&self) -> &Identity {
         &self.identity
+    }
+
+    /// The `label_join:` section, if the config has one.
+    pub fn label_join(&self) -> Option<&crate::config::label_join::LabelJoin> {
+        self.label_join.as_ref()
     }
 
     /// Whether a source is one of the reserved lists (`__LINE_ID__`,

@@ -34,6 +34,7 @@ pub(super) struct Checked {
     pub files: Vec<(PathBuf, u64)>,
     pub offline: super::offline::Offline,
     pub upstream: Option<super::upstream::Upstream>,
+    pub label_join: Option<super::label_join::LabelJoin>,
 }
 
 /// Where files named in the config are read from.
@@ -79,6 +80,7 @@ pub(super) fn check(raw: RawModel, files: Files<'_>, errors: Vec<ConfigError>) -
         let signature: Vec<_> = outputs.iter().filter(|o| o.visible).map(Output::spec).collect();
         super::upstream::check(u, &signature, files.base_dir, &mut cx.errors)
     });
+    let label_join = raw.label_join.as_ref().and_then(|l| super::label_join::check(l, &mut cx.errors));
     if !cx.errors.is_empty() {
         return Err(cx.errors);
     }
@@ -94,6 +96,7 @@ pub(super) fn check(raw: RawModel, files: Files<'_>, errors: Vec<ConfigError>) -
         files,
         offline,
         upstream,
+        label_join,
     })
 }
 

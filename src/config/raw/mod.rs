@@ -35,6 +35,7 @@ struct TopLevel {
     features: Option<Vec<Value>>,
     offline: Option<Mapping>,
     upstream: Option<Mapping>,
+    label_join: Option<Mapping>,
 }
 
 /// Per-request bounds the extractor enforces.
@@ -58,6 +59,8 @@ pub(super) struct RawModel {
     pub offline: Vec<offline::RawTransform>,
     /// The `upstream:` section, if any.
     pub upstream: Option<super::upstream::RawUpstream>,
+    /// The `label_join:` section, if any.
+    pub label_join: Option<super::label_join::RawLabelJoin>,
 }
 
 /// One feature entry, read into the struct of its kind or op.
@@ -108,8 +111,9 @@ pub(super) fn parse(text: &str, errors: &mut Vec<ConfigError>) -> Option<RawMode
     };
     let offline = top.offline.map(|o| offline::parse(&o, errors)).unwrap_or_default();
     let upstream = top.upstream.map(|u| super::upstream::parse(&u, errors));
+    let label_join = top.label_join.map(|l| super::label_join::parse(&l, errors));
     let version = top.version.unwrap_or_default();
-    Some(RawModel { name, version, compat: top.compat, limits, features, offline, upstream })
+    Some(RawModel { name, version, compat: top.compat, limits, features, offline, upstream, label_join })
 }
 
 fn fail<T>(errors: &mut Vec<ConfigError>, path: &str, message: String) -> Option<T> {
