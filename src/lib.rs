@@ -10,6 +10,7 @@ pub mod error;
 pub mod extract;
 pub mod fid;
 pub mod files;
+pub mod nearline;
 #[cfg(feature = "offline")]
 pub mod offline;
 pub mod oip;
