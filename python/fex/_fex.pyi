@@ -1,7 +1,7 @@
 """Type stubs of the native module fex._fex (see python/src/)."""
 
 import os
-from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Tuple, TypedDict, Union, overload
 
 import numpy as np
 
@@ -23,6 +23,42 @@ class ConfigError(ValueError):
     """A model config with errors: every problem as (path, message)."""
 
     errors: list[Tuple[str, str]]
+
+class JoinError(ValueError):
+    """A logged request the label join cannot read (or a model without a
+    ``label_join:`` section); ``offset`` is the byte of the logged record
+    where decoding stopped, or None."""
+
+    offset: Optional[int]
+
+class LabelJoin(TypedDict):
+    requests_back: int
+    after_ms: int
+    watermark_delay_ms: int
+    late_actions: Literal["drop", "correction"]
+    retention_ms: int
+    has_refresh: bool
+
+class RequestKeys:
+    """What a logged request (``fex.v1.LoggedRequest``) is joined on, read
+    as the model's ``label_join:`` section says."""
+
+    @property
+    def request_id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def time_ms(self) -> int: ...
+    @property
+    def refresh(self) -> bool: ...
+    @property
+    def item_ids(self) -> list[str]: ...
+    @property
+    def payload(self) -> Literal["batch", "examples"]: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def model(self) -> str: ...
 
 class RecordError(OSError):
     """A record file that cannot be read: where, and what was found."""
@@ -104,7 +140,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def run(
     plan: "Plan",
-    inputs: Union[PathLike, Sequence[PathLike]],
+    inputs: Union[PathLike, Sequence[PathLike], bytes],
     out: Optional[PathLike] = None,
     *,
     format: Literal["parquet", "arrow", "ipc", "responses"] = "parquet",
@@ -128,7 +164,9 @@ def run(
     """The offline pipeline of ``fex extract``: ``inputs`` (paths, globs,
     directories) extracted with ``plan`` (and its ``offline:`` transforms)
     into ``out``, or kept in memory when ``out`` is None. Releases the GIL.
-    ``item_pool_restore`` / ``item_pool_save``: negative_gen's item pool read
+    ``inputs`` may also be ``bytes``: a whole record stream held in memory
+    (``<memory>`` in errors). ``item_pool_restore`` / ``item_pool_save``:
+    negative_gen's item pool read
     before the run and written after it (``--item-pool-restore`` /
     ``--item-pool-save``)."""
 
@@ -228,6 +266,10 @@ class Plan:
     def outputs(self) -> list[TensorSpec]: ...
     @property
     def config_text(self) -> str: ...
+    @property
+    def label_join(self) -> Optional[LabelJoin]: ...
+    def request_keys(self, logged: bytes) -> RequestKeys: ...
+    def attach_actions(self, logged: bytes, actions: Sequence[Sequence[int]]) -> list[bytes]: ...
     def extract_batch(
         self, data: bytes, outputs: Optional[Sequence[str]] = None, shared: Shared = "declared"
     ) -> Extracted: ...

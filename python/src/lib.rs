@@ -9,6 +9,7 @@ mod column;
 mod corpus;
 mod errors;
 mod extracted;
+mod nearline;
 mod offline;
 mod plan;
 mod records;
@@ -42,6 +43,8 @@ fn _fex(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<result::BadRecord>()?;
     m.add_function(wrap_pyfunction!(offline::run, m)?)?;
     m.add_function(wrap_pyfunction!(corpus::_corpus_case, m)?)?;
+    m.add_class::<nearline::RequestKeys>()?;
+    m.add("JoinError", py.get_type::<nearline::JoinError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

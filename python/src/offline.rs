@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use fex::offline::{
     self, BadRecord as LibBadRecord, CollectSink, IpcSink, Observer, OnError, Options, ParquetCodec, ParquetOptions,
-    ParquetSink, Payload, ResponsesSink, RunError, Sink,
+    ParquetSink, Payload, ResponsesSink, RunError, RunInput, Sink,
 };
 use fex::records::{Framing, ReadOptions, sources};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::plan::Plan;
 use crate::records::compression_of;
@@ -131,7 +132,17 @@ fn run_interruptibly<T: Send>(
 }
 
 /// The inputs: one path or pattern, or a list of them (globs and
-/// directories expand as in `fex extract`).
+/// directories expand as in `fex extract`), or `bytes`, a whole record
+/// stream held in memory (named `<memory>` in errors).
+fn inputs_of(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<RunInput>> {
+    if let Ok(bytes) = inputs.cast::<PyBytes>() {
+        // One copy: the run reads it without the GIL.
+        let bytes = bytes.as_bytes().to_vec().into();
+        return Ok(vec![RunInput::Memory { name: "<memory>".into(), bytes }]);
+    }
+    Ok(input_paths(inputs)?.into_iter().map(RunInput::Path).collect())
+}
+
 fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     let patterns: Vec<String> = match inputs.extract::<PathBuf>() {
         Ok(one) => vec![one.to_string_lossy().into_owned()],
@@ -199,7 +210,7 @@ pub fn run(
         codec: codec_of(parquet_compression)?,
         dictionary: parquet_dictionary,
     };
-    let inputs = input_paths(inputs)?;
+    let inputs = inputs_of(inputs)?;
     let lib = plan.inner();
     let mut output = Output::new(out, format, parquet, lib)?;
     let hook = fex::samples::Transforms::new(lib);
@@ -212,7 +223,7 @@ pub fn run(
     let sink = output.sink();
     let (result, signal) = run_interruptibly(py, &observer.interrupted, || {
         let hook: Option<&dyn offline::RowsHook> = if use_hook { Some(&hook) } else { None };
-        offline::run(lib, &inputs, options, sink, hook, &observer)
+        offline::run_inputs(lib, &inputs, options, sink, hook, &observer)
     });
     if let Some(e) = signal {
         return Err(e);

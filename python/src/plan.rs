@@ -213,6 +213,30 @@ impl Plan {
         &self.text
     }
 
+    /// The `label_join:` section's values a join job needs (durations in
+    /// milliseconds), or None when the config has no such section.
+    #[getter]
+    fn label_join<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        crate::nearline::label_join(py, &self.plan)
+    }
+
+    /// A logged request's (`fex.v1.LoggedRequest`) join keys, read as the
+    /// `label_join:` section says; `fex.JoinError` when it cannot be.
+    fn request_keys(&self, py: Python<'_>, logged: &[u8]) -> PyResult<crate::nearline::RequestKeys> {
+        crate::nearline::request_keys(py, &self.plan, logged)
+    }
+
+    /// The logged request's samples with `actions[row]` appended to each
+    /// row's LineId.actions: one ExampleBatch, or one Example per row.
+    fn attach_actions<'py>(
+        &self,
+        py: Python<'py>,
+        logged: &[u8],
+        actions: Vec<Vec<i32>>,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        crate::nearline::attach_actions(py, logged, actions)
+    }
+
     /// Extracts one serialized ExampleBatch. `outputs` selects outputs by
     /// name (default: all); `shared` is "declared" (as each output says),
     /// "broadcast" (every SHARED feature on every row) or "once".

@@ -130,8 +130,36 @@ struct Processed {
     payload_bytes: u64,
 }
 
+/// One input of a run: a file (or `-`, standard input), or a whole record
+/// stream held in memory (a job's records, built without touching disk).
+#[derive(Debug, Clone)]
+pub enum RunInput {
+    Path(PathBuf),
+    /// `name` is what errors call the stream.
+    Memory {
+        name: String,
+        bytes: bytes::Bytes,
+    },
+}
+
+impl RunInput {
+    fn open(
+        &self,
+        options: ReadOptions,
+        counter: &Arc<AtomicU64>,
+    ) -> Result<RecordReader, crate::records::RecordError> {
+        match self {
+            Self::Path(path) => RecordReader::open(path, options, Some(Arc::clone(counter))),
+            Self::Memory { name, bytes } => {
+                counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+                RecordReader::new(name, std::io::Cursor::new(bytes.clone()), options)
+            }
+        }
+    }
+}
+
 struct ReadState {
-    paths: Vec<PathBuf>,
+    inputs: Vec<RunInput>,
     next_file: usize,
     current: Option<RecordReader>,
     seq: u64,
@@ -181,6 +209,19 @@ pub fn run(
     hook: Option<&dyn RowsHook>,
     observer: &dyn Observer,
 ) -> Result<Summary, RunError> {
+    let inputs: Vec<RunInput> = inputs.iter().cloned().map(RunInput::Path).collect();
+    run_inputs(plan, &inputs, options, sink, hook, observer)
+}
+
+/// [`run`] over inputs that may be held in memory.
+pub fn run_inputs(
+    plan: &Plan,
+    inputs: &[RunInput],
+    options: Options,
+    sink: &mut dyn Sink,
+    hook: Option<&dyn RowsHook>,
+    observer: &dyn Observer,
+) -> Result<Summary, RunError> {
     let threads = options.threads.max(1);
     let format = sink.format();
     let helper = sink.helper();
@@ -189,7 +230,7 @@ pub fn run(
         plan,
         options,
         format,
-        reader: Mutex::new(ReadState { paths: inputs.to_vec(), next_file: 0, current: None, seq: 0, files_opened: 0 }),
+        reader: Mutex::new(ReadState { inputs: inputs.to_vec(), next_file: 0, current: None, seq: 0, files_opened: 0 }),
         order: Mutex::new(OrderState {
             next: 0,
             pending: BTreeMap::new(),
@@ -363,10 +404,10 @@ fn read_chunk(shared: &Shared<'_>) -> Option<Chunk> {
     let opts = &shared.options;
     loop {
         if st.current.is_none() {
-            let path = st.paths.get(st.next_file)?.clone();
+            let input = st.inputs.get(st.next_file)?.clone();
             st.next_file += 1;
             st.files_opened += 1;
-            match RecordReader::open(&path, opts.read, Some(Arc::clone(&shared.input_bytes))) {
+            match input.open(opts.read, &shared.input_bytes) {
                 Ok(r) => st.current = Some(r),
                 Err(e) => {
                     let chunk = error_chunk(&mut st, shared, e);
