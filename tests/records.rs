@@ -408,7 +408,8 @@ fn framings_that_read_find_the_sort_id_header() {
 #[test]
 fn sources_expand_globs_directories_and_stdin_in_order() {
     let dir = tempfile::tempdir().unwrap();
-    for name in ["b.bin", "a.bin", "c.txt"] {
+    // Hidden files are files being written: never read.
+    for name in ["b.bin", "a.bin", "c.txt", ".d.bin", ".part-0.inprogress"] {
         std::fs::write(dir.path().join(name), b"").unwrap();
     }
     let d = dir.path().display().to_string();

@@ -1,5 +1,8 @@
 //! The inputs of an offline run: files, glob patterns, directories (their
 //! files, sorted) and `-` for standard input, expanded in the order given.
+//! A directory's or a pattern's hidden files (dot-prefixed) are left out, as
+//! Flink and Hadoop leave them out: they are files still being written
+//! (fex-server's open request log, a FileSink's in-progress part files).
 
 use std::path::PathBuf;
 
@@ -13,7 +16,8 @@ pub fn expand(patterns: &[String]) -> Result<Vec<PathBuf>, String> {
             continue;
         }
         if p.contains(['*', '?', '[']) {
-            let matches = glob::glob(p).map_err(|e| format!("bad pattern {p:?}: {e}"))?;
+            let options = glob::MatchOptions { require_literal_leading_dot: true, ..glob::MatchOptions::new() };
+            let matches = glob::glob_with(p, options).map_err(|e| format!("bad pattern {p:?}: {e}"))?;
             let mut found: Vec<PathBuf> = Vec::new();
             for m in matches {
                 let path = m.map_err(|e| format!("{p}: {e}"))?;
@@ -34,7 +38,7 @@ pub fn expand(patterns: &[String]) -> Result<Vec<PathBuf>, String> {
             let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
                 .map_err(|e| format!("{p}: cannot read: {e}"))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.is_file())
+                .filter(|f| f.is_file() && !is_hidden(f))
                 .collect();
             if files.is_empty() {
                 return Err(format!("{p}: the directory holds no files"));
@@ -46,6 +50,10 @@ pub fn expand(patterns: &[String]) -> Result<Vec<PathBuf>, String> {
         }
     }
     Ok(out)
+}
+
+fn is_hidden(path: &std::path::Path) -> bool {
+    path.file_name().is_some_and(|n| n.as_encoded_bytes().starts_with(b"."))
 }
 
 /// The total size of the files, when every one is a regular file (not

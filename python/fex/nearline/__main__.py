@@ -1,0 +1,222 @@
+"""``python -m fex.nearline``: the label join, run locally on files.
+
+    python -m fex.nearline --config model.yaml --requests LOGDIR \\
+        --actions actions.jsonl --out OUT [--batch] [--table OUT.parquet]
+
+Exit status: 0 done, 2 bad arguments, 64 a config or input that cannot be
+used, 70 the Flink job failed (its cause is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import threading
+import time
+
+from . import Summary, committed, expand, read_manifest, summarize
+
+EX_USAGE, EX_DATAERR, EX_SOFTWARE = 64, 65, 70
+
+
+def duration_ms(text: str) -> int:
+    m = re.fullmatch(r"(\d+)(ms|s|m|h)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 500ms, 5s, 10m, 1h")
+    n, unit = int(m.group(1)), m.group(2)
+    return n * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}[unit]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m fex.nearline",
+        description="Join fex-server's request logs with user actions on Apache Flink (a local "
+        "mini-cluster) and write the joined samples and their training samples.",
+    )
+    p.add_argument("--config", required=True, help="model config with a label_join: section")
+    p.add_argument("--requests", required=True, nargs="+", help="request log files or directories (fex-server --request-log)")
+    p.add_argument(
+        "--actions", required=True, nargs="+",
+        help="action files or directories: JSON lines, or .parquet files (converted to JSON lines under OUT/_actions first)",
+    )
+    p.add_argument("--out", required=True, help="output directory: joined/, samples/, manifest/, corrections/")
+    p.add_argument("--batch", action="store_true", help="Flink's batch execution mode (a backfill of past files)")
+    p.add_argument("--parallelism", type=int, default=1, help="task slots (default 1)")
+    p.add_argument("--checkpoint-interval", type=duration_ms, default=5000, metavar="DURATION", help="streaming mode (default 5s)")
+    p.add_argument("--checkpoint-dir", help="keep checkpoints here, to restore after a crash (streaming mode)")
+    p.add_argument("--restore", metavar="CHECKPOINT", help="start from this checkpoint (a chk-N directory)")
+    p.add_argument("--monitor", type=duration_ms, metavar="DURATION", help="streaming: keep watching the inputs for new files at this interval (runs until stopped)")
+    p.add_argument(
+        "--python-executable", metavar="PATH",
+        help="the Python the job's workers run (default: this one; on a cluster, the TaskManagers' Python with fex and apache-flink)",
+    )
+    p.add_argument(
+        "--jars", nargs="+", default=[], metavar="JAR",
+        help="more jars to ship with the job (a cluster whose lib/ lacks flink-python: its opt/flink-python-*.jar)",
+    )
+    p.add_argument("--restart-attempts", type=int, default=0, metavar="N", help="restart a failed job N times, 10 s apart (default 0: fail with the cause)")
+    p.add_argument("--table", metavar="FILE", help="after a bounded run, also write the joined samples as a table, as `fex extract` does")
+    p.add_argument("--table-format", choices=["parquet", "arrow"], default="parquet")
+    p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON too")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def parquet_actions(paths, out):
+    """Action Parquet files as JSON lines under OUT/_actions (Flink's
+    Python API reads no Parquet without the flink-parquet jar). Columns:
+    user_id, request_id, item_id (string or integer), action (integer),
+    event_time (integer milliseconds or a timestamp)."""
+    import pyarrow.parquet as pq
+    import pyarrow as pa
+
+    staged = os.path.join(out, "_actions")
+    os.makedirs(staged, exist_ok=True)
+    result = []
+    for path in paths:
+        if not path.endswith(".parquet"):
+            result.append(path)
+            continue
+        table = pq.read_table(path)
+        missing = [c for c in ("user_id", "request_id", "item_id", "action", "event_time") if c not in table.column_names]
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(missing)}")
+        t = table.column("event_time")
+        if pa.types.is_timestamp(t.type):
+            table = table.set_column(
+                table.column_names.index("event_time"), "event_time", t.cast(pa.timestamp("ms")).cast(pa.int64())
+            )
+        target = os.path.join(staged, os.path.basename(path)[: -len(".parquet")] + ".jsonl")
+        with open(target, "w", encoding="utf-8") as f:
+            for row in table.select(["user_id", "request_id", "item_id", "action", "event_time"]).to_pylist():
+                f.write(json.dumps(row) + "\n")
+        result.append(target)
+    return result
+
+
+def progress(out: str, stop: threading.Event, started: float) -> None:
+    """Counts manifest lines written so far, committed or in progress."""
+    manifest = os.path.join(out, "manifest")
+    while not stop.wait(2.0):
+        emitted = late = 0
+        for root, _, files in os.walk(manifest):
+            for name in files:
+                try:
+                    with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                        for line in f:
+                            emitted += '"kind": "emitted"' in line
+                            late += '"kind": "late"' in line
+                except OSError:
+                    pass
+        print(f"[{time.monotonic() - started:6.1f}s] emitted {emitted} requests, {late} late actions", file=sys.stderr, flush=True)
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    import fex
+
+    try:
+        plan = fex.Plan.from_yaml(args.config)
+    except (OSError, ValueError) as e:
+        print(f"error: {args.config}: {e}", file=sys.stderr)
+        return EX_USAGE
+    if plan.label_join is None:
+        print(f"error: {args.config}: the model config has no label_join: section", file=sys.stderr)
+        return EX_USAGE
+    if args.table and args.monitor:
+        print("error: --table needs a bounded run (no --monitor)", file=sys.stderr)
+        return EX_USAGE
+    if args.parallelism < 1:
+        print("error: --parallelism must be at least 1", file=sys.stderr)
+        return EX_USAGE
+    missing = [j for j in args.jars if not os.path.isfile(j)]
+    if missing:
+        print(f"error: --jars: no such file: {', '.join(missing)}", file=sys.stderr)
+        return EX_USAGE
+    try:
+        requests = expand(args.requests)
+        actions = parquet_actions(expand(args.actions), args.out)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EX_USAGE
+    try:
+        import pyflink  # noqa: F401
+    except ImportError:
+        print("error: the near-line job needs Apache Flink's Python package: pip install 'fex[nearline]'", file=sys.stderr)
+        return EX_USAGE
+
+    from .job import file_job
+
+    started = time.monotonic()
+    stop = threading.Event()
+    watcher = None
+    if not args.quiet:
+        watcher = threading.Thread(target=progress, args=(args.out, stop, started), daemon=True)
+        watcher.start()
+    try:
+        env = file_job(
+            os.path.abspath(args.config),
+            requests,
+            actions,
+            args.out,
+            batch=args.batch,
+            parallelism=args.parallelism,
+            checkpoint_ms=args.checkpoint_interval,
+            checkpoint_dir=args.checkpoint_dir,
+            restore=args.restore,
+            monitor_ms=args.monitor,
+            python_executable=args.python_executable,
+            restart_attempts=args.restart_attempts,
+            jars=args.jars,
+        )
+        env.execute("fex label join")
+    except Exception as e:  # the Flink job's failure, with its Java cause
+        stop.set()
+        print(f"error: the Flink job failed: {_cause(e)}", file=sys.stderr)
+        return EX_SOFTWARE
+    finally:
+        stop.set()
+    seconds = time.monotonic() - started
+    if "://" in args.out and not args.out.startswith("file://"):
+        print(f"done in {seconds:.1f} s; output in {args.out} (the summary reads local output only)")
+        return 0
+    args.out = args.out[len("file://"):] if args.out.startswith("file://") else args.out
+    summary = summarize(read_manifest(args.out))
+    if args.table:
+        code = write_table(plan, args, summary)
+        if code:
+            return code
+    for line in summary.lines():
+        print(line)
+    print(f"took               {seconds:.1f} s; output in {args.out}")
+    if args.summary_json:
+        with open(args.summary_json, "w", encoding="utf-8") as f:
+            json.dump(dict(summary.__dict__, seconds=seconds), f, indent=2)
+    return 0
+
+
+def write_table(plan, args, summary: Summary) -> int:
+    import fex
+
+    if len(summary.payloads) > 1:
+        print(f"error: --table: the joined requests mix payloads {sorted(summary.payloads)}", file=sys.stderr)
+        return EX_DATAERR
+    payload = next(iter(summary.payloads), "batch")
+    files = committed(os.path.join(args.out, "joined"))
+    result = fex.run(plan, files, args.table, format=args.table_format, payload=payload)
+    print(f"table              {result.rows_written} rows in {args.table}")
+    return 0
+
+
+def _cause(e: BaseException) -> str:
+    text = str(e)
+    # Py4J wraps the Java exception: its last "Caused by" is the cause.
+    causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by:")]
+    return causes[-1] if causes else text.splitlines()[0] if text else type(e).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

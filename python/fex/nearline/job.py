@@ -1,0 +1,484 @@
+"""The label join as a PyFlink DataStream job.
+
+``build`` wires it onto a ``StreamExecutionEnvironment`` from two streams
+(logged requests as bytes, actions as JSON text lines) and returns its
+outputs; ``file_job`` adds the file sources and exactly-once file sinks the
+local runner uses. The rules themselves are ``fex.nearline.rules``; this
+module keeps their state in Flink's keyed state, per user, and fires them
+on event-time timers.
+
+Outputs (all through Flink's FileSink, so part files are committed at
+checkpoints and a restored job writes no row twice):
+
+* ``joined/``: the emitted requests' samples with their actions in
+  LineId.actions, PBDataset-framed (ExampleBatch records, or Example
+  records for requests that carried Examples): what ``fex extract`` reads;
+* ``samples/``: those records through the model's ``offline:`` transforms
+  and extraction, framed ``fex.v1.ExtractResponse`` records, the bytes
+  ``fex extract --format responses`` writes for them;
+* ``manifest/``: one JSON line per emitted request (rule, actions, rows),
+  late or unmatched action, and bad input record;
+* ``corrections/`` (``late_actions: correction``): one JSON line per late
+  action.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+from typing import Iterable, List, Optional
+
+from . import rules
+
+# Kinds of manifest lines.
+EMITTED = "emitted"
+LATE = "late"
+UNMATCHED = "unmatched"
+UNKNOWN_ITEM = "unknown_item"
+BAD_REQUEST = "bad_request"
+BAD_ACTION = "bad_action"
+DUPLICATE = "duplicate_request"
+
+ACTION_KEYS = ("user_id", "request_id", "item_id", "action", "event_time")
+I32 = (-(2**31), 2**31 - 1)
+
+
+def parse_action(line: str) -> rules.Action:
+    """One action event, a JSON object on one line:
+    ``{"user_id", "request_id", "item_id", "action", "event_time"}`` where
+    the ids are strings or non-negative integers, ``action`` an int32 and
+    ``event_time`` integer milliseconds since the epoch. Other keys are
+    ignored. Raises ValueError naming what is wrong."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON: {e}") from None
+    if not isinstance(event, dict):
+        raise ValueError(f"not a JSON object but {type(event).__name__}")
+    missing = [k for k in ACTION_KEYS if k not in event]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    ids = {}
+    for key in ("user_id", "request_id", "item_id"):
+        v = event[key]
+        if isinstance(v, bool) or not isinstance(v, (str, int)) or (isinstance(v, int) and v < 0):
+            raise ValueError(f"{key} must be a string or a non-negative integer, not {v!r}"[:200])
+        ids[key] = str(v)
+        if ids[key] == "":
+            raise ValueError(f"{key} is empty")
+    action, time = event["action"], event["event_time"]
+    if isinstance(action, bool) or not isinstance(action, int) or not I32[0] <= action <= I32[1]:
+        raise ValueError(f"action must be an int32, not {action!r}"[:200])
+    if isinstance(time, bool) or not isinstance(time, int) or time < 0:
+        raise ValueError(f"event_time must be non-negative integer milliseconds, not {time!r}"[:200])
+    return rules.Action(time, ids["request_id"], ids["item_id"], action, ids["user_id"])
+
+
+def frame(records: Iterable[bytes]) -> bytes:
+    return b"".join(struct.pack("<Q", len(r)) + r for r in records)
+
+
+def _clip(text: str, n: int = 300) -> str:
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _action_json(a: rules.Action) -> dict:
+    return {
+        "user_id": a.user_id,
+        "request_id": a.request_id,
+        "item_id": a.item_id,
+        "action": a.action,
+        "event_time": a.event_time,
+    }
+
+
+def build(env, config: str, requests, actions, *, job_settings: Optional[dict] = None):
+    """Wires the join onto ``env``: ``requests`` is a DataStream of
+    LoggedRequest bytes (``Types.PRIMITIVE_ARRAY(Types.BYTE())``),
+    ``actions`` one of JSON text lines; ``config`` the model config's path
+    (readable where the job's Python workers run). Returns a dict of
+    DataStreams: ``joined`` and ``samples`` (framed bytes, one element per
+    emitted request), ``manifest`` and ``corrections`` (JSON text lines)."""
+    from pyflink.common import Duration, Types, WatermarkStrategy
+    from pyflink.common.watermark_strategy import TimestampAssigner
+    from pyflink.datastream import OutputTag
+    from pyflink.datastream.functions import KeyedProcessFunction, MapFunction, ProcessFunction
+    from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+
+    import fex
+
+    plan = fex.Plan.from_yaml(config)
+    section = plan.label_join
+    if section is None:
+        raise ValueError(f"{config}: the model config has no label_join: section")
+    section = dict(section, **(job_settings or {}))
+    settings = rules.Settings.of(section)
+    correction = section["late_actions"] == "correction"
+
+    pickled = Types.PICKLED_BYTE_ARRAY()
+    raw = Types.PRIMITIVE_ARRAY(Types.BYTE())
+    manifest_tag = OutputTag("manifest", Types.STRING())
+    correction_tag = OutputTag("corrections", Types.STRING())
+
+    class ParseRequest(ProcessFunction):
+        def open(self, ctx):
+            self.plan = fex.Plan.from_yaml(config)
+            self.read = ctx.get_metrics_group().counter("requests_read")
+
+        def process_element(self, logged, ctx):
+            self.read.inc()
+            logged = bytes(logged)
+            try:
+                k = self.plan.request_keys(logged)
+            except ValueError as e:
+                line = {"kind": BAD_REQUEST, "error": _clip(str(e)), "bytes": len(logged)}
+                yield manifest_tag, json.dumps(line)
+                return
+            r = rules.Request(k.request_id, k.user_id, k.time_ms, k.refresh, list(k.item_ids), logged)
+            yield ("r", r.user_id, r.time_ms, r)
+
+    class ParseAction(ProcessFunction):
+        def open(self, ctx):
+            self.read = ctx.get_metrics_group().counter("actions_read")
+
+        def process_element(self, line, ctx):
+            self.read.inc()
+            try:
+                a = parse_action(line)
+            except ValueError as e:
+                yield manifest_tag, json.dumps({"kind": BAD_ACTION, "error": str(e), "line": _clip(line)})
+                return
+            yield ("a", a.user_id, a.event_time, a)
+
+    class EventTime(TimestampAssigner):
+        def extract_timestamp(self, value, record_timestamp):
+            return value[2]
+
+    delay = Duration.of_millis(section["watermark_delay_ms"])
+    watermarks = WatermarkStrategy.for_bounded_out_of_orderness(delay).with_timestamp_assigner(EventTime())
+
+    parsed_requests = requests.process(ParseRequest(), output_type=pickled).name("parse requests")
+    parsed_actions = actions.process(ParseAction(), output_type=pickled).name("parse actions")
+    events = parsed_requests.assign_timestamps_and_watermarks(watermarks).union(
+        parsed_actions.assign_timestamps_and_watermarks(watermarks)
+    )
+
+    class LabelJoin(KeyedProcessFunction):
+        """One user's requests and actions: ``arrived`` requests wait for
+        the watermark to order them, ``pending`` ones for their emission
+        time; ``held`` actions wait for their request; ``emitted`` keeps
+        the ids of emitted requests for ``retention`` to tell late actions
+        from unmatched ones."""
+
+        def open(self, ctx):
+            def m(name):
+                return ctx.get_map_state(MapStateDescriptor(name, Types.STRING(), pickled))
+
+            self.arrived, self.pending, self.emitted = m("arrived"), m("pending"), m("emitted")
+            self.held = m("held")  # request id -> list of actions
+            self.recent = ctx.get_state(ValueStateDescriptor("recent", pickled))
+            metrics = ctx.get_metrics_group()
+            self.counters = {
+                k: metrics.counter(k)
+                for k in (
+                    "emitted_" + rules.RULE_REFRESH,
+                    "emitted_" + rules.RULE_REQUESTS_BACK,
+                    "emitted_" + rules.RULE_TIME,
+                    "actions_joined",
+                    "late_actions",
+                    "unmatched_actions",
+                    "unknown_item_actions",
+                    "duplicate_requests",
+                )
+            }
+
+        def process_element(self, value, ctx):
+            kind, _, time, item = value
+            timers = ctx.timer_service()
+            if kind == "r":
+                r: rules.Request = item
+                if self.arrived.contains(r.request_id) or self.pending.contains(r.request_id) or (
+                    self.emitted.contains(r.request_id)
+                ):
+                    self.counters["duplicate_requests"].inc()
+                    yield manifest_tag, json.dumps(
+                        {"kind": DUPLICATE, "request_id": r.request_id, "user_id": r.user_id}
+                    )
+                    return
+                self.arrived.put(r.request_id, r)
+                timers.register_event_time_timer(r.time_ms)
+                return
+            a: rules.Action = item
+            if self.emitted.contains(a.request_id):
+                yield from self._late([a], "after its request was emitted", self.emitted.get(a.request_id))
+                return
+            held = self.held.get(a.request_id) or []
+            held.append(a)
+            self.held.put(a.request_id, held)
+            if not (self.arrived.contains(a.request_id) or self.pending.contains(a.request_id)):
+                # Waits for its request at most `retention`.
+                timers.register_event_time_timer(a.event_time + settings.retention_ms)
+
+        def _late(self, late: List[rules.Action], why: str, emitted_ms) -> Iterable:
+            for a in late:
+                self.counters["late_actions"].inc()
+                line = dict(_action_json(a), kind=LATE, why=why, emitted_at=emitted_ms)
+                yield manifest_tag, json.dumps(line)
+                if correction:
+                    yield correction_tag, json.dumps(line)
+
+        def on_timer(self, timestamp, ctx):
+            timers = ctx.timer_service()
+            arrived = dict(self.arrived.items())
+            if arrived:
+                pending = dict(self.pending.items())
+                recent = self.recent.value() or []
+                for r in rules.take_in_order(arrived, timestamp):
+                    self.arrived.remove(r.request_id)
+                    for d in rules.order(settings, r, pending, recent):
+                        self.pending.put(d.request_id, d)
+                        timers.register_event_time_timer(d.due_ms)
+                    self.pending.put(r.request_id, r)
+                    timers.register_event_time_timer(r.due_ms)
+                self.recent.update(recent)
+            pending = dict(self.pending.items())
+            for r in rules.due(pending, timestamp):
+                self.pending.remove(r.request_id)
+                held = self.held.get(r.request_id) or []
+                self.held.remove(r.request_id)
+                e = rules.join(r, held)
+                self.counters["emitted_" + r.rule].inc()
+                self.counters["actions_joined"].inc(len(e.joined))
+                self.emitted.put(r.request_id, r.due_ms)
+                timers.register_event_time_timer(r.due_ms + settings.retention_ms)
+                yield from self._late(e.late, "its time is after the request's emission", r.due_ms)
+                for a in e.unknown_item:
+                    self.counters["unknown_item_actions"].inc()
+                    yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNKNOWN_ITEM))
+                yield (r.request_id, r.user_id, r.time_ms, r.due_ms, r.rule, r.logged, e.actions,
+                       [_action_json(a) for a in e.joined])
+            # Forget emitted requests past retention, and drop actions that
+            # waited that long for a request that never came.
+            for rid, at in list(self.emitted.items()):
+                if at + settings.retention_ms <= timestamp:
+                    self.emitted.remove(rid)
+            for rid, held in list(self.held.items()):
+                if self.arrived.contains(rid) or self.pending.contains(rid):
+                    continue
+                stale = [a for a in held if a.event_time + settings.retention_ms <= timestamp]
+                if not stale:
+                    continue
+                for a in stale:
+                    self.counters["unmatched_actions"].inc()
+                    yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNMATCHED))
+                rest = [a for a in held if a.event_time + settings.retention_ms > timestamp]
+                if rest:
+                    self.held.put(rid, rest)
+                else:
+                    self.held.remove(rid)
+
+    joined = (
+        events.key_by(lambda v: v[1], key_type=Types.STRING())
+        .process(LabelJoin(), output_type=pickled)
+        .name("label join")
+    )
+
+    class Compute(MapFunction):
+        """The emitted request's joined samples, and fex's sample
+        computation on them: the model's transforms and extraction, as
+        ``fex extract --format responses`` does."""
+
+        def open(self, ctx):
+            self.plan = fex.Plan.from_yaml(config)
+            self.rows = ctx.get_metrics_group().counter("rows_written")
+
+        def map(self, value):
+            request_id, user_id, time_ms, due_ms, rule, logged, actions, joined_actions = value
+            keys = self.plan.request_keys(logged)
+            records = self.plan.attach_actions(logged, actions)
+            joined_bytes = frame(records)
+            result = fex.run(self.plan, joined_bytes, format="responses", payload=keys.payload)
+            self.rows.inc(result.rows_written)
+            line = {
+                "kind": EMITTED,
+                "request_id": request_id,
+                "user_id": user_id,
+                "time": time_ms,
+                "emitted_at": due_ms,
+                "rule": rule,
+                "payload": keys.payload,
+                "rows": len(actions),
+                "rows_written": result.rows_written,
+                "actions": joined_actions,
+            }
+            return joined_bytes, frame(result.responses), json.dumps(line)
+
+    computed = joined.map(Compute(), output_type=pickled).name("sample computation")
+    manifest = computed.map(lambda v: v[2], output_type=Types.STRING()).union(
+        joined.get_side_output(manifest_tag),
+        parsed_requests.get_side_output(manifest_tag),
+        parsed_actions.get_side_output(manifest_tag),
+    )
+    return {
+        "joined": computed.map(lambda v: v[0], output_type=raw).name("joined records"),
+        "samples": computed.map(lambda v: v[1], output_type=raw).name("sample records"),
+        "manifest": manifest,
+        "corrections": joined.get_side_output(correction_tag),
+    }
+
+
+def jar_path() -> str:
+    """fex's Flink connector jar (FramedRecordFormat, RawBytesEncoder):
+    ``FEX_NEARLINE_JAR`` if set, else compiled once from the Java sources
+    shipped in this package with ``javac`` against PyFlink's own jars."""
+    import hashlib
+    import shutil
+    import subprocess
+    import tempfile
+
+    given = os.environ.get("FEX_NEARLINE_JAR")
+    if given:
+        if not os.path.isfile(given):
+            raise FileNotFoundError(f"FEX_NEARLINE_JAR={given}: no such file")
+        return given
+    here = os.path.join(os.path.dirname(__file__), "java")
+    sources = sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".java"))
+    digest = hashlib.sha256()
+    for s in sources:
+        with open(s, "rb") as f:
+            digest.update(f.read())
+    import pyflink
+
+    lib = os.path.join(os.path.dirname(pyflink.__file__), "lib")
+    digest.update(pyflink.__file__.encode())
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    jar = os.path.join(cache, "fex", f"fex-nearline-{digest.hexdigest()[:16]}.jar")
+    if os.path.isfile(jar):
+        return jar
+    javac, jar_tool = shutil.which("javac"), shutil.which("jar")
+    if javac is None or jar_tool is None:
+        raise RuntimeError(
+            "fex's Flink connector jar is built once with javac and jar (a JDK 11 or later, "
+            "e.g. apt-get install openjdk-17-jdk-headless); or set FEX_NEARLINE_JAR to a built jar"
+        )
+    os.makedirs(os.path.dirname(jar), exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        classes = os.path.join(tmp, "classes")
+        subprocess.run(
+            [javac, "-nowarn", "-d", classes, "-cp", os.path.join(lib, "*"), *sources],
+            check=True,
+            capture_output=True,
+        )
+        partial = os.path.join(tmp, "fex-nearline.jar")
+        subprocess.run([jar_tool, "cf", partial, "-C", classes, "."], check=True, capture_output=True)
+        shutil.move(partial, jar)
+    return jar
+
+
+def location(path: str) -> str:
+    """A path for Flink: a URI (hdfs://, s3://, file://) as given, a local
+    path made absolute."""
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _uri(path: str) -> str:
+    return path if "://" in path else "file://" + os.path.abspath(path)
+
+
+def file_job(
+    config: str,
+    requests: List[str],
+    actions: List[str],
+    out: str,
+    *,
+    batch: bool = False,
+    parallelism: int = 1,
+    checkpoint_ms: int = 5000,
+    checkpoint_dir: Optional[str] = None,
+    restore: Optional[str] = None,
+    monitor_ms: Optional[int] = None,
+    max_record_bytes: int = 64 << 20,
+    job_settings: Optional[dict] = None,
+    python_executable: Optional[str] = None,
+    restart_attempts: int = 0,
+    jars: Optional[List[str]] = None,
+):
+    """The join over files: framed request logs (files or directories) and
+    JSON-lines action files, written under ``out``. Returns the
+    environment, ready to ``execute``."""
+    from pyflink.common import Configuration, Duration, WatermarkStrategy
+    from pyflink.common.serialization import Encoder
+    from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+    from pyflink.datastream.connectors.file_system import (
+        BucketAssigner,
+        FileSink,
+        FileSource,
+        OutputFileConfig,
+        RollingPolicy,
+        StreamFormat,
+    )
+    from pyflink.java_gateway import get_gateway
+
+    conf = Configuration()
+    # fex's connector jar, and any the caller adds: a Kafka connector, or
+    # flink-python for a cluster that keeps it in opt/ rather than lib/.
+    shipped = [jar_path(), *(jars or [])]
+    conf.set_string("pipeline.jars", ";".join("file://" + os.path.abspath(j) for j in shipped))
+    # By default a failure (a corrupt file, a worker that cannot start)
+    # ends the job with its cause instead of restarting it forever.
+    if restart_attempts > 0:
+        conf.set_string("restart-strategy.type", "fixed-delay")
+        conf.set_string("restart-strategy.fixed-delay.attempts", str(restart_attempts))
+        conf.set_string("restart-strategy.fixed-delay.delay", "10 s")
+    else:
+        conf.set_string("restart-strategy.type", "none")
+    if checkpoint_dir:
+        conf.set_string("execution.checkpointing.dir", _uri(checkpoint_dir))
+        conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+    if restore:
+        conf.set_string("execution.state-recovery.path", _uri(restore))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    # PyFlink's workers start `python` from PATH unless told which: by
+    # default the interpreter running this job, which has fex and pyflink
+    # (on a cluster: the TaskManagers' interpreter with both installed).
+    env.set_python_executable(python_executable or sys.executable)
+    env.set_parallelism(parallelism)
+    if batch:
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    else:
+        env.set_runtime_mode(RuntimeExecutionMode.STREAMING)
+        env.enable_checkpointing(checkpoint_ms)
+
+    gateway = get_gateway()
+    framed = StreamFormat(gateway.jvm.fex.nearline.FramedRecordFormat(max_record_bytes))
+
+    def source(fmt, paths, name):
+        builder = FileSource.for_record_stream_format(fmt, *[location(p) for p in paths])
+        if monitor_ms and not batch:
+            builder = builder.monitor_continuously(Duration.of_millis(monitor_ms))
+        return env.from_source(builder.build(), WatermarkStrategy.no_watermarks(), name)
+
+    request_stream = source(framed, requests, "request logs")
+    action_stream = source(StreamFormat.text_line_format(), actions, "actions")
+    outputs = build(env, config, request_stream, action_stream, job_settings=job_settings)
+
+    raw_encoder = Encoder(gateway.jvm.fex.nearline.RawBytesEncoder())
+
+    def sink(name, encoder, suffix):
+        files = OutputFileConfig.builder().with_part_prefix("part").with_part_suffix(suffix).build()
+        s = (
+            FileSink.for_row_format(location(out).rstrip("/") + "/" + name, encoder)
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+            .with_output_file_config(files)
+            .build()
+        )
+        outputs[name].sink_to(s).name(name)
+
+    sink("joined", raw_encoder, ".pb")
+    sink("samples", raw_encoder, ".responses")
+    sink("manifest", Encoder.simple_string_encoder(), ".jsonl")
+    sink("corrections", Encoder.simple_string_encoder(), ".jsonl")
+    return env

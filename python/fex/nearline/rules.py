@@ -1,0 +1,148 @@
+"""The label join's rules, apart from Flink: what one user's state holds and
+what each event does to it. ``fex.nearline.job`` keeps a ``UserState`` per
+user in Flink's keyed state and calls these functions from its process
+function; nothing here imports pyflink, so the rules are tested (and read)
+on their own.
+
+Time is event time in milliseconds since the Unix epoch. A request is
+*due* at its emission time ``E``:
+
+* the event rule (``requests_back`` > 0), requests taken in time order:
+  a refresh request makes every earlier pending request of its user due
+  at its own time; a normal request makes the user's request
+  ``requests_back`` before it due at its own time;
+* the time rule: ``after`` past the request's own time, for a request no
+  event made due first.
+
+A request is emitted when the watermark reaches ``E``, with every action
+for it whose event time is at most ``E``. An action for it with a later
+time, or one that arrives after it was emitted, is late.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+RULE_REFRESH = "refresh"
+RULE_REQUESTS_BACK = "requests_back"
+RULE_TIME = "time"
+
+
+@dataclasses.dataclass
+class Request:
+    request_id: str
+    user_id: str
+    time_ms: int
+    refresh: bool
+    item_ids: List[str]
+    logged: bytes
+    # Set once the request is ordered: when it is due and by which rule.
+    due_ms: Optional[int] = None
+    rule: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Action:
+    event_time: int
+    request_id: str
+    item_id: str
+    action: int
+    user_id: str = ""
+
+
+@dataclasses.dataclass
+class Emitted:
+    """A request leaving the join: its actions per row, and the actions
+    that matched it but came too late in event time or named no item of
+    it."""
+
+    request: Request
+    actions: List[List[int]]
+    joined: List[Action]
+    late: List[Action]
+    unknown_item: List[Action]
+
+
+@dataclasses.dataclass
+class Settings:
+    requests_back: int
+    after_ms: int
+    retention_ms: int
+
+    @classmethod
+    def of(cls, section: dict) -> "Settings":
+        return cls(section["requests_back"], section["after_ms"], section["retention_ms"])
+
+
+def order_key(r: Request) -> Tuple[int, str]:
+    return (r.time_ms, r.request_id)
+
+
+def take_in_order(arrived: Dict[str, Request], up_to: int) -> List[Request]:
+    """The arrived requests whose time the watermark has passed, oldest
+    first, removed from ``arrived``."""
+    ready = sorted((r for r in arrived.values() if r.time_ms <= up_to), key=order_key)
+    for r in ready:
+        del arrived[r.request_id]
+    return ready
+
+
+def order(
+    s: Settings, request: Request, pending: Dict[str, Request], recent: List[str]
+) -> List[Request]:
+    """Takes ``request`` as the user's newest: applies the event rule to
+    the pending requests, then makes ``request`` pending under the time
+    rule. Returns the requests the event rule made due (their ``due_ms``
+    set); ``recent`` is the user's last ``requests_back + 1`` request ids."""
+    made_due = []
+    if s.requests_back > 0:
+        if request.refresh:
+            for r in sorted(pending.values(), key=order_key):
+                if r.rule == RULE_TIME:
+                    r.due_ms, r.rule = request.time_ms, RULE_REFRESH
+                    made_due.append(r)
+        recent.append(request.request_id)
+        del recent[: max(0, len(recent) - (s.requests_back + 1))]
+        if not request.refresh and len(recent) > s.requests_back:
+            back = pending.get(recent[0])
+            if back is not None and back.rule == RULE_TIME:
+                back.due_ms, back.rule = request.time_ms, RULE_REQUESTS_BACK
+                made_due.append(back)
+    request.due_ms, request.rule = request.time_ms + s.after_ms, RULE_TIME
+    pending[request.request_id] = request
+    return made_due
+
+
+def due(pending: Dict[str, Request], up_to: int) -> List[Request]:
+    """The pending requests due by ``up_to``, in emission order, removed
+    from ``pending``."""
+    ready = sorted(
+        (r for r in pending.values() if r.due_ms is not None and r.due_ms <= up_to),
+        key=lambda r: (r.due_ms, r.time_ms, r.request_id),
+    )
+    for r in ready:
+        del pending[r.request_id]
+    return ready
+
+
+def join(request: Request, held: List[Action]) -> Emitted:
+    """The request's rows with the held actions for it attached: an action
+    whose time is at most the emission time goes to every row with its
+    item id, in (time, action) order; later ones are late."""
+    assert request.due_ms is not None
+    actions: List[List[int]] = [[] for _ in request.item_ids]
+    rows: Dict[str, List[int]] = {}
+    for i, item in enumerate(request.item_ids):
+        rows.setdefault(item, []).append(i)
+    joined, late, unknown = [], [], []
+    for a in sorted(held):
+        if a.event_time > request.due_ms:
+            late.append(a)
+        elif a.item_id not in rows or a.item_id == "":
+            unknown.append(a)
+        else:
+            for i in rows[a.item_id]:
+                actions[i].append(a.action)
+            joined.append(a)
+    return Emitted(request, actions, joined, late, unknown)

@@ -1,0 +1,60 @@
+"""Fixtures of the near-line tests: generated inputs, and the job run once
+in streaming and once in batch mode over them (`python -m fex.nearline`
+in a child process, each run bounded)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import data  # noqa: E402
+
+MODEL = os.path.join(HERE, "model.yaml")
+RUN_TIMEOUT = 300
+
+
+def records(path):
+    blob = open(path, "rb").read()
+    out, at = [], 0
+    while at < len(blob):
+        (n,) = struct.unpack_from("<Q", blob, at)
+        out.append(blob[at + 8 : at + 8 + n])
+        at += 8 + n
+    return out
+
+
+def job(out, requests, actions, *extra, timeout=RUN_TIMEOUT, check=True):
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests,
+           "--actions", actions, "--out", out, "--quiet", *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-6000:]}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def inputs(tmp_path_factory):
+    reqs, acts = data.generate(seed=23, users=12, requests_per_user=25)
+    d = tmp_path_factory.mktemp("inputs")
+    requests, actions = data.write_inputs(str(d), reqs, acts)
+    return {"requests": requests, "actions": actions, "reqs": reqs, "acts": acts}
+
+
+@pytest.fixture(scope="session")
+def streaming(inputs, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("streaming"))
+    job(out, inputs["requests"], inputs["actions"], "--checkpoint-interval", "1s")
+    return out
+
+
+@pytest.fixture(scope="session")
+def batch(inputs, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("batch"))
+    job(out, inputs["requests"], inputs["actions"], "--batch")
+    return out

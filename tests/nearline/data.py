@@ -1,0 +1,214 @@
+"""Generated inputs of the near-line tests, and the reference the job is
+checked against.
+
+The samples are encoded here with a few lines of protobuf writing (field
+numbers from proto/monolith/example.proto, line_id.proto and
+proto/fex/v1/service.proto), so the test depends on nothing but the
+package under test. The reference states the emission rules from the
+issue (seed 002, section 3.2) over whole, sorted lists, independently of
+fex.nearline.rules, which works event by event on Flink's state.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+from collections import defaultdict
+
+MINUTE = 60_000
+AFTER = 10 * MINUTE  # model.yaml: emit.after
+REQUESTS_BACK = 3  # model.yaml: emit.requests_back
+DELAY = MINUTE  # model.yaml: watermark_delay
+
+
+def varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(number: int, body: bytes) -> bytes:
+    return varint(number << 3 | 2) + varint(len(body)) + body
+
+
+def fixed64(number: int, value: int) -> bytes:
+    return varint(number << 3 | 1) + struct.pack("<Q", value)
+
+
+def int_field(number: int, value: int) -> bytes:
+    return varint(number << 3) + varint(value)
+
+
+def fid_feature(fids) -> bytes:
+    return field(2, field(1, b"".join(struct.pack("<Q", f) for f in fids)))  # fid_v2_list
+
+
+def int64_feature(values) -> bytes:
+    return field(5, field(1, b"".join(varint(v) for v in values)))  # int64_list
+
+
+def bytes_feature(value: bytes) -> bytes:
+    return field(6, field(1, value))  # bytes_list
+
+
+def line_id(uid: int, item_id: int) -> bytes:
+    return fixed64(2, uid) + fixed64(4, item_id)
+
+
+def feature_list(name: str, features, shared: bool) -> bytes:
+    body = field(1, name.encode()) + b"".join(field(2, f) for f in features)
+    return body + (int_field(3, 1) if shared else b"")
+
+
+def example_batch(uid: int, items, refresh: bool) -> bytes:
+    rows = len(items)
+    lists = [
+        feature_list("user_fids", [fid_feature([(1 << 48) | uid, (2 << 48) | (uid % 7)])], True),
+        feature_list("f_refresh", [int64_feature([1 if refresh else 0])], True),
+        feature_list("item_fids", [fid_feature([(3 << 48) | i]) for i in items], False),
+        feature_list("__LINE_ID__", [bytes_feature(line_id(uid, i)) for i in items], False),
+    ]
+    return b"".join(field(1, l) for l in lists) + int_field(3, rows)
+
+
+def logged_request(model: str, batch: bytes, micros: int, request_id: str) -> bytes:
+    request = field(1, model.encode()) + field(2, batch)
+    return field(1, request) + field(2, model.encode()) + int_field(5, micros) + field(6, request_id.encode())
+
+
+def framed(records) -> bytes:
+    return b"".join(struct.pack("<Q", len(r)) + r for r in records)
+
+
+def generate(seed: int, users: int, requests_per_user: int, start_ms: int = 1_760_000_000_000, rows=(2, 7)):
+    """Requests (dicts, in log order: by time, as the server writes them,
+    with small swaps) and actions (dicts, in arrival order: by time with
+    out-of-order arrivals inside the watermark delay). Kinds of action:
+    joined ones, late ones (after the request's emission), ones naming no
+    item of their request, and ones for requests never logged."""
+    rng = random.Random(seed)
+    requests = []
+    for u in range(users):
+        uid = 1000 + u
+        t = start_ms + rng.randrange(0, 5 * MINUTE)
+        for n in range(requests_per_user):
+            t += rng.choice([5_000, 20_000, 40_000, 90_000, 4 * MINUTE, 12 * MINUTE])
+            items = rng.sample(range(1, 60 + rows[1]), rng.randrange(*rows))
+            refresh = n > 0 and rng.random() < 0.15
+            requests.append(
+                {"request_id": f"r{u}-{n}", "uid": uid, "time": t, "items": items, "refresh": refresh}
+            )
+    requests.sort(key=lambda r: (r["time"], r["request_id"]))
+    emission = reference_emission(requests)
+    actions = []
+    for r in requests:
+        e = emission[r["request_id"]][0]
+        for item in r["items"]:
+            roll = rng.random()
+            if roll < 0.45:
+                continue
+            if roll < 0.85:  # joined: between the request and its emission
+                when = r["time"] + rng.randrange(0, max(1, e - r["time"] + 1))
+            elif roll < 0.93:  # late: after the emission, within retention
+                when = e + rng.randrange(1, 20 * MINUTE)
+            else:  # an item the request does not have
+                item, when = 999, r["time"] + rng.randrange(0, max(1, e - r["time"] + 1))
+            for action in rng.sample([1, 2, 3], rng.randrange(1, 3)):
+                actions.append(
+                    {"user_id": str(r["uid"]), "request_id": r["request_id"], "item_id": item,
+                     "action": action, "event_time": when}
+                )
+    for k in range(users):  # actions for requests nobody logged
+        actions.append(
+            {"user_id": str(1000 + k), "request_id": f"ghost-{k}", "item_id": 1, "action": 1,
+             "event_time": start_ms + rng.randrange(0, 60 * MINUTE)}
+        )
+    actions.sort(key=lambda a: (a["event_time"], a["request_id"], a["item_id"], a["action"]))
+    # Out of order arrivals, well inside the watermark delay.
+    for i in range(len(actions) - 1):
+        a, b = actions[i], actions[i + 1]
+        if rng.random() < 0.2 and b["event_time"] - a["event_time"] < DELAY // 2:
+            actions[i], actions[i + 1] = b, a
+    return requests, actions
+
+
+def write_inputs(directory, requests, actions, model="nearline_ranker", files=3):
+    """Request logs split into `files` framed files (as fex-server rotates
+    them) and one JSON-lines action file."""
+    import os
+
+    os.makedirs(os.path.join(directory, "requests"), exist_ok=True)
+    per = (len(requests) + files - 1) // files
+    for f in range(files):
+        chunk = requests[f * per : (f + 1) * per]
+        records = [
+            logged_request(model, example_batch(r["uid"], r["items"], r["refresh"]), r["time"] * 1000, r["request_id"])
+            for r in chunk
+        ]
+        with open(os.path.join(directory, "requests", f"requests-{f:020}-{f:06}.log"), "wb") as out:
+            out.write(framed(records))
+    with open(os.path.join(directory, "actions.jsonl"), "w") as out:
+        for a in actions:
+            out.write(json.dumps(a) + "\n")
+    return os.path.join(directory, "requests"), os.path.join(directory, "actions.jsonl")
+
+
+def reference_emission(requests):
+    """request id -> (emission time, rule). Per user, requests by time:
+    the first later refresh request, or the request `REQUESTS_BACK` after
+    it when that one is normal, triggers it at that request's time; the
+    time rule emits it `AFTER` past its own time; the earlier wins (the
+    event rule on a tie)."""
+    by_user = defaultdict(list)
+    for r in requests:
+        by_user[r["uid"]].append(r)
+    out = {}
+    for rs in by_user.values():
+        rs = sorted(rs, key=lambda r: (r["time"], r["request_id"]))
+        for i, r in enumerate(rs):
+            timeout = r["time"] + AFTER
+            trigger = None
+            for j in range(i + 1, len(rs)):
+                later = rs[j]
+                if later["time"] > timeout:
+                    break
+                if later["refresh"]:
+                    trigger = (later["time"], "refresh")
+                    break
+                if j - i == REQUESTS_BACK:
+                    trigger = (later["time"], "requests_back")
+                    break
+            out[r["request_id"]] = trigger if trigger else (timeout, "time")
+    return out
+
+
+def reference(requests, actions):
+    """What the join must emit: per request (emission time, rule, actions
+    per row), and the late, unmatched and unknown-item actions."""
+    emission = reference_emission(requests)
+    by_id = {r["request_id"]: r for r in requests}
+    per_row = {rid: [[] for _ in r["items"]] for rid, r in by_id.items()}
+    late, unmatched, unknown = [], [], []
+    for a in sorted(actions, key=lambda a: (a["event_time"], a["action"])):
+        r = by_id.get(a["request_id"])
+        if r is None or str(r["uid"]) != a["user_id"]:
+            unmatched.append(a)
+            continue
+        if a["event_time"] > emission[r["request_id"]][0]:
+            late.append(a)
+        elif a["item_id"] not in r["items"]:
+            unknown.append(a)
+        else:
+            for i, item in enumerate(r["items"]):
+                if item == a["item_id"]:
+                    per_row[r["request_id"]][i].append(a["action"])
+    emitted = {rid: (t, rule, per_row[rid]) for rid, (t, rule) in emission.items()}
+    return emitted, late, unmatched, unknown

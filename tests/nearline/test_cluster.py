@@ -1,0 +1,114 @@
+"""The same job submitted unchanged to a Flink cluster: a standalone
+cluster (one JobManager, one TaskManager, from the apache-flink wheel's own
+bin/ scripts, on 127.0.0.1 with free ports) started and stopped by the
+test, the job submitted with `flink run -pym fex.nearline`, its output
+equal to the local run's."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+
+import pytest
+
+from fex.nearline import committed, read_manifest
+from conftest import MODEL, records
+
+import pyflink
+
+FLINK_HOME = os.path.dirname(pyflink.__file__)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    conf, logs, pids = d / "conf", d / "log", d / "pids"
+    for p in (conf, logs, pids):
+        p.mkdir()
+    for name in os.listdir(os.path.join(FLINK_HOME, "conf")):
+        if name.startswith("log4j"):
+            shutil.copy(os.path.join(FLINK_HOME, "conf", name), conf)
+    stock = open(os.path.join(FLINK_HOME, "conf", "config.yaml")).read()
+    java_opts = re.search(r"^\s*all: (.*)$", stock, re.M).group(1)
+    rest = free_port()
+    (conf / "config.yaml").write_text(
+        f"""env: {{java: {{opts: {{all: "{java_opts}"}}}}}}
+jobmanager:
+  bind-host: 127.0.0.1
+  rpc: {{address: 127.0.0.1, port: {free_port()}}}
+  memory: {{process: {{size: 1024m}}}}
+taskmanager:
+  bind-host: 127.0.0.1
+  host: 127.0.0.1
+  numberOfTaskSlots: 2
+  memory: {{process: {{size: 1536m}}}}
+rest: {{address: 127.0.0.1, bind-address: 127.0.0.1, port: {rest}}}
+parallelism: {{default: 1}}
+"""
+    )
+    env = dict(os.environ, FLINK_CONF_DIR=str(conf), FLINK_LOG_DIR=str(logs), FLINK_PID_DIR=str(pids))
+    bin_ = os.path.join(FLINK_HOME, "bin")
+
+    def daemons(action):
+        for script in ("taskmanager.sh", "jobmanager.sh") if action == "stop" else ("jobmanager.sh", "taskmanager.sh"):
+            subprocess.run(["bash", os.path.join(bin_, script), action], env=env, capture_output=True, timeout=60)
+
+    def log_tail():
+        return "\n".join(p.read_text(errors="replace")[-3000:] for p in logs.glob("*.log"))
+
+    daemons("start")
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{rest}/overview", timeout=2) as r:
+                    if json.load(r).get("taskmanagers", 0) >= 1:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("the standalone cluster did not come up in 90 s:\n" + log_tail())
+            time.sleep(0.5)
+        yield {"rest": rest, "env": env, "log": log_tail}
+    finally:
+        daemons("stop")
+        for f in pids.glob("*.pid"):
+            for pid in f.read_text().split():
+                try:
+                    os.kill(int(pid), 9)
+                except (ProcessLookupError, ValueError):
+                    pass
+
+
+def test_flink_run_on_a_cluster_writes_what_the_local_run_writes(cluster, inputs, streaming, tmp_path):
+    out = str(tmp_path / "out")
+    flink_python = [os.path.join(FLINK_HOME, "opt", f) for f in os.listdir(os.path.join(FLINK_HOME, "opt"))
+                    if f.startswith("flink-python")]
+    cmd = ["bash", os.path.join(FLINK_HOME, "bin", "flink"), "run", "-m", f"127.0.0.1:{cluster['rest']}",
+           "-pyclientexec", sys.executable, "-pym", "fex.nearline",
+           "--config", MODEL, "--requests", inputs["requests"], "--actions", inputs["actions"], "--out", out,
+           "--quiet", "--checkpoint-interval", "1s", "--python-executable", sys.executable, "--jars", *flink_python]
+    p = subprocess.run(cmd, env=cluster["env"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-5000:]}\n{cluster['log']()}"
+    assert "requests emitted" in p.stdout, p.stdout
+    for name in ("joined", "samples"):
+        want = Counter(r for f in committed(os.path.join(streaming, name)) for r in records(f))
+        got = Counter(r for f in committed(os.path.join(out, name)) for r in records(f))
+        assert got == want, name
+    assert Counter(json.dumps(l, sort_keys=True) for l in read_manifest(out)) == Counter(
+        json.dumps(l, sort_keys=True) for l in read_manifest(streaming)
+    )

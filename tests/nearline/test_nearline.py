@@ -1,0 +1,234 @@
+"""The near-line label join on a real Apache Flink (PyFlink's local
+mini-cluster, started by `python -m fex.nearline` in a child process):
+emission rules and joined actions against the reference in data.py, in
+streaming and batch execution; the joined output through `fex extract`
+gives the job's own sample bytes; a job killed mid-run and restored from
+its last checkpoint writes every row exactly once; bad input is reported.
+
+Every wait is bounded: a Flink job that cannot start its Python workers
+restarts quietly, so each run has a timeout and its log is shown on
+failure. Run by scripts/test.sh with FEX_CLI set (the `fex` binary).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+
+import fex
+from fex.nearline import committed, read_manifest, summarize
+
+from conftest import MODEL, job, records  # noqa: E402
+import data  # noqa: E402
+
+
+def key(a):
+    return (a["user_id"], a["request_id"], str(a["item_id"]), a["action"], a["event_time"])
+
+
+def check_against_reference(out, inputs):
+    plan = fex.Plan.from_yaml(MODEL)
+    emitted, late, unmatched, unknown = data.reference(inputs["reqs"], inputs["acts"])
+    lines = list(read_manifest(out))
+    kinds = Counter(line["kind"] for line in lines)
+    assert kinds["emitted"] == len(emitted), kinds
+    seen = {}
+    for line in lines:
+        if line["kind"] != "emitted":
+            continue
+        rid = line["request_id"]
+        assert rid not in seen, f"{rid} emitted twice"
+        seen[rid] = line
+        when, rule, per_row = emitted[rid]
+        assert (line["emitted_at"], line["rule"]) == (when, rule), (rid, line, emitted[rid])
+    assert set(seen) == set(emitted)
+    assert Counter(key(a) for a in lines if a["kind"] == "late") == Counter(key(a) for a in late)
+    assert Counter(key(a) for a in lines if a["kind"] == "unmatched") == Counter(key(a) for a in unmatched)
+    assert Counter(key(a) for a in lines if a["kind"] == "unknown_item") == Counter(key(a) for a in unknown)
+    # The joined records themselves: each row's LineId.actions, read back
+    # by the library from the job's joined/ files.
+    by_request = {}
+    for path in committed(os.path.join(out, "joined")):
+        for rec in records(path):
+            ex = plan.extract_batch(rec, outputs=["item", "actions"])
+            acts = ex["actions"].to_numpy()
+            by_request[rec] = acts
+    assert len(by_request) == len(emitted)
+    got = sorted(
+        tuple(tuple(int(v) for v in row if v != 0) for row in acts) for acts in by_request.values()
+    )
+    want = sorted(tuple(tuple(row) for row in per_row) for _, _, per_row in emitted.values())
+    assert got == want
+    # Both kinds of late action and the event rules occur in this data.
+    assert kinds["late"] > 0 and kinds["unmatched"] > 0 and kinds["unknown_item"] > 0
+    rules = Counter(line["rule"] for line in lines if line["kind"] == "emitted")
+    assert rules["refresh"] > 0 and rules["requests_back"] > 0 and rules["time"] > 0, rules
+    return lines
+
+
+def test_the_rules_alone_give_the_reference(inputs):
+    """fex.nearline.rules driven as Flink's batch mode drives them (each
+    user's records, then the timers in time order), without Flink."""
+    from collections import defaultdict
+
+    from fex.nearline import rules
+
+    s = rules.Settings(data.REQUESTS_BACK, data.AFTER, 2 * 3_600_000)
+    users = defaultdict(lambda: ([], []))
+    for r in inputs["reqs"]:
+        users[str(r["uid"])][0].append(r)
+    for a in inputs["acts"]:
+        users[a["user_id"]][1].append(a)
+    got, late, unknown = {}, [], []
+    for uid, (rs, acts) in users.items():
+        arrived, pending, recent, held = {}, {}, [], defaultdict(list)
+        for r in rs:
+            items = [str(i) for i in r["items"]]
+            arrived[r["request_id"]] = rules.Request(r["request_id"], uid, r["time"], r["refresh"], items, b"")
+        for a in acts:
+            held[a["request_id"]].append(rules.Action(a["event_time"], a["request_id"], str(a["item_id"]), a["action"], uid))
+        timers = {r["time"] for r in rs}
+        while timers:
+            t = min(timers)
+            timers.discard(t)
+            for r in rules.take_in_order(arrived, t):
+                timers.update(d.due_ms for d in rules.order(s, r, pending, recent))
+                timers.add(r.due_ms)
+            for r in rules.due(pending, t):
+                e = rules.join(r, held.pop(r.request_id, []))
+                got[r.request_id] = (r.due_ms, r.rule, e.actions)
+                late += e.late
+                unknown += e.unknown_item
+    emitted, want_late, _, want_unknown = data.reference(inputs["reqs"], inputs["acts"])
+    assert got == {rid: (t, rule, per_row) for rid, (t, rule, per_row) in emitted.items()}
+    assert (len(late), len(unknown)) == (len(want_late), len(want_unknown))
+
+
+def test_streaming_emits_what_the_reference_says(streaming, inputs):
+    check_against_reference(streaming, inputs)
+    corrections = [json.loads(l) for p in committed(os.path.join(streaming, "corrections")) for l in open(p)]
+    late = [l for l in read_manifest(streaming) if l["kind"] == "late"]
+    assert Counter(map(key, corrections)) == Counter(map(key, late))
+
+
+def test_batch_mode_emits_the_same(batch, streaming, inputs):
+    check_against_reference(batch, inputs)
+    joined = lambda out: sorted(r for p in committed(os.path.join(out, "joined")) for r in records(p))  # noqa: E731
+    assert joined(batch) == joined(streaming)
+
+
+def test_fex_extract_on_the_joined_output_gives_the_jobs_samples(streaming, tmp_path):
+    cli = os.environ.get("FEX_CLI")
+    if not cli:
+        pytest.skip("FEX_CLI is not set (scripts/test.sh sets it to the built `fex`)")
+    joined = committed(os.path.join(streaming, "joined"))
+    samples = committed(os.path.join(streaming, "samples"))
+    assert len(joined) == len(samples) > 0
+    for j, s in zip(joined, samples):
+        out = tmp_path / (os.path.basename(j) + ".responses")
+        subprocess.run([cli, "extract", j, "--model", MODEL, "--format", "responses", "--output", str(out)],
+                       check=True, capture_output=True, timeout=120)
+        assert out.read_bytes() == open(s, "rb").read(), f"{j} through fex extract differs from {s}"
+
+
+def test_the_summary_counts_what_the_manifest_holds(streaming, inputs):
+    s = summarize(read_manifest(streaming))
+    emitted, late, unmatched, unknown = data.reference(inputs["reqs"], inputs["acts"])
+    assert s.requests_read == len(inputs["reqs"])
+    assert s.actions_read == len(inputs["acts"])
+    assert sum(s.emitted.values()) == len(emitted)
+    assert (s.late_actions, s.unmatched_actions, s.unknown_item_actions) == (len(late), len(unmatched), len(unknown))
+    # Items are distinct within a request, so each joined action is on one row.
+    assert s.actions_joined == sum(len(row) for _, _, per_row in emitted.values() for row in per_row)
+
+
+def test_killed_and_restored_it_writes_every_row_once(inputs, streaming, tmp_path):
+    """SIGKILL the job (the whole local cluster) after its second completed
+    checkpoint, restore from the last one, and the committed output equals
+    the uninterrupted run's: no row missing, none twice."""
+    reqs, acts = data.generate(seed=23, users=12, requests_per_user=25)
+    out, checkpoints = str(tmp_path / "out"), str(tmp_path / "checkpoints")
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", inputs["requests"],
+           "--actions", inputs["actions"], "--out", out, "--quiet", "--checkpoint-interval", "300ms",
+           "--checkpoint-dir", checkpoints, "--throttle", "2ms"]
+    log = open(tmp_path / "first.log", "w")
+    first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline:
+            done = [d for d in glob.glob(os.path.join(checkpoints, "*", "chk-*")) if os.path.exists(os.path.join(d, "_metadata"))]
+            if len(done) >= 2:
+                break
+            assert first.poll() is None, "the job ended before its second checkpoint: " + open(tmp_path / "first.log").read()[-4000:]
+            time.sleep(0.05)
+        else:
+            pytest.fail("no second checkpoint within 180 s: " + open(tmp_path / "first.log").read()[-4000:])
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    done = sorted(
+        (d for d in glob.glob(os.path.join(checkpoints, "*", "chk-*")) if os.path.exists(os.path.join(d, "_metadata"))),
+        key=lambda d: int(d.rsplit("-", 1)[1]),
+    )
+    before = list(read_manifest(out))
+    assert 0 < sum(1 for l in before if l["kind"] == "emitted") < len(reqs), "killed too late to prove a restore"
+    job(out, inputs["requests"], inputs["actions"], "--checkpoint-interval", "300ms",
+        "--checkpoint-dir", checkpoints, "--restore", done[-1])
+    for name in ("joined", "samples"):
+        want = Counter(r for p in committed(os.path.join(streaming, name)) for r in records(p))
+        got = Counter(r for p in committed(os.path.join(out, name)) for r in records(p))
+        assert got == want, f"{name}: {sum((got - want).values())} extra, {sum((want - got).values())} missing"
+    want = Counter(json.dumps(l, sort_keys=True) for l in read_manifest(streaming))
+    got = Counter(json.dumps(l, sort_keys=True) for l in read_manifest(out))
+    assert got == want
+
+
+def test_bad_records_are_reported_and_the_rest_joined(inputs, tmp_path):
+    reqs = inputs["reqs"][:20]
+    acts = [a for a in inputs["acts"] if a["request_id"] in {r["request_id"] for r in reqs}]
+    requests, actions = data.write_inputs(str(tmp_path), reqs, acts, files=1)
+    with open(os.path.join(requests, "requests-99999999999999999999-000009.log"), "wb") as f:
+        f.write(data.framed([b"\x0a\x05abc"]))  # a LoggedRequest whose request is cut short
+    with open(actions, "a") as f:
+        f.write("not json\n")
+        f.write(json.dumps({"user_id": "1", "request_id": "r", "item_id": 1, "action": "click", "event_time": 1}) + "\n")
+        f.write(json.dumps({"user_id": "1", "request_id": "r", "item_id": 1}) + "\n")
+    p = job(str(tmp_path / "out"), requests, actions, "--batch")
+    lines = list(read_manifest(str(tmp_path / "out")))
+    bad = [l for l in lines if l["kind"] in ("bad_request", "bad_action")]
+    assert [l["kind"] for l in bad].count("bad_request") == 1
+    errors = sorted(l["error"] for l in bad if l["kind"] == "bad_action")
+    assert errors == ["action must be an int32, not 'click'", "missing action, event_time",
+                      "not JSON: Expecting value: line 1 column 1 (char 0)"], errors
+    assert sum(1 for l in lines if l["kind"] == "emitted") == 20
+    assert "20 by" in p.stdout or "requests emitted   20" in p.stdout, p.stdout
+
+
+def test_a_torn_log_file_fails_the_job_with_its_offset(inputs, tmp_path):
+    requests = tmp_path / "requests"
+    requests.mkdir()
+    blob = data.framed([b"\x0a\x00"] * 3)
+    (requests / "requests-1-1.log").write_bytes(blob[:-1])
+    actions = tmp_path / "actions.jsonl"
+    actions.write_text("")
+    p = job(str(tmp_path / "out"), str(requests), str(actions), "--batch", check=False)
+    assert p.returncode == 70, p.stderr[-3000:]
+    assert "record 2 at byte 20: the file ends inside its payload (1 of 2 bytes)" in p.stderr, p.stderr[-3000:]
+
+
+def test_a_model_without_label_join_is_refused(tmp_path, inputs):
+    model = tmp_path / "m.yaml"
+    model.write_text("name: m\nversion: '1'\nfeatures:\n  - {name: item_fids, kind: sparse}\n")
+    p = subprocess.run([sys.executable, "-m", "fex.nearline", "--config", str(model), "--requests", inputs["requests"],
+                        "--actions", inputs["actions"], "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 64
+    assert "has no label_join: section" in p.stderr
