@@ -285,3 +285,27 @@ fn the_flags_page_lists_every_server_flag() {
     assert!(named.len() > 40, "{named:?}");
     assert!(missing.is_empty(), "docs/src/serving/flags.md has no row for {missing:?}");
 }
+
+/// The "Metrics" page has a row for every metric fex-server registers
+/// (server/src/metrics.rs names each in a `registry.register("name", ...)`
+/// call; counters are exposed with `_total`).
+#[test]
+fn the_metrics_page_lists_every_metric() {
+    let source = include_str!("../../server/src/metrics.rs");
+    let page = include_str!("../../docs/src/serving/metrics.md");
+    let names: Vec<&str> =
+        source.split("registry.register(").skip(1).filter_map(|call| call.split('"').nth(1)).collect();
+    assert!(names.len() >= 20, "{names:?}");
+    let rows: Vec<&str> = page.lines().filter(|l| l.starts_with("| `fex_")).collect();
+    let missing: Vec<&&str> = names
+        .iter()
+        .filter(|n| {
+            !rows.iter().any(|r| {
+                r.starts_with(&format!("| `fex_{n}`"))
+                    || r.starts_with(&format!("| `fex_{n}_total"))
+                    || r.starts_with(&format!("| `fex_{n}{{"))
+            })
+        })
+        .collect();
+    assert!(missing.is_empty(), "docs/src/serving/metrics.md has no row for {missing:?}");
+}
