@@ -57,10 +57,11 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Every document the checks cover: README.md, benches/README.md, the
-/// chart's README and every page of the book.
+/// Every document the checks cover: README.md, ARCHITECTURE.md,
+/// benches/README.md, the chart's README and every page of the book.
 pub fn documents() -> Vec<Doc> {
-    let mut paths = vec![PathBuf::from("README.md"), "benches/README.md".into(), "helm/fex/README.md".into()];
+    let mut paths: Vec<PathBuf> =
+        ["README.md", "ARCHITECTURE.md", "benches/README.md", "helm/fex/README.md"].map(PathBuf::from).into();
     paths.extend(book_pages());
     paths.iter().map(|p| Doc::read(p)).collect()
 }
