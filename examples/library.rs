@@ -1,4 +1,4 @@
-//! The library in one page (README.md "Using the library" shows this file):
+//! The library in one page (the book's "The Rust library" page shows this file):
 //! `cargo run --example library -- request.pb` extracts a serialized
 //! ExampleBatch with the embedded default model, twice (as served, and as a
 //! training table with one row per sample), and prints each output as Arrow.
@@ -8,7 +8,7 @@ use fex::{Extracted, Extractor, Input, Plan, Policy, SharedRows};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: library REQUEST.pb (one serialized ExampleBatch)")?;
     let request = std::fs::read(path)?;
-    // README: begin
+    // book: begin
     let plan = Plan::default_model(); // or Plan::from_file(path), Plan::from_yaml(text)
     let mut extractor = Extractor::new(); // scratch, one per thread
     let mut out = Extracted::default(); // reuse it: buffers keep their capacity
@@ -27,6 +27,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let array = c.column.into_arrow()?; // moves the buffers, copies no value
         println!("{}: {:?}, {} rows", c.name, array.data_type(), array.len());
     }
-    // README: end
+    // book: end
     Ok(())
 }

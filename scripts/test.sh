@@ -22,6 +22,18 @@ fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
 
+# The book (docs/), built with mdBook, pinned: installed once into cargo's
+# bin directory (a clean clone on the same machine reuses it; a bare machine
+# compiles it, about 2 minutes on 2 cores), built into target/book.
+# tests/docs (in the cargo test run below) checks its links, and runs its
+# commands and configs through the code they document.
+MDBOOK_VERSION=0.5.4
+MDBOOK="${CARGO_HOME:-$HOME/.cargo}/bin/mdbook"
+if [ "$("$MDBOOK" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
+    cargo install --locked mdbook --version "$MDBOOK_VERSION" --no-default-features --features search
+fi
+timeout --kill-after=30s 5m "$MDBOOK" build docs
+
 cargo build --locked -p fex-server -p fex-client
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
 
@@ -34,7 +46,7 @@ timeout --kill-after=30s 10m "$PY" tests/python/test_criteo.py target/debug/exam
 cargo build --locked -p fex-cli -p fex-client
 timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex target/debug/fex-client
 
-# The Python package, installed with the command README.md documents (maturin
+# The Python package, installed with the command the book documents (maturin
 # builds the abi3 extension; reinstalled, as its version does not change
 # with the code), then its tests: zero-copy numpy and Arrow, errors, the
 # GIL released, `fex.run` against `fex extract`, the golden corpus, and

@@ -59,17 +59,18 @@ fn a_request_selects_outputs_or_single_tensors() {
     assert_eq!(select(&[], &signature).unwrap(), Selection::default());
 }
 
-/// examples/triton/ranker.yaml loads, and README's `upstream:` excerpt is
-/// its text.
+/// examples/triton/ranker.yaml loads, and the `upstream:` excerpt on the
+/// book's "Behind a model server" page is its text.
 #[test]
-fn the_triton_example_loads_and_the_readme_quotes_it() {
+fn the_triton_example_loads_and_the_book_quotes_it() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/triton/ranker.yaml");
     let plan = Plan::from_file(std::path::Path::new(path)).unwrap();
     let up = plan.upstream.expect("an upstream: section");
     assert_eq!((up.model.as_str(), up.inputs.len(), up.outputs.as_slice()), ("ranker", 11, &["score".to_string()][..]));
-    let readme = include_str!("../README.md");
-    let begin = readme.find("<!-- README: upstream begin -->\n```yaml\n").expect("begin marker") + 40;
-    let end = readme[begin..].find("```\n<!-- README: upstream end -->").expect("end marker") + begin;
+    let page = include_str!("../docs/src/calling/model-server.md");
+    let marker = "<!-- excerpt: upstream begin -->\n```yaml\n";
+    let begin = page.find(marker).expect("begin marker") + marker.len();
+    let end = page[begin..].find("```\n<!-- excerpt: upstream end -->").expect("end marker") + begin;
     let example = std::fs::read_to_string(path).unwrap();
-    assert!(example.contains(&readme[begin..end]), "README's upstream: excerpt is not examples/triton/ranker.yaml's");
+    assert!(example.contains(&page[begin..end]), "the book's upstream: excerpt is not examples/triton/ranker.yaml's");
 }

@@ -862,7 +862,7 @@ offline:
     let err = Plan::from_yaml(text).unwrap_err();
     let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
     expect_test::expect![[r#"
-        offline.transforms[17].transform: split_flow splits a tf.data graph into flows and merges them; fex's offline transforms are one chain, so there is nothing to split or merge (see README, Offline transforms)
+        offline.transforms[17].transform: split_flow splits a tf.data graph into flows and merges them; fex's offline transforms are one chain, so there is nothing to split or merge (see the book, Offline transforms)
         offline.transforms[18]: unknown key "field_name" for transform use_field_as_label; allowed: transform, field, type, overwrite_invalid_value, label_threshold
         offline.transforms[0].strategy_list: missing or empty; the special strategies to look for
         offline.transforms[0].strategy_conf: give a label for every strategy or for none
@@ -889,12 +889,12 @@ offline:
         offline.transforms[18].field: missing; name a LineId field or give its number and type"#]].assert_eq(&lines.join("\n"));
 }
 
-/// README's `offline:` example is a valid section.
+/// The `offline:` example of the book's "Offline transforms" page is a
+/// valid section.
 #[test]
-fn readme_offline_example_is_valid() {
-    let readme = include_str!("../README.md");
-    let section = &readme[readme.find("### Offline transforms").expect("the README section")..];
-    let begin = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+fn book_offline_example_is_valid() {
+    let section = include_str!("../docs/src/training/transforms.md");
+    let begin = section.find("```yaml\noffline:\n").expect("the page's example") + "```yaml\n".len();
     let block = &section[begin..begin + section[begin..].find("```").unwrap()];
     let text = format!("name: t\nfeatures:\n  - {{name: item, kind: sparse}}\n{block}");
     // chnids.pb: FilterValues { int64_list { value: [1] } }.

@@ -142,7 +142,7 @@ fn every_line_error_names_line_column_and_text() {
 /// Issue 24, 4: lines deepx reads in a way their author cannot have meant,
 /// and lines deepx refuses. fex refuses each; the error names file, line,
 /// column, and what deepx does (with its source line) where it differs.
-/// README, "deepx, line by line", lists every case.
+/// The book's "deepx, line by line" page (docs/src/training/deepx.md) lists every case.
 #[test]
 fn lines_deepx_misreads_or_refuses_are_refused_saying_what_deepx_does() {
     const AFTER: &str = "text after a number; deepx ends the number here, steps over one byte and reads on from \

@@ -678,7 +678,7 @@ def run_server(label, server, docs, dep, notes, tmp, tls_files, help_flags, help
             body = _http_get(metrics_port)
             T.check(f"[{label}] GET /metrics on the metrics port serves fex_ metrics",
                     body and "fex_models_loaded" in body, body[:500] if body else log_tail())
-            # What the queue-time autoscaling rule (README.md) reads, and the
+            # What the queue-time autoscaling rule (helm/fex/README.md) reads, and the
             # pool size the rendered flags asked for.
             flags = dict(split_flag(a) for a in rendered)
             threads = flags.get("--extract-threads")

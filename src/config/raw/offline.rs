@@ -172,7 +172,7 @@ fn transform(i: usize, value: &Value, errors: &mut Vec<ConfigError>) -> Option<R
                 format!("{path}.transform"),
                 format!(
                     "{name} splits a tf.data graph into flows and merges them; fex's offline transforms are one \
-                     chain, so there is nothing to split or merge (see README, Offline transforms)"
+                     chain, so there is nothing to split or merge (see the book, Offline transforms)"
                 ),
             ));
             return None;

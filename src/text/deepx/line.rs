@@ -17,8 +17,8 @@
 //! (deepx wraps it), libsvm_ex text past `x_size` groups (deepx ignores
 //! it), an empty history group before a filled one and a bad history
 //! group (deepx stops reading histories there and keeps the line). NaN and
-//! infinities are refused (deepx's parser never makes them). README's
-//! "deepx, line by line" table lists each case with the deepx line.
+//! infinities are refused (deepx's parser never makes them). The book's
+//! "deepx, line by line" page lists each case with the deepx line.
 
 use std::ops::Range;
 
