@@ -8,19 +8,25 @@
 //! never waits for the log.
 //!
 //! Files are `requests-<unix µs, 20 digits>-<sequence>.log` in the
-//! directory, so their names sort in the order they were written. A file is
-//! closed and a new one opened when the next record would take it past
-//! `max_file_bytes` or once it is `max_age` old (checked as records arrive).
-//! Before a new file is opened the oldest closed files (of this run and
-//! earlier ones) are deleted until they and a full new file fit in
-//! `max_total_bytes`.
+//! directory, so their names sort in the order they were written. The file
+//! being written is hidden, `.requests-….log`, and takes its name when it is
+//! closed: a reader that takes each file once, when it appears (Flink's and
+//! Hadoop's file sources, which skip names starting with a dot, and `fex
+//! replay`), sees only finished files. A file is closed and a new one opened
+//! when the next record would take it past `max_file_bytes` or once it is
+//! `max_age` old (checked as records arrive and while the log is idle); it
+//! is also closed by `RequestLog::sync` (at shutdown) and when the writer
+//! stops. A hidden file an earlier run left (it stopped without closing it)
+//! is closed when the log starts. Before a new file is opened the oldest
+//! closed files (of this run and earlier ones) are deleted until they and a
+//! full new file fit in `max_total_bytes`.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -80,7 +86,8 @@ pub struct Pending {
 
 enum Msg {
     Record(Box<Pending>, i64),
-    /// Everything sent before it is written and flushed; then the sender is told.
+    /// Everything sent before it is written and its file closed; then the
+    /// sender is told.
     Sync(mpsc::Sender<()>),
 }
 
@@ -155,8 +162,9 @@ impl RequestLog {
         }
     }
 
-    /// Waits until every record queued before it is written and flushed (at
-    /// shutdown, and for tests). Blocks: never call it on a call's path.
+    /// Waits until every record queued before it is written and its file
+    /// closed, under its final name (at shutdown, and for tests); a later
+    /// record opens a new file. Blocks: never call it on a call's path.
     pub fn sync(&self) {
         let (tx, rx) = mpsc::channel();
         if self.tx.send(Msg::Sync(tx)).is_ok() {
@@ -196,9 +204,18 @@ impl Writer {
                 Ok(m) => m,
                 Err(TryRecvError::Empty) => {
                     self.flush();
-                    match self.rx.recv() {
+                    // An idle log still closes its file at its age.
+                    let received = match self.files.until_old(Instant::now()) {
+                        Some(wait) => self.rx.recv_timeout(wait),
+                        None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    };
+                    match received {
                         Ok(m) => m,
-                        Err(_) => break,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.close_if_old();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
                 Err(TryRecvError::Disconnected) => break,
@@ -227,12 +244,12 @@ impl Writer {
                     };
                 }
                 Msg::Sync(done) => {
-                    self.flush();
+                    self.close();
                     let _ = done.send(());
                 }
             }
         }
-        self.flush();
+        self.close();
     }
 
     fn flush(&mut self) {
@@ -240,10 +257,23 @@ impl Writer {
             tracing::warn!(error = %e, dir = %self.files.dir.display(), "request log flush failed");
         }
     }
+
+    fn close(&mut self) {
+        if let Err(e) = self.files.close() {
+            tracing::warn!(error = %e, dir = %self.files.dir.display(), "request log close failed");
+        }
+    }
+
+    fn close_if_old(&mut self) {
+        if self.files.until_old(Instant::now()).is_some_and(|left| left.is_zero()) {
+            self.close();
+        }
+    }
 }
 
-/// The file being written.
+/// The file being written, under its hidden name until it is closed.
 struct Current {
+    hidden: PathBuf,
     path: PathBuf,
     file: BufWriter<File>,
     bytes: u64,
@@ -261,9 +291,14 @@ pub struct Files {
     sequence: u64,
 }
 
-/// Whether `name` is a request log file's name.
+/// Whether `name` is a closed request log file's name.
 pub fn is_log_file(name: &str) -> bool {
     name.starts_with("requests-") && name.ends_with(".log")
+}
+
+/// The name a log file has while it is written: its final name, hidden.
+fn hidden_name(name: &str) -> String {
+    format!(".{name}")
 }
 
 impl Files {
@@ -278,9 +313,19 @@ impl Files {
         let mut existing: Vec<(PathBuf, u64)> = Vec::new();
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
-            if entry.file_name().to_str().is_some_and(is_log_file) {
-                existing.push((entry.path(), entry.metadata()?.len()));
-            }
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+            let len = entry.metadata()?.len();
+            let path = match name.strip_prefix('.') {
+                // Left open by a run that stopped without closing it: what it
+                // holds is all it will ever hold.
+                Some(closed) if is_log_file(closed) => {
+                    std::fs::rename(entry.path(), dir.join(closed))?;
+                    dir.join(closed)
+                }
+                _ if is_log_file(&name) => entry.path(),
+                _ => continue,
+            };
+            existing.push((path, len));
         }
         existing.sort();
         Ok(Self {
@@ -321,12 +366,21 @@ impl Files {
         }
     }
 
-    fn close(&mut self) -> io::Result<()> {
-        if let Some(mut c) = self.current.take() {
-            c.file.flush()?;
-            self.closed.push_back((c.path, c.bytes));
-        }
-        Ok(())
+    /// Closes the current file, if any: flushed, then given its final name.
+    pub fn close(&mut self) -> io::Result<()> {
+        let Some(mut c) = self.current.take() else { return Ok(()) };
+        let done = c.file.flush().and_then(|()| std::fs::rename(&c.hidden, &c.path));
+        // Counted toward the cap under the name it has, whatever happened.
+        let path = if done.is_ok() { c.path } else { c.hidden };
+        self.closed.push_back((path, c.bytes));
+        done
+    }
+
+    /// How long until the current file is `max_age` old (zero once it is);
+    /// `None` without a file or an age bound.
+    pub fn until_old(&self, now: Instant) -> Option<Duration> {
+        let c = self.current.as_ref().filter(|_| !self.max_age.is_zero())?;
+        Some(self.max_age.saturating_sub(now.duration_since(c.opened)))
     }
 
     /// Deletes the oldest closed files until they and a full new file fit
@@ -346,11 +400,22 @@ impl Files {
             total -= bytes;
         }
         let micros = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros();
-        let path = self.dir.join(format!("requests-{micros:020}-{:06}.log", self.sequence));
+        let name = format!("requests-{micros:020}-{:06}.log", self.sequence);
+        let (hidden, path) = (self.dir.join(hidden_name(&name)), self.dir.join(name));
         self.sequence += 1;
-        let file = File::options().create_new(true).write(true).open(&path)?;
-        self.current = Some(Current { path, file: BufWriter::with_capacity(64 << 10, file), bytes: 0, opened: now });
+        let file = File::options().create_new(true).write(true).open(&hidden)?;
+        let file = BufWriter::with_capacity(64 << 10, file);
+        self.current = Some(Current { hidden, path, file, bytes: 0, opened: now });
         Ok(())
+    }
+}
+
+/// A log dropped with a file open closes it, so it is not left hidden.
+impl Drop for Files {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::warn!(error = %e, dir = %self.dir.display(), "request log close failed");
+        }
     }
 }
 
@@ -401,8 +466,11 @@ mod tests {
             files.flush().unwrap();
             let disk = on_disk(dir.path());
             assert!(disk.iter().map(|(_, n)| n).sum::<u64>() <= 300, "after record {i}: {disk:?}");
-            assert!(disk.iter().all(|(name, n)| is_log_file(name) && *n <= 100), "{disk:?}");
+            let open = disk.iter().filter(|(name, _)| name.starts_with(".requests-")).count();
+            assert_eq!(open, 1, "the file being written is hidden: {disk:?}");
+            assert!(disk.iter().all(|(name, n)| is_log_file(name.trim_start_matches('.')) && *n <= 100), "{disk:?}");
         }
+        files.close().unwrap();
         // 9 records in files of 2: 5 files made; the cap (300 = 2 closed +
         // a full new one) keeps the newest 3.
         let disk = on_disk(dir.path());
@@ -420,7 +488,9 @@ mod tests {
         files.write(b"a", t0).unwrap();
         files.write(b"b", t0 + Duration::from_secs(59)).unwrap();
         files.write(b"c", t0 + Duration::from_secs(60)).unwrap();
-        files.flush().unwrap();
+        assert_eq!(files.until_old(t0 + Duration::from_secs(100)), Some(Duration::from_secs(20)));
+        assert_eq!(files.until_old(t0 + Duration::from_secs(130)), Some(Duration::ZERO));
+        drop(files);
         let disk = on_disk(dir.path());
         assert_eq!(disk.len(), 2, "{disk:?}");
         assert_eq!(records(&dir.path().join(&disk[0].0)), vec![b"a".to_vec(), b"b".to_vec()]);
@@ -438,6 +508,54 @@ mod tests {
         files.flush().unwrap();
         assert!(!old.exists(), "150 old bytes and a 100-byte file do not fit in 200");
         assert!(dir.path().join("notes.txt").exists(), "other files are left alone");
+    }
+
+    #[test]
+    fn a_file_takes_its_name_only_when_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = Files::open(&options(dir.path(), 1 << 20, 1 << 30, Duration::ZERO)).unwrap();
+        files.write(b"a", Instant::now()).unwrap();
+        files.flush().unwrap();
+        let disk = on_disk(dir.path());
+        assert!(disk.len() == 1 && disk[0].0.starts_with(".requests-") && disk[0].0.ends_with(".log"), "{disk:?}");
+        files.close().unwrap();
+        let closed = on_disk(dir.path());
+        assert_eq!(closed, [(disk[0].0[1..].to_string(), 9)]);
+        assert_eq!(records(&dir.path().join(&closed[0].0)), [b"a".to_vec()]);
+        // The next record opens a new hidden file.
+        files.write(b"b", Instant::now()).unwrap();
+        assert_eq!(on_disk(dir.path()).iter().filter(|(n, _)| n.starts_with('.')).count(), 1);
+    }
+
+    #[test]
+    fn a_hidden_file_an_earlier_run_left_is_closed_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".requests-00000000000000000001-000000.log"), vec![0u8; 150]).unwrap();
+        let mut files = Files::open(&options(dir.path(), 100, 200, Duration::ZERO)).unwrap();
+        assert_eq!(on_disk(dir.path()), [("requests-00000000000000000001-000000.log".to_string(), 150)]);
+        files.write(&[1; 10], Instant::now()).unwrap();
+        assert_eq!(on_disk(dir.path()).len(), 1, "it counts toward the cap like any closed file");
+    }
+
+    #[test]
+    fn an_idle_log_closes_its_file_at_its_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RequestLog::start(options(dir.path(), 1 << 20, 1 << 30, Duration::from_millis(50)), Metrics::new())
+            .unwrap();
+        let pending = Pending {
+            request: Bytes::from_static(b"\x0a\x01m"),
+            model: "m".into(),
+            model_version: "v".into(),
+            model_digest: 1,
+            request_id: "r".into(),
+        };
+        log.offer(pending);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !on_disk(dir.path()).iter().any(|(name, _)| is_log_file(name)) {
+            assert!(Instant::now() < deadline, "no closed file: {:?}", on_disk(dir.path()));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(on_disk(dir.path()).iter().all(|(name, _)| is_log_file(name)));
     }
 
     #[test]
