@@ -181,3 +181,16 @@ def test_run_over_bytes_writes_what_a_run_over_a_file_writes(plan, tmp_path, pay
 def test_a_bad_stream_in_memory_is_named(plan):
     with pytest.raises(fex.BadRecordError, match="<memory>"):
         fex.run(plan, framed([b"\xff\xff"]), format="responses")
+
+
+def test_run_over_bytes_writes_what_fex_extract_writes(plan, tmp_path):
+    from conftest import binary
+    import subprocess
+
+    stream = framed(plan.attach_actions(logged_batch(), [[1], [], [2]]))
+    (tmp_path / "joined.pb").write_bytes(stream)
+    (tmp_path / "model.yaml").write_text(MODEL)
+    cmd = [binary("FEX_CLI"), "extract", "--model", str(tmp_path / "model.yaml"), "--format", "responses"]
+    subprocess.run([*cmd, "-o", str(tmp_path / "cli.out"), str(tmp_path / "joined.pb")], check=True, capture_output=True)
+    in_memory = fex.run(plan, stream, format="responses")
+    assert framed(in_memory.responses) == (tmp_path / "cli.out").read_bytes()

@@ -12,7 +12,7 @@ use crate::wire::{DecodeError, Reader, WireType, Within};
 
 use super::NearlineError;
 use super::logged::{Logged, Samples};
-use super::rows::{Batch, LINE_ID, List, checked_rows};
+use super::rows::{Batch, LINE_ID, List};
 
 /// The samples of `logged` (one `fex.v1.LoggedRequest`) with `actions[row]`
 /// appended to row `row`'s LineId.actions, after the actions it has. An
@@ -24,7 +24,7 @@ pub fn attach_actions(logged: &[u8], actions: &[Vec<i32>]) -> Result<Vec<Vec<u8>
         Samples::Batch(buf, at) => Ok(vec![batch(buf, *at, actions)?]),
         Samples::Examples(all) => {
             if all.len() != actions.len() {
-                return Err(NearlineError::Rows { found: actions.len(), rows: all.len() });
+                return Err(NearlineError::Rows { found: actions.len(), rows: all.len() as i64 });
             }
             let rows = all.iter().zip(actions).enumerate();
             rows.map(|(row, (&(buf, at), acts))| match acts.is_empty() {
@@ -84,10 +84,10 @@ fn push_actions(line_id: &mut Vec<u8>, actions: &[i32]) {
 /// The ExampleBatch with its `__LINE_ID__` list rewritten (or added).
 fn batch(buf: &[u8], at: usize, actions: &[Vec<i32>]) -> Result<Vec<u8>, NearlineError> {
     let parsed = Batch::parse(buf, at).map_err(|e| e.within("example_batch", None))?;
-    let rows = checked_rows(parsed.batch_size, usize::MAX)?;
-    if actions.len() != rows {
-        return Err(NearlineError::Rows { found: actions.len(), rows });
+    if i64::try_from(actions.len()) != Ok(parsed.batch_size) {
+        return Err(NearlineError::Rows { found: actions.len(), rows: parsed.batch_size });
     }
+    let rows = actions.len();
     if actions.iter().all(Vec::is_empty) {
         return Ok(buf.to_vec());
     }

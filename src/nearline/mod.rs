@@ -71,7 +71,7 @@ pub enum NearlineError {
     #[error("row {row}'s __LINE_ID__ is a {kind}; expected a bytes_list holding a serialized LineId")]
     NotALineId { row: usize, kind: &'static str },
     #[error("found actions for {found} rows; the request has {rows}")]
-    Rows { found: usize, rows: usize },
+    Rows { found: usize, rows: i64 },
 }
 
 impl NearlineError {

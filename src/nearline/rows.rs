@@ -117,23 +117,30 @@ impl<'a> Rows<'a> {
 
     /// Row `row`'s feature `name`, if it has one.
     pub fn feature(&self, name: &[u8], row: usize) -> Result<Option<FeatureView<'a>>, DecodeError> {
-        let found = match self {
+        self.feature_at(name, row)?.map(|(body, at)| FeatureView::parse(body, at)).transpose()
+    }
+
+    /// Row `row`'s feature `name` as bytes and their offset.
+    fn feature_at(&self, name: &[u8], row: usize) -> Result<Option<(&'a [u8], usize)>, DecodeError> {
+        Ok(match self {
             Self::Batch { lists, .. } => lists.iter().find(|(n, _)| *n == name).and_then(|(_, list)| list.feature(row)),
             Self::Examples(all) => match all.get(row) {
                 Some(view) => named_feature(view, name)?,
                 None => None,
             },
-        };
-        found.map(|(body, at)| FeatureView::parse(body, at)).transpose()
+        })
     }
 
     /// Row `row`'s LineId, found as the extractor finds it.
     pub fn line_id(&self, row: usize) -> Result<Option<LineIdView<'a>>, DecodeError> {
-        if let Some(f) = self.feature(LINE_ID, row)?
-            && f.kind() == Some(FeatureKind::BytesList)
-            && let Some(b) = f.first_bytes()?
-        {
-            return Ok(Some(LineIdView::new(b, 0)));
+        if let Some((body, at)) = self.feature_at(LINE_ID, row)? {
+            let f = FeatureView::parse(body, at)?;
+            if f.kind() == Some(FeatureKind::BytesList)
+                && let Some(b) = f.first_bytes()?
+            {
+                // The value is a slice of the Feature: its offset follows.
+                return Ok(Some(LineIdView::new(b, at + (b.as_ptr() as usize - body.as_ptr() as usize))));
+            }
         }
         Ok(match self {
             Self::Examples(all) => all.get(row).and_then(|v| v.line_id()).map(|(b, at)| LineIdView::new(b, at)),

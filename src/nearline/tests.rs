@@ -288,3 +288,16 @@ fn an_examples_line_id_feature_is_the_one_rewritten() {
     assert_eq!(LineId::decode(&l.value[0][..]).unwrap().actions, [1, 2]);
     assert_eq!(e.line_id, all[0].line_id);
 }
+
+#[test]
+fn a_bad_line_id_is_reported_at_its_offset_in_the_record() {
+    let mut b = batch();
+    // uid (field 2, fixed64) with one of its eight bytes.
+    b.named_feature_list[2].feature[0] = bytes_feature(vec![vec![0x11, 0xAB]]);
+    let bytes = logged_batch(&b);
+    let at = bytes.windows(2).position(|w| w == [0x11, 0xAB]).unwrap();
+    let plan = plan("  user_id: {line_id: uid}\n  item_id: {line_id: item_id}\n");
+    let err = request_keys(&plan, &bytes).unwrap_err();
+    assert_eq!(err.offset(), Some(at + 1), "{err}");
+    assert!(err.to_string().contains("needs 8 bytes, only 1 remain"), "{err}");
+}
