@@ -41,6 +41,12 @@ BAD_REQUEST = "bad_request"
 BAD_ACTION = "bad_action"
 DUPLICATE = "duplicate_request"
 
+END_OF_TIME = 2**63 - 1
+# Why an action is late: its event time is after its request's emission
+# time (event times alone decide), or it came later than the watermark delay
+# allows and found its request already emitted.
+LATE_TIME = "event_time_after_emission"
+LATE_ARRIVAL = "arrived_after_emission"
 ACTION_KEYS = ("user_id", "request_id", "item_id", "action", "event_time")
 I32 = (-(2**31), 2**31 - 1)
 
@@ -94,18 +100,19 @@ def _action_json(a: rules.Action) -> dict:
     }
 
 
-def build(env, config: str, requests, actions, *, job_settings: Optional[dict] = None):
+def build(env, config: str, requests, actions, *, batch: bool = False, job_settings: Optional[dict] = None):
     """Wires the join onto ``env``: ``requests`` is a DataStream of
     LoggedRequest bytes (``Types.PRIMITIVE_ARRAY(Types.BYTE())``),
     ``actions`` one of JSON text lines; ``config`` the model config's path
-    (readable where the job's Python workers run). Returns a dict of
+    (readable where the job's Python workers run); ``batch`` when ``env``
+    runs in Flink's batch execution mode. Returns a dict of
     DataStreams: ``joined`` and ``samples`` (framed bytes, one element per
     emitted request), ``manifest`` and ``corrections`` (JSON text lines)."""
     from pyflink.common import Duration, Types, WatermarkStrategy
     from pyflink.common.watermark_strategy import TimestampAssigner
     from pyflink.datastream import OutputTag
     from pyflink.datastream.functions import KeyedProcessFunction, MapFunction, ProcessFunction
-    from pyflink.datastream.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+    from pyflink.datastream.state import MapStateDescriptor, ValueStateDescriptor
 
     import fex
 
@@ -138,6 +145,10 @@ def build(env, config: str, requests, actions, *, job_settings: Optional[dict] =
                 return
             r = rules.Request(k.request_id, k.user_id, k.time_ms, k.refresh, list(k.item_ids), logged)
             yield ("r", r.user_id, r.time_ms, r)
+            if batch:
+                # The end of this user's input, sorted after every record of
+                # theirs (see LabelJoin.process_element).
+                yield ("end", r.user_id, END_OF_TIME, None)
 
     class ParseAction(ProcessFunction):
         def open(self, ctx):
@@ -173,12 +184,14 @@ def build(env, config: str, requests, actions, *, job_settings: Optional[dict] =
         from unmatched ones."""
 
         def open(self, ctx):
+            # Type objects made here, not captured: one used to build the
+            # graph holds a Java reference, which cannot be pickled.
             def m(name):
-                return ctx.get_map_state(MapStateDescriptor(name, Types.STRING(), pickled))
+                return ctx.get_map_state(MapStateDescriptor(name, Types.STRING(), Types.PICKLED_BYTE_ARRAY()))
 
             self.arrived, self.pending, self.emitted = m("arrived"), m("pending"), m("emitted")
             self.held = m("held")  # request id -> list of actions
-            self.recent = ctx.get_state(ValueStateDescriptor("recent", pickled))
+            self.recent = ctx.get_state(ValueStateDescriptor("recent", Types.PICKLED_BYTE_ARRAY()))
             metrics = ctx.get_metrics_group()
             self.counters = {
                 k: metrics.counter(k)
@@ -197,6 +210,15 @@ def build(env, config: str, requests, actions, *, job_settings: Optional[dict] =
         def process_element(self, value, ctx):
             kind, _, time, item = value
             timers = ctx.timer_service()
+            if batch:
+                # Batch execution sorts each user's records by time and has
+                # no use for timers (PyFlink 2.3 loses keyed state written
+                # around a key's end-of-input timers): every earlier record of
+                # this user is here, so the state advances to just before
+                # this one; the user's "end" records close it.
+                yield from self._advance(timers, END_OF_TIME if kind == "end" else time - 1)
+                if kind == "end":
+                    return
             if kind == "r":
                 r: rules.Request = item
                 if self.arrived.contains(r.request_id) or self.pending.contains(r.request_id) or (
@@ -208,52 +230,62 @@ def build(env, config: str, requests, actions, *, job_settings: Optional[dict] =
                     )
                     return
                 self.arrived.put(r.request_id, r)
-                timers.register_event_time_timer(r.time_ms)
+                if not batch:
+                    timers.register_event_time_timer(r.time_ms)
                 return
             a: rules.Action = item
             if self.emitted.contains(a.request_id):
-                yield from self._late([a], "after its request was emitted", self.emitted.get(a.request_id))
+                at = self.emitted.get(a.request_id)
+                yield from self._late([a], LATE_TIME if a.event_time > at else LATE_ARRIVAL, at)
                 return
             held = self.held.get(a.request_id) or []
             held.append(a)
             self.held.put(a.request_id, held)
             if not (self.arrived.contains(a.request_id) or self.pending.contains(a.request_id)):
                 # Waits for its request at most `retention`.
-                timers.register_event_time_timer(a.event_time + settings.retention_ms)
+                if not batch:
+                    timers.register_event_time_timer(a.event_time + settings.retention_ms)
 
-        def _late(self, late: List[rules.Action], why: str, emitted_ms) -> Iterable:
+        def _late(self, late: List[rules.Action], reason: str, emitted_ms) -> Iterable:
             for a in late:
                 self.counters["late_actions"].inc()
-                line = dict(_action_json(a), kind=LATE, why=why, emitted_at=emitted_ms)
+                line = dict(_action_json(a), kind=LATE, reason=reason, emitted_at=emitted_ms)
                 yield manifest_tag, json.dumps(line)
                 if correction:
                     yield correction_tag, json.dumps(line)
 
         def on_timer(self, timestamp, ctx):
+            # Everything up to the watermark, in event-time order, whichever
+            # timer woke us (rules.advance).
             timers = ctx.timer_service()
-            arrived = dict(self.arrived.items())
-            if arrived:
-                pending = dict(self.pending.items())
-                recent = self.recent.value() or []
-                for r in rules.take_in_order(arrived, timestamp):
-                    self.arrived.remove(r.request_id)
-                    for d in rules.order(settings, r, pending, recent):
-                        self.pending.put(d.request_id, d)
-                        timers.register_event_time_timer(d.due_ms)
-                    self.pending.put(r.request_id, r)
-                    timers.register_event_time_timer(r.due_ms)
-                self.recent.update(recent)
-            pending = dict(self.pending.items())
-            for r in rules.due(pending, timestamp):
-                self.pending.remove(r.request_id)
+            yield from self._advance(timers, max(timestamp, timers.current_watermark()))
+
+        def _advance(self, timers, now):
+            arrived, pending = dict(self.arrived.items()), dict(self.pending.items())
+            was = {k: (r.due_ms, r.rule) for k, r in pending.items()}
+            recent = self.recent.value() or []
+            emitted, wake = rules.advance(settings, now, arrived, pending, recent)
+            for t in set(wake) if not batch else ():
+                timers.register_event_time_timer(t)
+            # Only what changed goes back to the state backend.
+            self.recent.update(recent)
+            for k in set(self.arrived.keys()) - arrived.keys():
+                self.arrived.remove(k)
+            for k in was.keys() - pending.keys():
+                self.pending.remove(k)
+            for k, r in pending.items():
+                if was.get(k) != (r.due_ms, r.rule):
+                    self.pending.put(k, r)
+            for r in emitted:
                 held = self.held.get(r.request_id) or []
                 self.held.remove(r.request_id)
                 e = rules.join(r, held)
                 self.counters["emitted_" + r.rule].inc()
                 self.counters["actions_joined"].inc(len(e.joined))
                 self.emitted.put(r.request_id, r.due_ms)
-                timers.register_event_time_timer(r.due_ms + settings.retention_ms)
-                yield from self._late(e.late, "its time is after the request's emission", r.due_ms)
+                if not batch:
+                    timers.register_event_time_timer(r.due_ms + settings.retention_ms)
+                yield from self._late(e.late, LATE_TIME, r.due_ms)
                 for a in e.unknown_item:
                     self.counters["unknown_item_actions"].inc()
                     yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNKNOWN_ITEM))
@@ -262,18 +294,18 @@ def build(env, config: str, requests, actions, *, job_settings: Optional[dict] =
             # Forget emitted requests past retention, and drop actions that
             # waited that long for a request that never came.
             for rid, at in list(self.emitted.items()):
-                if at + settings.retention_ms <= timestamp:
+                if at + settings.retention_ms <= now:
                     self.emitted.remove(rid)
             for rid, held in list(self.held.items()):
                 if self.arrived.contains(rid) or self.pending.contains(rid):
                     continue
-                stale = [a for a in held if a.event_time + settings.retention_ms <= timestamp]
+                stale = [a for a in held if a.event_time + settings.retention_ms <= now]
                 if not stale:
                     continue
                 for a in stale:
                     self.counters["unmatched_actions"].inc()
                     yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNMATCHED))
-                rest = [a for a in held if a.event_time + settings.retention_ms > timestamp]
+                rest = [a for a in held if a.event_time + settings.retention_ms > now]
                 if rest:
                     self.held.put(rid, rest)
                 else:
@@ -415,6 +447,7 @@ def file_job(
         BucketAssigner,
         FileSink,
         FileSource,
+        FileSplitAssignerProvider,
         OutputFileConfig,
         RollingPolicy,
         StreamFormat,
@@ -452,17 +485,21 @@ def file_job(
         env.enable_checkpointing(checkpoint_ms)
 
     gateway = get_gateway()
+    ordered = gateway.jvm.fex.nearline.OrderedSplitAssigner.provider()
     framed = StreamFormat(gateway.jvm.fex.nearline.FramedRecordFormat(max_record_bytes))
 
     def source(fmt, paths, name):
         builder = FileSource.for_record_stream_format(fmt, *[location(p) for p in paths])
+        # Files in name order (request logs are named by time), so event
+        # time moves forward with the reading; see OrderedSplitAssigner.
+        builder = builder.set_split_assigner(FileSplitAssignerProvider(ordered))
         if monitor_ms and not batch:
             builder = builder.monitor_continuously(Duration.of_millis(monitor_ms))
         return env.from_source(builder.build(), WatermarkStrategy.no_watermarks(), name)
 
     request_stream = source(framed, requests, "request logs")
     action_stream = source(StreamFormat.text_line_format(), actions, "actions")
-    outputs = build(env, config, request_stream, action_stream, job_settings=job_settings)
+    outputs = build(env, config, request_stream, action_stream, batch=batch, job_settings=job_settings)
 
     raw_encoder = Encoder(gateway.jvm.fex.nearline.RawBytesEncoder())
 

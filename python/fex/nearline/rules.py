@@ -79,15 +79,6 @@ def order_key(r: Request) -> Tuple[int, str]:
     return (r.time_ms, r.request_id)
 
 
-def take_in_order(arrived: Dict[str, Request], up_to: int) -> List[Request]:
-    """The arrived requests whose time the watermark has passed, oldest
-    first, removed from ``arrived``."""
-    ready = sorted((r for r in arrived.values() if r.time_ms <= up_to), key=order_key)
-    for r in ready:
-        del arrived[r.request_id]
-    return ready
-
-
 def order(
     s: Settings, request: Request, pending: Dict[str, Request], recent: List[str]
 ) -> List[Request]:
@@ -114,16 +105,34 @@ def order(
     return made_due
 
 
-def due(pending: Dict[str, Request], up_to: int) -> List[Request]:
-    """The pending requests due by ``up_to``, in emission order, removed
-    from ``pending``."""
-    ready = sorted(
-        (r for r in pending.values() if r.due_ms is not None and r.due_ms <= up_to),
-        key=lambda r: (r.due_ms, r.time_ms, r.request_id),
-    )
-    for r in ready:
-        del pending[r.request_id]
-    return ready
+def advance(
+    s: Settings, up_to: int, arrived: Dict[str, Request], pending: Dict[str, Request], recent: List[str]
+) -> Tuple[List[Request], List[int]]:
+    """Moves one user's state forward to event time ``up_to``, one event at
+    a time in time order: the next request to order or the next request
+    due, whichever is earlier (ordering first on a tie, so an event
+    emits a request due at the same moment by its rule). Returns the
+    requests emitted, in order, and the later times at which more become
+    due (the timers to set). It depends only on ``up_to``, never on the
+    order Flink fires timers in: PyFlink hands timers set while firing
+    others back in batches, not in time order."""
+    emitted: List[Request] = []
+    wake: List[int] = []
+    while True:
+        ready = [r for r in arrived.values() if r.time_ms <= up_to]
+        waiting = [r for r in pending.values() if r.due_ms is not None and r.due_ms <= up_to]
+        first = min(ready, key=order_key) if ready else None
+        due_first = min(waiting, key=lambda r: (r.due_ms, r.time_ms, r.request_id)) if waiting else None
+        if first is not None and (due_first is None or first.time_ms <= due_first.due_ms):
+            del arrived[first.request_id]
+            for d in order(s, first, pending, recent):
+                wake.append(d.due_ms)
+            wake.append(first.due_ms)
+        elif due_first is not None:
+            del pending[due_first.request_id]
+            emitted.append(due_first)
+        else:
+            return emitted, [t for t in wake if t > up_to]
 
 
 def join(request: Request, held: List[Action]) -> Emitted:
