@@ -192,6 +192,7 @@ def build(env, config: str, requests, actions, *, batch: bool = False, job_setti
             self.arrived, self.pending, self.emitted = m("arrived"), m("pending"), m("emitted")
             self.held = m("held")  # request id -> list of actions
             self.recent = ctx.get_state(ValueStateDescriptor("recent", Types.PICKLED_BYTE_ARRAY()))
+            self.next = ctx.get_state(ValueStateDescriptor("next", Types.PICKLED_BYTE_ARRAY()))
             metrics = ctx.get_metrics_group()
             self.counters = {
                 k: metrics.counter(k)
@@ -230,6 +231,7 @@ def build(env, config: str, requests, actions, *, batch: bool = False, job_setti
                     )
                     return
                 self.arrived.put(r.request_id, r)
+                self._sooner(event=r.time_ms)
                 if not batch:
                     timers.register_event_time_timer(r.time_ms)
                 return
@@ -243,6 +245,7 @@ def build(env, config: str, requests, actions, *, batch: bool = False, job_setti
             self.held.put(a.request_id, held)
             if not (self.arrived.contains(a.request_id) or self.pending.contains(a.request_id)):
                 # Waits for its request at most `retention`.
+                self._sooner(cleanup=a.event_time + settings.retention_ms)
                 if not batch:
                     timers.register_event_time_timer(a.event_time + settings.retention_ms)
 
@@ -260,56 +263,79 @@ def build(env, config: str, requests, actions, *, batch: bool = False, job_setti
             timers = ctx.timer_service()
             yield from self._advance(timers, max(timestamp, timers.current_watermark()))
 
+        def _horizon(self):
+            """(the earliest time a request is to be ordered or is due, the
+            earliest time something is to be forgotten): before both,
+            advancing changes nothing and reads no state."""
+            return self.next.value() or (END_OF_TIME, END_OF_TIME)
+
+        def _sooner(self, event=END_OF_TIME, cleanup=END_OF_TIME):
+            e, c = self._horizon()
+            if event < e or cleanup < c:
+                self.next.update((min(e, event), min(c, cleanup)))
+
         def _advance(self, timers, now):
-            arrived, pending = dict(self.arrived.items()), dict(self.pending.items())
-            was = {k: (r.due_ms, r.rule) for k, r in pending.items()}
-            recent = self.recent.value() or []
-            emitted, wake = rules.advance(settings, now, arrived, pending, recent)
-            for t in set(wake) if not batch else ():
-                timers.register_event_time_timer(t)
-            # Only what changed goes back to the state backend.
-            self.recent.update(recent)
-            for k in set(self.arrived.keys()) - arrived.keys():
-                self.arrived.remove(k)
-            for k in was.keys() - pending.keys():
-                self.pending.remove(k)
-            for k, r in pending.items():
-                if was.get(k) != (r.due_ms, r.rule):
-                    self.pending.put(k, r)
-            for r in emitted:
-                held = self.held.get(r.request_id) or []
-                self.held.remove(r.request_id)
-                e = rules.join(r, held)
-                self.counters["emitted_" + r.rule].inc()
-                self.counters["actions_joined"].inc(len(e.joined))
-                self.emitted.put(r.request_id, r.due_ms)
-                if not batch:
-                    timers.register_event_time_timer(r.due_ms + settings.retention_ms)
-                yield from self._late(e.late, LATE_TIME, r.due_ms)
-                for a in e.unknown_item:
-                    self.counters["unknown_item_actions"].inc()
-                    yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNKNOWN_ITEM))
-                yield (r.request_id, r.user_id, r.time_ms, r.due_ms, r.rule, r.logged, e.actions,
-                       [_action_json(a) for a in e.joined])
-            # Forget emitted requests past retention, and drop actions that
-            # waited that long for a request that never came.
-            for rid, at in list(self.emitted.items()):
-                if at + settings.retention_ms <= now:
-                    self.emitted.remove(rid)
-            for rid, held in list(self.held.items()):
-                if self.arrived.contains(rid) or self.pending.contains(rid):
-                    continue
-                stale = [a for a in held if a.event_time + settings.retention_ms <= now]
-                if not stale:
-                    continue
-                for a in stale:
-                    self.counters["unmatched_actions"].inc()
-                    yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNMATCHED))
-                rest = [a for a in held if a.event_time + settings.retention_ms > now]
-                if rest:
-                    self.held.put(rid, rest)
-                else:
-                    self.held.remove(rid)
+            next_event, next_cleanup = self._horizon()
+            if now < next_event and now < next_cleanup:
+                return
+            if now >= next_event:
+                arrived, pending = dict(self.arrived.items()), dict(self.pending.items())
+                was = {k: (r.due_ms, r.rule) for k, r in pending.items()}
+                recent = self.recent.value() or []
+                emitted, wake = rules.advance(settings, now, arrived, pending, recent)
+                for t in set(wake) if not batch else ():
+                    timers.register_event_time_timer(t)
+                # Only what changed goes back to the state backend.
+                self.recent.update(recent)
+                for k in was.keys() - pending.keys():
+                    self.pending.remove(k)
+                for k in set(self.arrived.keys()) - arrived.keys():
+                    self.arrived.remove(k)
+                for k, r in pending.items():
+                    if was.get(k) != (r.due_ms, r.rule):
+                        self.pending.put(k, r)
+                times = [r.time_ms for r in arrived.values()] + [r.due_ms for r in pending.values()]
+                next_event = min(times, default=END_OF_TIME)
+                for r in emitted:
+                    held = self.held.get(r.request_id) or []
+                    self.held.remove(r.request_id)
+                    e = rules.join(r, held)
+                    self.counters["emitted_" + r.rule].inc()
+                    self.counters["actions_joined"].inc(len(e.joined))
+                    self.emitted.put(r.request_id, r.due_ms)
+                    next_cleanup = min(next_cleanup, r.due_ms + settings.retention_ms)
+                    if not batch:
+                        timers.register_event_time_timer(r.due_ms + settings.retention_ms)
+                    yield from self._late(e.late, LATE_TIME, r.due_ms)
+                    for a in e.unknown_item:
+                        self.counters["unknown_item_actions"].inc()
+                        yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNKNOWN_ITEM))
+                    yield (r.request_id, r.user_id, r.time_ms, r.due_ms, r.rule, r.logged, e.actions,
+                           [_action_json(a) for a in e.joined])
+            if now >= next_cleanup:
+                next_cleanup = END_OF_TIME
+                # Forget emitted requests past retention, and drop actions
+                # that waited that long for a request that never came.
+                for rid, at in list(self.emitted.items()):
+                    if at + settings.retention_ms <= now:
+                        self.emitted.remove(rid)
+                    else:
+                        next_cleanup = min(next_cleanup, at + settings.retention_ms)
+                for rid, held in list(self.held.items()):
+                    if self.arrived.contains(rid) or self.pending.contains(rid):
+                        continue
+                    for a in held:
+                        if a.event_time + settings.retention_ms <= now:
+                            self.counters["unmatched_actions"].inc()
+                            yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNMATCHED))
+                    rest = [a for a in held if a.event_time + settings.retention_ms > now]
+                    if rest:
+                        if len(rest) < len(held):
+                            self.held.put(rid, rest)
+                        next_cleanup = min(next_cleanup, min(a.event_time for a in rest) + settings.retention_ms)
+                    else:
+                        self.held.remove(rid)
+            self.next.update((next_event, next_cleanup))
 
     joined = (
         events.key_by(lambda v: v[1], key_type=Types.STRING())
@@ -331,7 +357,7 @@ def build(env, config: str, requests, actions, *, batch: bool = False, job_setti
             keys = self.plan.request_keys(logged)
             records = self.plan.attach_actions(logged, actions)
             joined_bytes = frame(records)
-            result = fex.run(self.plan, joined_bytes, format="responses", payload=keys.payload)
+            result = fex.run(self.plan, joined_bytes, format="responses", payload=keys.payload, threads=1)
             self.rows.inc(result.rows_written)
             line = {
                 "kind": EMITTED,
