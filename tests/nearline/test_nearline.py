@@ -206,7 +206,10 @@ def test_bad_records_are_reported_and_the_rest_joined(inputs, tmp_path):
     p = job(str(tmp_path / "out"), requests, actions, "--batch")
     lines = list(read_manifest(str(tmp_path / "out")))
     bad = [l for l in lines if l["kind"] in ("bad_request", "bad_action")]
-    assert [l["kind"] for l in bad].count("bad_request") == 1
+    (request,) = [l for l in bad if l["kind"] == "bad_request"]
+    assert request["file"].endswith("requests-99999999999999999999-000009.log"), request
+    assert (request["index"], request["offset"]) == (0, 0), request
+    assert "offset_in_record" in request and request["error"], request
     errors = sorted(l["error"] for l in bad if l["kind"] == "bad_action")
     assert errors == ["action must be an int32, not 'click'", "missing action, event_time",
                       "not JSON: Expecting value: line 1 column 1 (char 0)"], errors
@@ -223,7 +226,7 @@ def test_a_torn_log_file_fails_the_job_with_its_offset(inputs, tmp_path):
     actions.write_text("")
     p = job(str(tmp_path / "out"), str(requests), str(actions), "--batch", check=False)
     assert p.returncode == 70, p.stderr[-3000:]
-    assert "record 2 at byte 20: the file ends inside its payload (1 of 2 bytes)" in p.stderr, p.stderr[-3000:]
+    assert "requests-1-1.log: record 2 at byte 20: the file ends inside its payload (1 of 2 bytes)" in p.stderr, p.stderr[-3000:]
 
 
 def test_a_model_without_label_join_is_refused(tmp_path, inputs):

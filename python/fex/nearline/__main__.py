@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", action="store_true", help="Flink's batch execution mode (a backfill of past files)")
     p.add_argument("--parallelism", type=int, default=1, help="task slots (default 1)")
     p.add_argument("--checkpoint-interval", type=duration_ms, default=5000, metavar="DURATION", help="streaming mode (default 5s)")
-    p.add_argument("--checkpoint-dir", help="keep checkpoints here, to restore after a crash (streaming mode)")
+    p.add_argument("--checkpoint-dir", help="keep checkpoints here, to restore after a crash (streaming mode; default OUT/_checkpoints)")
     p.add_argument("--restore", metavar="CHECKPOINT", help="start from this checkpoint (a chk-N directory)")
     p.add_argument("--monitor", type=duration_ms, metavar="DURATION", help="streaming: keep watching the inputs for new files at this interval (runs until stopped)")
     p.add_argument(
@@ -74,7 +74,6 @@ def parquet_actions(paths, out):
     import pyarrow as pa
 
     staged = os.path.join(out, "_actions")
-    os.makedirs(staged, exist_ok=True)
     result = []
     for path in paths:
         if not path.endswith(".parquet"):
@@ -89,6 +88,7 @@ def parquet_actions(paths, out):
             table = table.set_column(
                 table.column_names.index("event_time"), "event_time", t.cast(pa.timestamp("ms")).cast(pa.int64())
             )
+        os.makedirs(staged, exist_ok=True)
         target = os.path.join(staged, os.path.basename(path)[: -len(".parquet")] + ".jsonl")
         with open(target, "w", encoding="utf-8") as f:
             for row in table.select(["user_id", "request_id", "item_id", "action", "event_time"]).to_pylist():

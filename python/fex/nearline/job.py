@@ -82,6 +82,15 @@ def parse_action(line: str) -> rules.Action:
     return rules.Action(time, ids["request_id"], ids["item_id"], action, ids["user_id"])
 
 
+def located(element: bytes):
+    """A request element of FramedRecords (java/FramedRecords.java): where
+    it was (file, record index, byte offset) and the LoggedRequest bytes."""
+    (n,) = struct.unpack_from("<I", element)
+    index, offset = struct.unpack_from("<QQ", element, 4 + n)
+    where = {"file": element[4 : 4 + n].decode(errors="replace"), "index": index, "offset": offset}
+    return where, element[4 + n + 16 :]
+
+
 def frame(records: Iterable[bytes]) -> bytes:
     return b"".join(struct.pack("<Q", len(r)) + r for r in records)
 
@@ -100,12 +109,23 @@ def _action_json(a: rules.Action) -> dict:
     }
 
 
-def build(env, config: str, requests, actions, *, batch: bool = False, job_settings: Optional[dict] = None):
+def build(
+    env,
+    config: str,
+    requests,
+    actions,
+    *,
+    batch: bool = False,
+    request_locations: bool = False,
+    job_settings: Optional[dict] = None,
+):
     """Wires the join onto ``env``: ``requests`` is a DataStream of
     LoggedRequest bytes (``Types.PRIMITIVE_ARRAY(Types.BYTE())``),
     ``actions`` one of JSON text lines; ``config`` the model config's path
     (readable where the job's Python workers run); ``batch`` when ``env``
-    runs in Flink's batch execution mode. Returns a dict of
+    runs in Flink's batch execution mode; ``request_locations`` when the
+    request elements come from ``FramedRecords`` (file, index and offset
+    first, for reporting a bad record) rather than as bare bytes. Returns a dict of
     DataStreams: ``joined`` and ``samples`` (framed bytes, one element per
     emitted request), ``manifest`` and ``corrections`` (JSON text lines)."""
     from pyflink.common import Duration, Types, WatermarkStrategy
@@ -134,13 +154,15 @@ def build(env, config: str, requests, actions, *, batch: bool = False, job_setti
             self.plan = fex.Plan.from_yaml(config)
             self.read = ctx.get_metrics_group().counter("requests_read")
 
-        def process_element(self, logged, ctx):
+        def process_element(self, element, ctx):
             self.read.inc()
-            logged = bytes(logged)
+            where, logged = located(bytes(element)) if request_locations else ({}, bytes(element))
             try:
                 k = self.plan.request_keys(logged)
             except ValueError as e:
-                line = {"kind": BAD_REQUEST, "error": _clip(str(e)), "bytes": len(logged)}
+                line = dict(where, kind=BAD_REQUEST, error=_clip(str(e)))
+                if getattr(e, "offset", None) is not None:
+                    line["offset_in_record"] = e.offset
                 yield manifest_tag, json.dumps(line)
                 return
             r = rules.Request(k.request_id, k.user_id, k.time_ms, k.refresh, list(k.item_ids), logged)
@@ -471,6 +493,7 @@ def file_job(
     from pyflink.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
     from pyflink.datastream.connectors.file_system import (
         BucketAssigner,
+        BulkFormat,
         FileSink,
         FileSource,
         FileSplitAssignerProvider,
@@ -493,8 +516,11 @@ def file_job(
         conf.set_string("restart-strategy.fixed-delay.delay", "10 s")
     else:
         conf.set_string("restart-strategy.type", "none")
-    if checkpoint_dir:
-        conf.set_string("execution.checkpointing.dir", _uri(checkpoint_dir))
+    # Checkpoints go to files (the JobManager's memory holds at most 5 MB of
+    # state), under OUT/_checkpoints unless told where, and are kept when
+    # the job dies, so it can be restored (--restore).
+    if not batch:
+        conf.set_string("execution.checkpointing.dir", _uri(checkpoint_dir or location(out).rstrip("/") + "/_checkpoints"))
         conf.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
     if restore:
         conf.set_string("execution.state-recovery.path", _uri(restore))
@@ -512,10 +538,13 @@ def file_job(
 
     gateway = get_gateway()
     ordered = gateway.jvm.fex.nearline.OrderedSplitAssigner.provider()
-    framed = StreamFormat(gateway.jvm.fex.nearline.FramedRecordFormat(max_record_bytes))
+    framed = BulkFormat(gateway.jvm.fex.nearline.FramedRecords(max_record_bytes))
 
     def source(fmt, paths, name):
-        builder = FileSource.for_record_stream_format(fmt, *[location(p) for p in paths])
+        if isinstance(fmt, BulkFormat):
+            builder = FileSource.for_bulk_file_format(fmt, *[location(p) for p in paths])
+        else:
+            builder = FileSource.for_record_stream_format(fmt, *[location(p) for p in paths])
         # Files in name order (request logs are named by time), so event
         # time moves forward with the reading; see OrderedSplitAssigner.
         builder = builder.set_split_assigner(FileSplitAssignerProvider(ordered))
@@ -525,7 +554,9 @@ def file_job(
 
     request_stream = source(framed, requests, "request logs")
     action_stream = source(StreamFormat.text_line_format(), actions, "actions")
-    outputs = build(env, config, request_stream, action_stream, batch=batch, job_settings=job_settings)
+    outputs = build(
+        env, config, request_stream, action_stream, batch=batch, request_locations=True, job_settings=job_settings
+    )
 
     raw_encoder = Encoder(gateway.jvm.fex.nearline.RawBytesEncoder())
 
