@@ -107,9 +107,40 @@ def minor_faults(pid):
         return 0
 
 
+# The kernel's memory counters that stall an allocating process: direct
+# compaction (for a transparent huge page), direct reclaim, and THP faults.
+VMSTAT = ("compact_stall", "allocstall", "pgscan_direct", "thp_fault_alloc")
+
+
+def vmstat():
+    """VMSTAT's counters so far, machine-wide (/proc/vmstat; allocstall
+    and pgscan_direct summed over their zones)."""
+    out = dict.fromkeys(VMSTAT, 0)
+    with open("/proc/vmstat") as f:
+        for line in f:
+            name, value = line.split()
+            for key in VMSTAT:
+                if name == key or name.startswith(key + "_"):
+                    out[key] += int(value)
+    return out
+
+
+def anon_huge_mb(pid):
+    """The process's anonymous memory in transparent huge pages, MB."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 class Sampler:
-    """Every 100 ms: the server's queue depth and shed count, and the
-    machine's steal time, each stamped with seconds since the start."""
+    """Every 100 ms: the server's queue depth and shed count, the machine's
+    steal time, the server's minor faults and the kernel's compaction,
+    reclaim and THP counters, each stamped with seconds since the start."""
 
     def __init__(self, metrics_addr, pid):
         self.metrics_addr, self.pid, self.samples, self.stop = metrics_addr, pid, [], threading.Event()
@@ -126,7 +157,8 @@ class Sampler:
                 continue
             at = time.monotonic() - self.start
             depth, shed = metric(page, "fex_queue_depth"), metric(page, "fex_shed_total")
-            self.samples.append((at, depth, shed, steal_ticks(), minor_faults(self.pid)))
+            self.samples.append((at, depth, shed, steal_ticks(), minor_faults(self.pid), vmstat()))
+            self.huge_mb = max(getattr(self, "huge_mb", 0.0), anon_huge_mb(self.pid))
 
     def finish(self):
         self.stop.set()
@@ -146,6 +178,7 @@ def bench(args, models, model, mode_args, requests_file, duration=None, warmup="
         report = json.loads(client.stdout)
         if sampler:
             report["samples"] = sampler.finish()
+            report["anon_huge_mb"] = getattr(sampler, "huge_mb", 0.0)
         report["peak_rss_mb"], cpu = proc_stats(proc.pid)
         report["server_cpu_us"] = cpu * 1e6 / max(answered(metrics_addr), 1)
         return report
@@ -163,10 +196,11 @@ def soak_row(model, label, r):
     seconds = {int(s): v for s, v in r["latency_by_second_ms"].items()}
     worst = max(seconds, key=lambda s: seconds[s]["max"]) if seconds else 0
     samples = r.get("samples", [])
-    depth = max((d for _, d, _, _, _ in samples), default=0)
+    depth = max((x[1] for x in samples), default=0)
     faults = (samples[-1][4] - samples[0][4]) if samples else 0
+    kernel = {k: samples[-1][5][k] - samples[0][5][k] for k in VMSTAT} if samples else dict.fromkeys(VMSTAT, 0)
     per_second = {}
-    for (t0, _, _, s0, _), (t1, _, _, s1, _) in zip(samples, samples[1:]):
+    for (t0, _, _, s0, *_), (t1, _, _, s1, *_) in zip(samples, samples[1:]):
         per_second[int(t1)] = per_second.get(int(t1), 0) + (s1 - s0) * 1000 / TICKS
     steal = sorted(per_second.values())
     median_steal = steal[len(steal) // 2] if steal else 0
@@ -175,24 +209,30 @@ def soak_row(model, label, r):
     return (f"| {model} | {label} | {r['ok']} | {shed} | {others} | {l['p50']:.2f} | {l['p99']:.2f} | "
             f"{l['p999']:.2f} | {l['max']:.1f} | {worst}: p99 {seconds.get(worst, l)['p99']:.1f}, max "
             f"{seconds.get(worst, l)['max']:.1f} | {depth:.0f} | {faults:.0f} | {worst_steal:.0f} / {median_steal:.0f} "
-            f"| {r['peak_rss_mb']:.0f} |")
+            f"| {r['peak_rss_mb']:.0f} | {r.get('anon_huge_mb', 0):.0f} | {kernel['thp_fault_alloc']} / "
+            f"{kernel['compact_stall']} / {kernel['allocstall']} |")
 
 
 def timeline(r):
     """Per second of a soak run (from the start of warm-up): the client's
-    p99 and max, and the server's deepest queue and minor page faults."""
+    p99 and max, the server's deepest queue and minor page faults, and the
+    machine's THP faults, compaction stalls and reclaim stalls."""
     seconds = {int(s) + 2: v for s, v in r["latency_by_second_ms"].items()}
-    depth, faults, last = {}, {}, None
-    for at, d, _, _, f in r.get("samples", []):
+    depth, faults, kernel, last = {}, {}, {}, None
+    for at, d, _, _, f, k in r.get("samples", []):
         s = int(at)
         depth[s] = max(depth.get(s, 0), d)
         if last is not None:
-            faults[s] = faults.get(s, 0) + f - last
-        last = f
-    lines = ["second  p99 ms   max ms  queue  minor faults"]
+            faults[s] = faults.get(s, 0) + f - last[0]
+            kernel[s] = [a + k[key] - last[1][key] for a, key in
+                         zip(kernel.get(s, [0, 0, 0]), ("thp_fault_alloc", "compact_stall", "allocstall"))]
+        last = (f, k)
+    lines = ["second  p99 ms   max ms  queue  minor faults  thp  compact  reclaim"]
     for s in sorted(set(seconds) | set(depth)):
         l = seconds.get(s, {"p99": 0, "max": 0})
-        lines.append(f"{s:6d} {l['p99']:7.2f} {l['max']:8.2f} {depth.get(s, 0):6.0f} {faults.get(s, 0):13d}")
+        t, c, a = kernel.get(s, [0, 0, 0])
+        lines.append(f"{s:6d} {l['p99']:7.2f} {l['max']:8.2f} {depth.get(s, 0):6.0f} {faults.get(s, 0):13d} "
+                     f"{t:4d} {c:8d} {a:8d}")
     return "\n".join(lines)
 
 
@@ -204,8 +244,9 @@ def soak(args, models, requests_file, rate):
     print(f"MIMALLOC_PURGE_DELAY: {purge}")
     print()
     print("| model | run | OK | RESOURCE_EXHAUSTED | other errors | p50 ms | p99 ms | p99.9 ms | max ms "
-          "| worst second (ms) | deepest queue | minor faults | steal ms/s: worst second / median | peak RSS MB |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|")
+          "| worst second (ms) | deepest queue | minor faults | steal ms/s: worst second / median | peak RSS MB "
+          "| THP MB | machine: THP faults / compaction stalls / reclaim stalls |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|")
     results = []
     for i in range(args.rounds):
         for model in ("default", "floor"):

@@ -297,6 +297,21 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// `println!` for what the command prints: a reader that has gone away
+/// (`fex-client extract ... | head`) ends the command quietly, as Unix tools
+/// do, instead of panicking on the broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            return Err(anyhow::Error::from(e).context("writing to standard output"));
+        }
+    }};
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
@@ -343,7 +358,7 @@ async fn bench_command(a: BenchArgs) -> anyhow::Result<()> {
     let report = bench::run(config).await?;
     match a.output {
         Output::Text => print!("{}", report.to_text()),
-        Output::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Output::Json => out!("{}", serde_json::to_string_pretty(&report)?),
     }
     if let Some(why) = report.server_gone {
         anyhow::bail!("the run stopped early: {why}");
@@ -417,15 +432,9 @@ async fn extract_command(a: ExtractArgs) -> anyhow::Result<()> {
         Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
     };
     let r = &extraction.response;
-    println!(
-        "model {} version {} · batch_size {} · {} tensors",
-        r.model,
-        r.model_version,
-        r.batch_size,
-        r.tensors.len()
-    );
+    out!("model {} version {} · batch_size {} · {} tensors", r.model, r.model_version, r.batch_size, r.tensors.len());
     for t in &r.tensors {
-        println!("{}", views::describe(t, a.first));
+        out!("{}", views::describe(t, a.first));
     }
     Ok(())
 }
@@ -442,7 +451,7 @@ async fn infer(
         Ok(response) => response.into_inner(),
         Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
     };
-    println!("{}", v2::describe_response(&response, first));
+    out!("{}", v2::describe_response(&response, first));
     Ok(())
 }
 
@@ -453,7 +462,7 @@ async fn health_command(a: HealthArgs) -> anyhow::Result<()> {
         Ok(status) => status,
         Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
     };
-    println!("{status}");
+    out!("{status}");
     anyhow::ensure!(status == "SERVING", "not serving");
     Ok(())
 }
@@ -466,11 +475,11 @@ async fn models_command(a: ModelsArgs) -> anyhow::Result<()> {
             Ok(d) => d,
             Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
         };
-        println!("model {} version {} compat {}", d.model, d.version, d.compat);
+        out!("model {} version {} compat {}", d.model, d.version, d.compat);
         for o in d.outputs {
             let layout = fex::Layout::try_from(o.layout).map_or("?", |l| l.as_str_name());
             let dtype = fex::DataType::try_from(o.dtype).map_or("?", |d| d.as_str_name());
-            println!(
+            out!(
                 "  {:<24} {:<14} {:<16} {:?}{}",
                 o.name,
                 layout,
@@ -486,7 +495,7 @@ async fn models_command(a: ModelsArgs) -> anyhow::Result<()> {
         Err(status) => anyhow::bail!("{}", explain_first_call(&status, &options).await),
     };
     for m in models {
-        println!("{}\tversion {}\t{} outputs", m.name, m.version, m.outputs);
+        out!("{}\tversion {}\t{} outputs", m.name, m.version, m.outputs);
     }
     Ok(())
 }

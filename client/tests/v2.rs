@@ -141,3 +141,39 @@ async fn relay_needs_an_upstream_section() {
     let out = cli(["bench", "--protocol", "relay"].iter().map(|s| s.to_string()).collect()).await;
     assert!(String::from_utf8_lossy(&out.stderr).contains("--protocol relay needs --model-config"));
 }
+
+/// A reader that goes away (`fex-client extract ... | head -1`) ends the
+/// command quietly with status 0, not a panic on the broken pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extract_into_a_closed_pipe_exits_quietly() {
+    let server = server().await;
+    let dir = tempfile::tempdir().unwrap();
+    // One request of 256 rows printed whole: about 230 KB, more than a pipe
+    // holds, so the writes after the reader leaves fail.
+    let path = dir.path().join("requests.bin");
+    let mut buf = Vec::new();
+    fex_client::frames::write_record(&mut buf, &payloads(256, 1)[0]).unwrap();
+    std::fs::write(&path, buf).unwrap();
+    let addr = server.addr.to_string();
+    let file = path.display().to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fex-client"))
+            .args(["extract", "--first", "100000", "--addr", &addr, "--file", &file])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then close the pipe before the rest is written.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut one = [0u8; 1];
+        std::io::Read::read_exact(&mut stdout, &mut one).unwrap();
+        drop(stdout);
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{:?} {stderr}", out.status);
+}

@@ -93,7 +93,8 @@ def generate(seed: int, users: int, requests_per_user: int, start_ms: int = 1_76
     with small swaps) and actions (dicts, in arrival order: by time with
     out-of-order arrivals inside the watermark delay). Kinds of action:
     joined ones, late ones (after the request's emission), ones naming no
-    item of their request, and ones for requests never logged."""
+    item of their request, ones for requests never logged, and one of a
+    user who made no request."""
     rng = random.Random(seed)
     requests = []
     for u in range(users):
@@ -131,6 +132,9 @@ def generate(seed: int, users: int, requests_per_user: int, start_ms: int = 1_76
             {"user_id": str(1000 + k), "request_id": f"ghost-{k}", "item_id": 1, "action": 1,
              "event_time": start_ms + rng.randrange(0, 60 * MINUTE)}
         )
+    # A user who made no request at all.
+    actions.append({"user_id": "99999", "request_id": "nobody", "item_id": 1, "action": 1,
+                    "event_time": start_ms + rng.randrange(0, 60 * MINUTE)})
     actions.sort(key=lambda a: (a["event_time"], a["request_id"], a["item_id"], a["action"]))
     # Out of order arrivals, well inside the watermark delay.
     for i in range(len(actions) - 1):

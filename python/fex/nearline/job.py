@@ -169,7 +169,8 @@ def build(
             yield ("r", r.user_id, r.time_ms, r)
             if batch:
                 # The end of this user's input, sorted after every record of
-                # theirs (see LabelJoin.process_element).
+                # theirs (see LabelJoin.process_element). One per record, as
+                # no operator here knows a user's last one.
                 yield ("end", r.user_id, END_OF_TIME, None)
 
     class ParseAction(ProcessFunction):
@@ -184,6 +185,10 @@ def build(
                 yield manifest_tag, json.dumps({"kind": BAD_ACTION, "error": str(e), "line": _clip(line)})
                 return
             yield ("a", a.user_id, a.event_time, a)
+            if batch:
+                # A user may have actions and no request: their actions
+                # are still reported (unmatched) at the end.
+                yield ("end", a.user_id, END_OF_TIME, None)
 
     class EventTime(TimestampAssigner):
         def extract_timestamp(self, value, record_timestamp):
