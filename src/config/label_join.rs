@@ -78,7 +78,8 @@ impl TimeUnit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LateActions {
     Drop,
-    /// The request is emitted again with the late action: a correction.
+    /// Each late action is written to the job's corrections output (a JSON
+    /// line naming its request and when that request was emitted).
     Correction,
 }
 

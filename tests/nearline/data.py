@@ -101,7 +101,8 @@ def generate(seed: int, users: int, requests_per_user: int, start_ms: int = 1_76
         uid = 1000 + u
         t = start_ms + rng.randrange(0, 5 * MINUTE)
         for n in range(requests_per_user):
-            t += rng.choice([5_000, 20_000, 40_000, 90_000, 4 * MINUTE, 12 * MINUTE])
+            # 4 + 4 + 2 minutes: the time rule ties with the event rule.
+            t += rng.choice([5_000, 20_000, 40_000, 90_000, 2 * MINUTE, 4 * MINUTE, 12 * MINUTE])
             items = rng.sample(range(1, 60 + rows[1]), rng.randrange(*rows))
             refresh = n > 0 and rng.random() < 0.15
             requests.append(

@@ -51,6 +51,7 @@ class Summary:
     unmatched_actions: int = 0
     unknown_item_actions: int = 0
     duplicate_requests: int = 0
+    late_requests: int = 0
     bad_requests: int = 0
     bad_actions: int = 0
     rows_emitted: int = 0
@@ -60,7 +61,8 @@ class Summary:
     def lines(self) -> List[str]:
         rules = ", ".join(f"{n} by {r}" for r, n in sorted(self.emitted.items())) or "none"
         return [
-            f"requests read      {self.requests_read} ({self.duplicate_requests} duplicate, {self.bad_requests} bad)",
+            f"requests read      {self.requests_read} ({self.duplicate_requests} duplicate, {self.bad_requests} bad, "
+            f"{self.late_requests} behind the watermark)",
             f"actions read       {self.actions_read} ({self.bad_actions} bad)",
             f"requests emitted   {sum(self.emitted.values())}: {rules}",
             f"actions joined     {self.actions_joined}",
@@ -81,6 +83,7 @@ def summarize(manifest: Iterator[dict]) -> Summary:
             s.rows_emitted += line["rows"]
             s.rows_written += line["rows_written"]
             s.payloads[line["payload"]] = s.payloads.get(line["payload"], 0) + 1
+            s.late_requests += bool(line.get("late_request"))
         elif kind == "late":
             s.late_actions += 1
         elif kind == "unmatched":

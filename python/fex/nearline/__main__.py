@@ -3,8 +3,9 @@
     python -m fex.nearline --config model.yaml --requests LOGDIR \\
         --actions actions.jsonl --out OUT [--batch] [--table OUT.parquet]
 
-Exit status: 0 done, 2 bad arguments, 64 a config or input that cannot be
-used, 70 the Flink job failed (its cause is printed).
+Exit status: 0 done, 2 bad arguments (argparse), 64 a config or input that
+cannot be used, 65 --table over joined requests of both payload kinds, 70
+the Flink job failed (its cause is printed).
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def parser() -> argparse.ArgumentParser:
         help="more jars to ship with the job (a cluster whose lib/ lacks flink-python: its opt/flink-python-*.jar)",
     )
     p.add_argument("--restart-attempts", type=int, default=0, metavar="N", help="restart a failed job N times, 10 s apart (default 0: fail with the cause)")
+    p.add_argument(
+        "--idleness", type=duration_ms, metavar="DURATION",
+        help="a source subtask with no data this long stops holding event time back (default with --monitor: 1m)",
+    )
     p.add_argument("--table", metavar="FILE", help="after a bounded run, also write the joined samples as a table, as `fex extract` does")
     p.add_argument("--table-format", choices=["parquet", "arrow"], default="parquet")
     p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON too")
@@ -66,16 +71,33 @@ def parser() -> argparse.ArgumentParser:
 
 
 def parquet_actions(paths, out):
-    """Action Parquet files as JSON lines under OUT/_actions (Flink's
-    Python API reads no Parquet without the flink-parquet jar). Columns:
-    user_id, request_id, item_id (string or integer), action (integer),
-    event_time (integer milliseconds or a timestamp)."""
-    import pyarrow.parquet as pq
-    import pyarrow as pa
+    """Action Parquet files (given, or in a given directory) as JSON lines
+    in a local staging directory (OUT/_actions, or a temporary one when OUT
+    is a URI): Flink's Python API reads no Parquet without the flink-parquet
+    jar. Columns: user_id, request_id, item_id (string or integer), action
+    (integer), event_time (integer milliseconds or a timestamp). Staged
+    names carry their input's place, so equal base names do not collide."""
+    import tempfile
 
-    staged = os.path.join(out, "_actions")
-    result = []
+    found = []
     for path in paths:
+        if "://" not in path and os.path.isdir(path):
+            names = sorted(os.listdir(path))
+            parquet = [os.path.join(path, n) for n in names if n.endswith(".parquet")]
+            if parquet and len(parquet) != len([n for n in names if not n.startswith((".", "_"))]):
+                raise ValueError(f"{path}: mixes .parquet files with others; give them apart")
+            found.extend(parquet or [path])
+        else:
+            found.append(path)
+    if not any(p.endswith(".parquet") for p in found):
+        return found
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    staged = tempfile.mkdtemp(prefix="fex-actions-") if "://" in out else os.path.join(out, "_actions")
+    os.makedirs(staged, exist_ok=True)
+    result = []
+    for i, path in enumerate(found):
         if not path.endswith(".parquet"):
             result.append(path)
             continue
@@ -88,8 +110,7 @@ def parquet_actions(paths, out):
             table = table.set_column(
                 table.column_names.index("event_time"), "event_time", t.cast(pa.timestamp("ms")).cast(pa.int64())
             )
-        os.makedirs(staged, exist_ok=True)
-        target = os.path.join(staged, os.path.basename(path)[: -len(".parquet")] + ".jsonl")
+        target = os.path.join(staged, f"{i:05}-{os.path.basename(path)[: -len('.parquet')]}.jsonl")
         with open(target, "w", encoding="utf-8") as f:
             for row in table.select(["user_id", "request_id", "item_id", "action", "event_time"]).to_pylist():
                 f.write(json.dumps(row) + "\n")
@@ -132,6 +153,15 @@ def main(argv=None) -> int:
     if args.parallelism < 1:
         print("error: --parallelism must be at least 1", file=sys.stderr)
         return EX_USAGE
+    if args.checkpoint_interval < 10:
+        print("error: --checkpoint-interval must be at least 10ms (Flink's minimum)", file=sys.stderr)
+        return EX_USAGE
+    if args.batch and (args.monitor or args.restore or args.checkpoint_dir):
+        print("error: --monitor, --restore and --checkpoint-dir are for streaming execution, not --batch", file=sys.stderr)
+        return EX_USAGE
+    if args.monitor is not None and args.monitor < 1:
+        print("error: --monitor must be a positive interval", file=sys.stderr)
+        return EX_USAGE
     missing = [j for j in args.jars if not os.path.isfile(j)]
     if missing:
         print(f"error: --jars: no such file: {', '.join(missing)}", file=sys.stderr)
@@ -148,7 +178,13 @@ def main(argv=None) -> int:
         print("error: the near-line job needs Apache Flink's Python package: pip install 'fex[nearline]'", file=sys.stderr)
         return EX_USAGE
 
-    from .job import file_job
+    from .job import file_job, jar_path
+
+    try:
+        jar_path()
+    except (OSError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EX_USAGE
 
     started = time.monotonic()
     stop = threading.Event()
@@ -171,6 +207,7 @@ def main(argv=None) -> int:
             python_executable=args.python_executable,
             restart_attempts=args.restart_attempts,
             jars=args.jars,
+            idleness_ms=args.idleness if args.idleness is not None else (60_000 if args.monitor else None),
         )
         env.execute("fex label join")
     except Exception as e:  # the Flink job's failure, with its Java cause
@@ -186,7 +223,11 @@ def main(argv=None) -> int:
     args.out = args.out[len("file://"):] if args.out.startswith("file://") else args.out
     summary = summarize(read_manifest(args.out))
     if args.table:
-        code = write_table(plan, args, summary)
+        try:
+            code = write_table(plan, args, summary)
+        except (OSError, ValueError, fex.BadRecordError) as e:
+            print(f"error: --table {args.table}: {e}", file=sys.stderr)
+            return EX_DATAERR
         if code:
             return code
     for line in summary.lines():
@@ -206,6 +247,9 @@ def write_table(plan, args, summary: Summary) -> int:
         return EX_DATAERR
     payload = next(iter(summary.payloads), "batch")
     files = committed(os.path.join(args.out, "joined"))
+    if not files:
+        print(f"error: --table: no request was emitted, so there is no joined record in {args.out}", file=sys.stderr)
+        return EX_DATAERR
     result = fex.run(plan, files, args.table, format=args.table_format, payload=payload)
     print(f"table              {result.rows_written} rows in {args.table}")
     return 0

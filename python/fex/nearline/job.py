@@ -42,6 +42,10 @@ BAD_ACTION = "bad_action"
 DUPLICATE = "duplicate_request"
 
 END_OF_TIME = 2**63 - 1
+# Event times are bounded so that a time plus `after` or `retention` stays a
+# Java long (Flink's timestamps).
+MAX_TIME_MS = 2**62
+LATE_REQUEST = "late_request"
 # Why an action is late: its event time is after its request's emission
 # time (event times alone decide), or it came later than the watermark delay
 # allows and found its request already emitted.
@@ -77,8 +81,8 @@ def parse_action(line: str) -> rules.Action:
     action, time = event["action"], event["event_time"]
     if isinstance(action, bool) or not isinstance(action, int) or not I32[0] <= action <= I32[1]:
         raise ValueError(f"action must be an int32, not {action!r}"[:200])
-    if isinstance(time, bool) or not isinstance(time, int) or time < 0:
-        raise ValueError(f"event_time must be non-negative integer milliseconds, not {time!r}"[:200])
+    if isinstance(time, bool) or not isinstance(time, int) or not 0 <= time < MAX_TIME_MS:
+        raise ValueError(f"event_time must be integer milliseconds in [0, 2^62), not {time!r}"[:200])
     return rules.Action(time, ids["request_id"], ids["item_id"], action, ids["user_id"])
 
 
@@ -117,6 +121,7 @@ def build(
     *,
     batch: bool = False,
     request_locations: bool = False,
+    idleness_ms: Optional[int] = None,
     job_settings: Optional[dict] = None,
 ):
     """Wires the join onto ``env``: ``requests`` is a DataStream of
@@ -125,7 +130,10 @@ def build(
     (readable where the job's Python workers run); ``batch`` when ``env``
     runs in Flink's batch execution mode; ``request_locations`` when the
     request elements come from ``FramedRecords`` (file, index and offset
-    first, for reporting a bad record) rather than as bare bytes. Returns a dict of
+    first, for reporting a bad record) rather than as bare bytes;
+    ``idleness_ms``: a source subtask with no data for this long stops
+    holding the watermark back (idle Kafka partitions, more readers than
+    files). Returns a dict of
     DataStreams: ``joined`` and ``samples`` (framed bytes, one element per
     emitted request), ``manifest`` and ``corrections`` (JSON text lines)."""
     from pyflink.common import Duration, Types, WatermarkStrategy
@@ -165,7 +173,11 @@ def build(
                     line["offset_in_record"] = e.offset
                 yield manifest_tag, json.dumps(line)
                 return
-            r = rules.Request(k.request_id, k.user_id, k.time_ms, k.refresh, list(k.item_ids), logged)
+            if not 0 <= k.time_ms < MAX_TIME_MS:
+                line = dict(where, kind=BAD_REQUEST, error=f"request time {k.time_ms} ms is outside [0, 2^62)")
+                yield manifest_tag, json.dumps(line)
+                return
+            r = rules.Request(k.request_id, k.user_id, k.time_ms, k.refresh, list(k.item_ids), logged, where)
             yield ("r", r.user_id, r.time_ms, r)
             if batch:
                 # The end of this user's input, sorted after every record of
@@ -196,6 +208,8 @@ def build(
 
     delay = Duration.of_millis(section["watermark_delay_ms"])
     watermarks = WatermarkStrategy.for_bounded_out_of_orderness(delay).with_timestamp_assigner(EventTime())
+    if idleness_ms:
+        watermarks = watermarks.with_idleness(Duration.of_millis(idleness_ms))
 
     parsed_requests = requests.process(ParseRequest(), output_type=pickled).name("parse requests")
     parsed_actions = actions.process(ParseAction(), output_type=pickled).name("parse actions")
@@ -232,6 +246,7 @@ def build(
                     "unmatched_actions",
                     "unknown_item_actions",
                     "duplicate_requests",
+                    "late_requests",
                 )
             }
 
@@ -254,7 +269,7 @@ def build(
                 ):
                     self.counters["duplicate_requests"].inc()
                     yield manifest_tag, json.dumps(
-                        {"kind": DUPLICATE, "request_id": r.request_id, "user_id": r.user_id}
+                        dict(r.where, kind=DUPLICATE, request_id=r.request_id, user_id=r.user_id)
                     )
                     return
                 self.arrived.put(r.request_id, r)
@@ -303,9 +318,12 @@ def build(
 
         def _advance(self, timers, now):
             next_event, next_cleanup = self._horizon()
-            if now < next_event and now < next_cleanup:
+            events_due = next_event < END_OF_TIME and now >= next_event
+            cleanup_due = next_cleanup < END_OF_TIME and now >= next_cleanup
+            if not (events_due or cleanup_due):
                 return
-            if now >= next_event:
+            arrived = pending = None
+            if events_due:
                 arrived, pending = dict(self.arrived.items()), dict(self.pending.items())
                 was = {k: (r.due_ms, r.rule) for k, r in pending.items()}
                 recent = self.recent.value() or []
@@ -337,9 +355,11 @@ def build(
                     for a in e.unknown_item:
                         self.counters["unknown_item_actions"].inc()
                         yield manifest_tag, json.dumps(dict(_action_json(a), kind=UNKNOWN_ITEM))
+                    if r.late:
+                        self.counters["late_requests"].inc()
                     yield (r.request_id, r.user_id, r.time_ms, r.due_ms, r.rule, r.logged, e.actions,
-                           [_action_json(a) for a in e.joined])
-            if now >= next_cleanup:
+                           [_action_json(a) for a in e.joined], r.late, r.where)
+            if cleanup_due:
                 next_cleanup = END_OF_TIME
                 # Forget emitted requests past retention, and drop actions
                 # that waited that long for a request that never came.
@@ -362,7 +382,18 @@ def build(
                         next_cleanup = min(next_cleanup, min(a.event_time for a in rest) + settings.retention_ms)
                     else:
                         self.held.remove(rid)
+            if arrived is not None and not (arrived or pending):
+                # Nothing waits to be ordered or emitted: the user's
+                # window starts again with their next request.
+                self.recent.clear()
+                if self.held.is_empty() and self.emitted.is_empty():
+                    self.next.clear()
+                    return
             self.next.update((next_event, next_cleanup))
+            if not batch and min(next_event, next_cleanup) < END_OF_TIME:
+                # A wake-up for the horizon itself, whatever the timers set
+                # per item (settings may differ after a restore).
+                timers.register_event_time_timer(min(next_event, next_cleanup))
 
     joined = (
         events.key_by(lambda v: v[1], key_type=Types.STRING())
@@ -380,11 +411,17 @@ def build(
             self.rows = ctx.get_metrics_group().counter("rows_written")
 
         def map(self, value):
-            request_id, user_id, time_ms, due_ms, rule, logged, actions, joined_actions = value
-            keys = self.plan.request_keys(logged)
-            records = self.plan.attach_actions(logged, actions)
-            joined_bytes = frame(records)
-            result = fex.run(self.plan, joined_bytes, format="responses", payload=keys.payload, threads=1)
+            request_id, user_id, time_ms, due_ms, rule, logged, actions, joined_actions, late, where = value
+            try:
+                keys = self.plan.request_keys(logged)
+                records = self.plan.attach_actions(logged, actions)
+                joined_bytes = frame(records)
+                result = fex.run(self.plan, joined_bytes, format="responses", payload=keys.payload, threads=1)
+            except (ValueError, fex.BadRecordError) as e:
+                # The request's samples do not extract (or its transforms
+                # refuse them): reported where it was, and the job goes on.
+                line = dict(where, kind=BAD_REQUEST, request_id=request_id, user_id=user_id, error=_clip(str(e)))
+                return b"", b"", json.dumps(line)
             self.rows.inc(result.rows_written)
             line = {
                 "kind": EMITTED,
@@ -398,6 +435,8 @@ def build(
                 "rows_written": result.rows_written,
                 "actions": joined_actions,
             }
+            if late:
+                line["late_request"] = True
             return joined_bytes, frame(result.responses), json.dumps(line)
 
     computed = joined.map(Compute(), output_type=pickled).name("sample computation")
@@ -415,7 +454,7 @@ def build(
 
 
 def jar_path() -> str:
-    """fex's Flink connector jar (FramedRecordFormat, RawBytesEncoder):
+    """fex's Flink connector jar (FramedRecords, RawBytesEncoder, OrderedSplitAssigner):
     ``FEX_NEARLINE_JAR`` if set, else compiled once from the Java sources
     shipped in this package with ``javac`` against PyFlink's own jars."""
     import hashlib
@@ -438,6 +477,7 @@ def jar_path() -> str:
 
     lib = os.path.join(os.path.dirname(pyflink.__file__), "lib")
     digest.update(pyflink.__file__.encode())
+    digest.update(b"--release 11")
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     jar = os.path.join(cache, "fex", f"fex-nearline-{digest.hexdigest()[:16]}.jar")
     if os.path.isfile(jar):
@@ -449,16 +489,22 @@ def jar_path() -> str:
             "e.g. apt-get install openjdk-17-jdk-headless); or set FEX_NEARLINE_JAR to a built jar"
         )
     os.makedirs(os.path.dirname(jar), exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(jar)) as tmp:
         classes = os.path.join(tmp, "classes")
-        subprocess.run(
-            [javac, "-nowarn", "-d", classes, "-cp", os.path.join(lib, "*"), *sources],
-            check=True,
+        # Class files for Java 11, the oldest JVM Flink 2 runs on, whatever
+        # JDK builds them.
+        compile_ = subprocess.run(
+            [javac, "--release", "11", "-nowarn", "-d", classes, "-cp", os.path.join(lib, "*"), *sources],
             capture_output=True,
+            text=True,
         )
+        if compile_.returncode != 0:
+            raise RuntimeError(f"javac could not build fex's Flink connector jar:\n{compile_.stderr[-3000:]}")
         partial = os.path.join(tmp, "fex-nearline.jar")
         subprocess.run([jar_tool, "cf", partial, "-C", classes, "."], check=True, capture_output=True)
-        shutil.move(partial, jar)
+        # Same directory, so the rename is atomic: a concurrent run sees the
+        # whole jar or none.
+        os.replace(partial, jar)
     return jar
 
 
@@ -489,6 +535,7 @@ def file_job(
     python_executable: Optional[str] = None,
     restart_attempts: int = 0,
     jars: Optional[List[str]] = None,
+    idleness_ms: Optional[int] = None,
 ):
     """The join over files: framed request logs (files or directories) and
     JSON-lines action files, written under ``out``. Returns the
@@ -560,7 +607,14 @@ def file_job(
     request_stream = source(framed, requests, "request logs")
     action_stream = source(StreamFormat.text_line_format(), actions, "actions")
     outputs = build(
-        env, config, request_stream, action_stream, batch=batch, request_locations=True, job_settings=job_settings
+        env,
+        config,
+        request_stream,
+        action_stream,
+        batch=batch,
+        request_locations=True,
+        idleness_ms=idleness_ms,
+        job_settings=job_settings,
     )
 
     raw_encoder = Encoder(gateway.jvm.fex.nearline.RawBytesEncoder())

@@ -37,9 +37,13 @@ class Request:
     refresh: bool
     item_ids: List[str]
     logged: bytes
-    # Set once the request is ordered: when it is due and by which rule.
+    # Where the request was read (file, index, offset), for reports.
+    where: Dict[str, object] = dataclasses.field(default_factory=dict)
+    # Set once the request is ordered: when it is due and by which rule,
+    # and whether it came after a later request of its user was ordered.
     due_ms: Optional[int] = None
     rule: Optional[str] = None
+    late: bool = False
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -80,33 +84,47 @@ def order_key(r: Request) -> Tuple[int, str]:
 
 
 def order(
-    s: Settings, request: Request, pending: Dict[str, Request], recent: List[str]
+    s: Settings, request: Request, pending: Dict[str, Request], recent: List[Tuple[str, int]]
 ) -> List[Request]:
     """Takes ``request`` as the user's newest: applies the event rule to
     the pending requests, then makes ``request`` pending under the time
     rule. Returns the requests the event rule made due (their ``due_ms``
-    set); ``recent`` is the user's last ``requests_back + 1`` request ids."""
-    made_due = []
-    if s.requests_back > 0:
-        if request.refresh:
-            for r in sorted(pending.values(), key=order_key):
-                if r.rule == RULE_TIME:
-                    r.due_ms, r.rule = request.time_ms, RULE_REFRESH
-                    made_due.append(r)
-        recent.append(request.request_id)
-        del recent[: max(0, len(recent) - (s.requests_back + 1))]
-        if not request.refresh and len(recent) > s.requests_back:
-            back = pending.get(recent[0])
-            if back is not None and back.rule == RULE_TIME:
-                back.due_ms, back.rule = request.time_ms, RULE_REQUESTS_BACK
-                made_due.append(back)
+    set). ``recent`` is the user's last ``requests_back + 1`` (at least
+    one) ordered requests, (id, time).
+
+    A request older than the last one ordered came behind the watermark
+    (``watermark_delay`` too short for the disorder across log files or
+    servers): it is marked ``late``, takes the time rule only and is left
+    out of ``recent``, so it neither moves the count of requests back nor
+    becomes due before its own time. ``requests_back: 0`` turns the whole
+    event rule off, refresh included."""
     request.due_ms, request.rule = request.time_ms + s.after_ms, RULE_TIME
     pending[request.request_id] = request
+    if recent and request.time_ms < recent[-1][1]:
+        request.late = True
+        return []
+    made_due = []
+    if s.requests_back > 0 and request.refresh:
+        for r in sorted(pending.values(), key=order_key):
+            if r.rule == RULE_TIME and r is not request:
+                r.due_ms, r.rule = request.time_ms, RULE_REFRESH
+                made_due.append(r)
+    recent.append((request.request_id, request.time_ms))
+    del recent[: max(0, len(recent) - (s.requests_back + 1))]
+    if s.requests_back > 0 and not request.refresh and len(recent) > s.requests_back:
+        back = pending.get(recent[0][0])
+        if back is not None and back.rule == RULE_TIME and back is not request:
+            back.due_ms, back.rule = request.time_ms, RULE_REQUESTS_BACK
+            made_due.append(back)
     return made_due
 
 
 def advance(
-    s: Settings, up_to: int, arrived: Dict[str, Request], pending: Dict[str, Request], recent: List[str]
+    s: Settings,
+    up_to: int,
+    arrived: Dict[str, Request],
+    pending: Dict[str, Request],
+    recent: List[Tuple[str, int]],
 ) -> Tuple[List[Request], List[int]]:
     """Moves one user's state forward to event time ``up_to``, one event at
     a time in time order: the next request to order or the next request

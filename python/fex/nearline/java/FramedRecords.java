@@ -34,11 +34,18 @@ import org.apache.flink.core.fs.FSDataInputStream;
  */
 public final class FramedRecords implements BulkFormat<byte[], FileSourceSplit> {
     private static final long serialVersionUID = 1L;
+    /** A batch ends at this many records or bytes, whichever comes first. */
     private static final int BATCH = 64;
+    private static final long BATCH_BYTES = 16L << 20;
 
     private final long maxRecordBytes;
 
     public FramedRecords(long maxRecordBytes) {
+        // An element is the payload plus its location, in one Java array.
+        if (maxRecordBytes <= 0 || maxRecordBytes > Integer.MAX_VALUE - (1 << 16)) {
+            throw new IllegalArgumentException("maxRecordBytes must be in 1.." + (Integer.MAX_VALUE - (1 << 16))
+                    + ", not " + maxRecordBytes);
+        }
         this.maxRecordBytes = maxRecordBytes;
     }
 
@@ -51,10 +58,15 @@ public final class FramedRecords implements BulkFormat<byte[], FileSourceSplit> 
     public BulkFormat.Reader<byte[]> restoreReader(Configuration config, FileSourceSplit split) throws IOException {
         long skip = split.getReaderPosition().map(CheckpointedPosition::getRecordsAfterOffset).orElse(0L);
         Reader reader = new Reader(split, 0, maxRecordBytes);
-        for (long i = 0; i < skip; i++) {
-            if (reader.next() == null) {
-                throw new IOException(split.path() + ": has fewer records than the checkpoint read (" + skip + ")");
+        try {
+            for (long i = 0; i < skip; i++) {
+                if (!reader.skip()) {
+                    throw new IOException(split.path() + ": has fewer records than the checkpoint read (" + skip + ")");
+                }
             }
+        } catch (IOException | RuntimeException e) {
+            reader.close();
+            throw e;
         }
         return reader;
     }
@@ -88,11 +100,11 @@ public final class FramedRecords implements BulkFormat<byte[], FileSourceSplit> 
             this.offset = start;
         }
 
-        /** The next record with its location, or null at the end. */
-        byte[] next() throws IOException {
+        /** The next record's length, checked, or -1 at the end. */
+        private long length() throws IOException {
             byte[] header = in.readNBytes(8);
             if (header.length == 0) {
-                return null;
+                return -1;
             }
             if (header.length < 8) {
                 throw fail("the file ends inside its 8-byte length (" + header.length + " bytes)");
@@ -102,8 +114,39 @@ public final class FramedRecords implements BulkFormat<byte[], FileSourceSplit> 
             if (Long.compareUnsigned(length, maxRecordBytes) > 0) {
                 throw fail("length " + Long.toUnsignedString(length) + " is over the limit of " + maxRecordBytes + " bytes");
             }
+            return length;
+        }
+
+        /** Passes over the next record (a restore's skip); false at the end. */
+        boolean skip() throws IOException {
+            long length = length();
+            if (length < 0) {
+                return false;
+            }
+            long remaining = length;
+            while (remaining > 0) {
+                long n = in.skip(remaining);
+                if (n <= 0) {
+                    if (in.read() < 0) {
+                        throw fail("the file ends inside its payload (" + (length - remaining) + " of " + length + " bytes)");
+                    }
+                    n = 1;
+                }
+                remaining -= n;
+            }
+            offset += 8 + length;
+            index++;
+            return true;
+        }
+
+        /** The next record with its location, or null at the end. */
+        byte[] next() throws IOException {
+            long length = length();
+            if (length < 0) {
+                return null;
+            }
             int head = 4 + pathBytes.length + 16;
-            byte[] element = new byte[head + (int) length];
+            byte[] element = new byte[Math.addExact(head, (int) length)];
             int read = in.readNBytes(element, head, (int) length);
             if (read < length) {
                 throw fail("the file ends inside its payload (" + read + " of " + length + " bytes)");
@@ -124,12 +167,14 @@ public final class FramedRecords implements BulkFormat<byte[], FileSourceSplit> 
             long first = index;
             byte[][] batch = new byte[BATCH][];
             int n = 0;
-            while (n < BATCH) {
+            long bytes = 0;
+            while (n < BATCH && bytes < BATCH_BYTES) {
                 byte[] element = next();
                 if (element == null) {
                     break;
                 }
                 batch[n++] = element;
+                bytes += element.length;
             }
             if (n == 0) {
                 return null;
