@@ -5,11 +5,12 @@ in a child process, each run bounded)."""
 from __future__ import annotations
 
 import os
-import struct
 import subprocess
 import sys
 
 import pytest
+
+import fex
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -20,13 +21,8 @@ RUN_TIMEOUT = 300
 
 
 def records(path):
-    blob = open(path, "rb").read()
-    out, at = [], 0
-    while at < len(blob):
-        (n,) = struct.unpack_from("<Q", blob, at)
-        out.append(blob[at + 8 : at + 8 + n])
-        at += 8 + n
-    return out
+    """The records of a framed file, read by the package under test."""
+    return [bytes(r) for r in fex.read_records(path)]
 
 
 def job(out, requests, actions, *extra, timeout=RUN_TIMEOUT, check=True):
