@@ -55,9 +55,9 @@ def pinned(cpu, cmd, pin):
     return (["taskset", "-c", str(cpu)] + cmd) if pin else cmd
 
 
-def start_server(server, models, extra, pin=False):
+def start_server(server, models, extra, pin=False, max_concurrency=4096):
     cmd = [server, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
-           "--log", "warn,fex_server::serve=info", "--models", models, "--max-concurrency", "4096",
+           "--log", "warn,fex_server::serve=info", "--models", models, "--max-concurrency", str(max_concurrency),
            "--request-timeout", "10s", "--reload-interval", "0s"] + extra
     proc = subprocess.Popen(pinned(0, cmd, pin), stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
@@ -168,7 +168,8 @@ class Sampler:
 
 def bench(args, models, model, mode_args, requests_file, duration=None, warmup="2s"):
     """One run against a fresh server."""
-    proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args), args.pin)
+    proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args), args.pin,
+                                            args.max_concurrency)
     try:
         cmd = [args.client_bin, "bench", "--addr", addr, "--model", model, "--duration", duration or args.duration,
                "--warmup", warmup, "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections),
@@ -238,7 +239,7 @@ def timeline(r):
 
 def soak(args, models, requests_file, rate):
     print(f"open-loop soak at {rate:.0f}/s, {args.soak} s per run, {args.rounds} rounds; server flags: "
-          f"{args.server_args or '(defaults)'}")
+          f"--max-concurrency {args.max_concurrency} {args.server_args}")
     print()
     purge = os.environ.get("MIMALLOC_PURGE_DELAY", "unset (fex-server: -1, never purge)")
     print(f"MIMALLOC_PURGE_DELAY: {purge}")
@@ -293,6 +294,9 @@ def main():
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--open-rate", type=float, help="open-loop rate (default: half the default model's closed loop)")
     ap.add_argument("--server-args", default="", help="more fex-server flags, e.g. '--io-threads 2'")
+    ap.add_argument("--max-concurrency", type=int, default=4096,
+                    help="fex-server --max-concurrency (default 4096, so the client's concurrency is the limit; "
+                         "the server's own default is 64)")
     ap.add_argument("--closed-only", action="store_true", help="skip the open-loop rounds (for tuning sweeps)")
     ap.add_argument("--open-only", action="store_true", help="skip the closed loop (needs --open-rate)")
     ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")
