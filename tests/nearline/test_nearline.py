@@ -16,7 +16,6 @@ import glob
 import json
 import os
 import signal
-import struct
 import subprocess
 import sys
 import time

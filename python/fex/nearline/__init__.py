@@ -73,6 +73,17 @@ class Summary:
         ]
 
 
+# Manifest kinds other than "emitted", and the Summary field each adds to.
+COUNTED = {
+    "late": "late_actions",
+    "unmatched": "unmatched_actions",
+    "unknown_item": "unknown_item_actions",
+    "duplicate_request": "duplicate_requests",
+    "bad_request": "bad_requests",
+    "bad_action": "bad_actions",
+}
+
+
 def summarize(manifest: Iterator[dict]) -> Summary:
     s = Summary()
     for line in manifest:
@@ -84,18 +95,8 @@ def summarize(manifest: Iterator[dict]) -> Summary:
             s.rows_written += line["rows_written"]
             s.payloads[line["payload"]] = s.payloads.get(line["payload"], 0) + 1
             s.late_requests += bool(line.get("late_request"))
-        elif kind == "late":
-            s.late_actions += 1
-        elif kind == "unmatched":
-            s.unmatched_actions += 1
-        elif kind == "unknown_item":
-            s.unknown_item_actions += 1
-        elif kind == "duplicate_request":
-            s.duplicate_requests += 1
-        elif kind == "bad_request":
-            s.bad_requests += 1
-        elif kind == "bad_action":
-            s.bad_actions += 1
+        elif kind in COUNTED:
+            setattr(s, COUNTED[kind], getattr(s, COUNTED[kind]) + 1)
     s.requests_read = sum(s.emitted.values()) + s.duplicate_requests + s.bad_requests
     s.actions_read = (
         s.actions_joined + s.late_actions + s.unmatched_actions + s.unknown_item_actions + s.bad_actions

@@ -45,7 +45,6 @@ END_OF_TIME = 2**63 - 1
 # Event times are bounded so that a time plus `after` or `retention` stays a
 # Java long (Flink's timestamps).
 MAX_TIME_MS = 2**62
-LATE_REQUEST = "late_request"
 # Why an action is late: its event time is after its request's emission
 # time (event times alone decide), or it came later than the watermark delay
 # allows and found its request already emitted.
