@@ -19,12 +19,14 @@ benches/README.md. Everything binds 127.0.0.1 and every run stops by itself.
 3. --soak SECONDS: only open loop, at --open-rate (or half the default's
    closed loop, measured first), --rounds runs of each model of SECONDS
    each, interleaved, each on a fresh server. While a run goes, the server's
-   /metrics (queue depth, shed calls) and the machine's /proc/stat (steal
-   time: the hypervisor running someone else) are sampled every 100 ms. Each
+   /metrics (calls in flight, queue depth, shed calls), the server's and the
+   client's CPU time and the machine's /proc/stat (steal time: the
+   hypervisor running someone else) are sampled every 100 ms. Each
    run reports its statuses (shed calls are RESOURCE_EXHAUSTED), p50, p99,
    p99.9 and max, its worst second, the deepest queue seen, and the steal
    time of the worst second against the run's median second: the evidence
-   for what a tail spike was.
+   for what a tail spike was. --timeline prints, per run, its first 5 s at
+   100 ms (calls in flight, queue, CPU, faults) and then every second.
 
 Usage: python3 scripts/e2e_bench.py [--rounds 3] [--duration 5s]
        [--server-args "--extract-threads 1 --io-threads 1"]
@@ -55,10 +57,13 @@ def pinned(cpu, cmd, pin):
     return (["taskset", "-c", str(cpu)] + cmd) if pin else cmd
 
 
-def start_server(server, models, extra, pin=False, max_concurrency=4096):
+def start_server(server, models, extra, pin=False, max_concurrency=None):
+    """A fex-server on loopback ports; its own admission limits unless
+    `max_concurrency` is given."""
+    limits = ["--max-concurrency", str(max_concurrency)] if max_concurrency else []
     cmd = [server, "--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json",
-           "--log", "warn,fex_server::serve=info", "--models", models, "--max-concurrency", str(max_concurrency),
-           "--request-timeout", "10s", "--reload-interval", "0s"] + extra
+           "--log", "warn,fex_server::serve=info", "--models", models,
+           "--request-timeout", "10s", "--reload-interval", "0s"] + limits + extra
     proc = subprocess.Popen(pinned(0, cmd, pin), stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
         fields = json.loads(line).get("fields", {})
@@ -96,6 +101,16 @@ def steal_ticks():
 
 def metric(page, name):
     return sum(float(l.rsplit(" ", 1)[1]) for l in page.splitlines() if l.startswith(name + " ") or l.startswith(name + "{"))
+
+
+def cpu_ticks(pid):
+    """User and system CPU of a process so far, in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except OSError:
+        return 0
 
 
 def minor_faults(pid):
@@ -144,6 +159,7 @@ class Sampler:
 
     def __init__(self, metrics_addr, pid):
         self.metrics_addr, self.pid, self.samples, self.stop = metrics_addr, pid, [], threading.Event()
+        self.client_pid, self.start_samples = None, []
         self.start = time.monotonic()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -158,6 +174,8 @@ class Sampler:
             at = time.monotonic() - self.start
             depth, shed = metric(page, "fex_queue_depth"), metric(page, "fex_shed_total")
             self.samples.append((at, depth, shed, steal_ticks(), minor_faults(self.pid), vmstat()))
+            self.start_samples.append((at, metric(page, "fex_in_flight_requests"), depth, cpu_ticks(self.pid),
+                                       cpu_ticks(self.client_pid) if self.client_pid else 0, minor_faults(self.pid)))
             self.huge_mb = max(getattr(self, "huge_mb", 0.0), anon_huge_mb(self.pid))
 
     def finish(self):
@@ -175,10 +193,16 @@ def bench(args, models, model, mode_args, requests_file, duration=None, warmup="
                "--warmup", warmup, "--timeout", "10s", "--file", requests_file, "--connections", str(args.connections),
                "--output", "json", "--no-progress"] + mode_args
         sampler = Sampler(metrics_addr, proc.pid) if duration else None
-        client = subprocess.run(pinned(1, cmd, args.pin), check=True, capture_output=True, text=True, timeout=900)
-        report = json.loads(client.stdout)
+        client = subprocess.Popen(pinned(1, cmd, args.pin), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if sampler:
+            sampler.client_pid = client.pid
+        out, err = client.communicate(timeout=900)
+        if client.returncode != 0:
+            raise RuntimeError(f"fex-client bench exited {client.returncode}: {err}")
+        report = json.loads(out)
         if sampler:
             report["samples"] = sampler.finish()
+            report["start_samples"] = sampler.start_samples
             report["anon_huge_mb"] = getattr(sampler, "huge_mb", 0.0)
         report["peak_rss_mb"], cpu = proc_stats(proc.pid)
         report["server_cpu_us"] = cpu * 1e6 / max(answered(metrics_addr), 1)
@@ -228,18 +252,45 @@ def timeline(r):
             kernel[s] = [a + k[key] - last[1][key] for a, key in
                          zip(kernel.get(s, [0, 0, 0]), ("thp_fault_alloc", "compact_stall", "allocstall"))]
         last = (f, k)
-    lines = ["second  p99 ms   max ms  queue  minor faults  thp  compact  reclaim"]
+    flight, cpu, last_cpu = {}, {}, None
+    for at, f, _, server, client, _ in r.get("start_samples", []):
+        s = int(at)
+        flight[s] = max(flight.get(s, 0), f)
+        if last_cpu is not None:
+            a, b = cpu.get(s, (0, 0))
+            cpu[s] = (a + (server - last_cpu[0]) * 1000 / TICKS, b + (client - last_cpu[1]) * 1000 / TICKS)
+        last_cpu = (server, client)
+    lines = ["second  p99 ms   max ms  in flight  queue  server/client CPU ms  minor faults  thp  compact  reclaim"]
     for s in sorted(set(seconds) | set(depth)):
         l = seconds.get(s, {"p99": 0, "max": 0})
         t, c, a = kernel.get(s, [0, 0, 0])
-        lines.append(f"{s:6d} {l['p99']:7.2f} {l['max']:8.2f} {depth.get(s, 0):6.0f} {faults.get(s, 0):13d} "
-                     f"{t:4d} {c:8d} {a:8d}")
+        sc = cpu.get(s, (0, 0))
+        lines.append(f"{s:6d} {l['p99']:7.2f} {l['max']:8.2f} {flight.get(s, 0):10.0f} {depth.get(s, 0):6.0f} "
+                     f"{sc[0]:10.0f} / {sc[1]:<8.0f} {faults.get(s, 0):13d} {t:4d} {c:8d} {a:8d}")
+    return "\n".join(lines)
+
+
+def start_timeline(r, seconds=5.0):
+    """The first seconds of a run at the sampler's 100 ms: calls in flight
+    (admitted, not yet answered), the extraction queue, the server's and the
+    client's CPU in each interval, and the server's minor faults."""
+    lines = ["  at s  in flight  queue  server CPU ms  client CPU ms  minor faults"]
+    last = None
+    for at, flight, depth, server, client, faults in r.get("start_samples", []):
+        if at > seconds:
+            break
+        if last is not None:
+            ms = 1000 / TICKS
+            lines.append(f"{at:6.1f} {flight:10.0f} {depth:6.0f} {(server - last[0]) * ms:14.0f} "
+                         f"{(client - last[1]) * ms:14.0f} {faults - last[2]:13d}")
+        last = (server, client, faults)
     return "\n".join(lines)
 
 
 def soak(args, models, requests_file, rate):
+    limits = f"--max-concurrency {args.max_concurrency} " if args.max_concurrency else ""
     print(f"open-loop soak at {rate:.0f}/s, {args.soak} s per run, {args.rounds} rounds; server flags: "
-          f"--max-concurrency {args.max_concurrency} {args.server_args}")
+          f"{limits}{args.server_args or '(defaults)'}")
     print()
     purge = os.environ.get("MIMALLOC_PURGE_DELAY", "unset (fex-server: -1, never purge)")
     print(f"MIMALLOC_PURGE_DELAY: {purge}")
@@ -255,6 +306,7 @@ def soak(args, models, requests_file, rate):
             results.append((model, r))
             print(soak_row(model, f"#{i + 1}", r), flush=True)
             if args.timeline:
+                print(start_timeline(r), file=sys.stderr, flush=True)
                 print(timeline(r), file=sys.stderr, flush=True)
     print()
     for model in ("default", "floor"):
@@ -294,9 +346,8 @@ def main():
     ap.add_argument("--connections", type=int, default=2)
     ap.add_argument("--open-rate", type=float, help="open-loop rate (default: half the default model's closed loop)")
     ap.add_argument("--server-args", default="", help="more fex-server flags, e.g. '--io-threads 2'")
-    ap.add_argument("--max-concurrency", type=int, default=4096,
-                    help="fex-server --max-concurrency (default 4096, so the client's concurrency is the limit; "
-                         "the server's own default is 64)")
+    ap.add_argument("--max-concurrency", type=int,
+                    help="fex-server --max-concurrency (default: the server's own)")
     ap.add_argument("--closed-only", action="store_true", help="skip the open-loop rounds (for tuning sweeps)")
     ap.add_argument("--open-only", action="store_true", help="skip the closed loop (needs --open-rate)")
     ap.add_argument("--server-bin", default=SERVER, help="another fex-server binary (A/B runs)")

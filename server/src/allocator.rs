@@ -1,5 +1,6 @@
-//! The allocator's one setting that serving needs: freed memory is kept for
-//! reuse, never purged (returned to the OS and faulted back in).
+//! The allocator's settings for serving: freed memory is kept for reuse,
+//! never purged (returned to the OS and faulted back in), and a heap is
+//! touched at start so that the first calls do not fault theirs in.
 //!
 //! Responses are 100 KB buffers allocated on an extraction thread and freed
 //! on an I/O thread. Under a steady open-loop load the number alive swings
@@ -12,6 +13,15 @@
 //! environment still wins: operators can trade the stalls back for RSS.
 
 use std::ffi::c_long;
+use std::time::{Duration, Instant};
+
+/// Bytes touched per step: the smallest page the kernel maps.
+const PAGE: usize = 4096;
+
+/// Blocks the warm heap is touched in: large enough that mimalloc serves
+/// each from its arena directly, so that freeing one returns its memory to
+/// the arena, where any thread's next pages are carved from it.
+const BLOCK: usize = 1 << 20;
 
 /// `mi_option_purge_delay` in mimalloc v3's `mimalloc.h` (`mi_option_e`).
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
@@ -27,6 +37,39 @@ pub fn keep_freed_memory() -> c_long {
         }
         libmimalloc_sys::mi_option_get(PURGE_DELAY)
     }
+}
+
+/// Touches `bytes` of heap and frees it again, so that the memory is
+/// resident and kept (purging is off) for the calls to come.
+///
+/// A server starts with a heap of a few MB; its first calls at full rate grow
+/// it to its working set, and every new page is a fault that zeroes it (on a
+/// VM whose host backs guest memory lazily, a host fault as well: about 2 ms
+/// per MiB here, half of the I/O thread's time in the first second). Calls
+/// wait behind those faults, more are admitted meanwhile, each holding more
+/// new memory: a cold server at half load built a backlog of a thousand
+/// calls and shed (issue 27; benches/README.md, "Tail latency at half
+/// load"). Touching the heap before the listener opens moves that cost to
+/// start-up, where no call waits on it.
+pub fn prefault(bytes: usize) -> Duration {
+    let started = Instant::now();
+    let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(bytes.div_ceil(BLOCK));
+    let mut left = bytes;
+    while left > 0 {
+        let len = left.min(BLOCK);
+        let mut block: Vec<u8> = Vec::with_capacity(len);
+        let base = block.as_mut_ptr();
+        for offset in (0..len).step_by(PAGE) {
+            // SAFETY: offset < len <= the block's capacity; a volatile write
+            // is kept even though the block is freed unread.
+            unsafe { base.add(offset).write_volatile(0) };
+        }
+        blocks.push(block);
+        left -= len;
+    }
+    // Held until every block is touched, so that none is reused for the next.
+    drop(blocks);
+    started.elapsed()
 }
 
 #[cfg(test)]

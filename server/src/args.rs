@@ -54,10 +54,16 @@ pub struct Args {
 
     /// Calls admitted at once across all connections (reading their request,
     /// waiting for or running extraction, or sending their response); more
-    /// are refused at once with RESOURCE_EXHAUSTED. Bounds the memory held
-    /// for requests at --max-request-bytes times this.
-    #[arg(long, env = "FEX_MAX_CONCURRENCY", default_value_t = 64)]
+    /// are refused at once with RESOURCE_EXHAUSTED.
+    #[arg(long, env = "FEX_MAX_CONCURRENCY", default_value_t = 1024, value_parser = parse_positive)]
     pub max_concurrency: usize,
+
+    /// Bytes of request messages held at once by admitted calls; a request
+    /// that does not fit is refused at once with RESOURCE_EXHAUSTED, before
+    /// it is read. The memory bound for requests, whatever their sizes; at
+    /// least --max-request-bytes.
+    #[arg(long, env = "FEX_MAX_IN_FLIGHT_BYTES", default_value_t = 256 << 20, value_parser = parse_positive)]
+    pub max_in_flight_bytes: usize,
 
     /// Extraction threads, each with its own scratch [default: the cores
     /// left after --io-threads, at least 1].
@@ -72,8 +78,15 @@ pub struct Args {
     /// Extraction jobs that may wait for a busy pool thread; a call beyond the
     /// threads plus this queue is refused at once with RESOURCE_EXHAUSTED, and
     /// a job whose deadline passes while it waits never runs.
-    #[arg(long, env = "FEX_MAX_QUEUE", default_value_t = 64)]
+    #[arg(long, env = "FEX_MAX_QUEUE", default_value_t = 512)]
     pub max_queue: usize,
+
+    /// Heap touched at start, before the listener opens, and kept for the
+    /// calls to come, in bytes; 0 touches none. A cold server otherwise
+    /// faults its working set in under its first calls, which wait on it
+    /// (ignored when MIMALLOC_PURGE_DELAY is set: purged memory would not stay).
+    #[arg(long, env = "FEX_PREFAULT_HEAP_BYTES", default_value_t = 128 << 20)]
+    pub prefault_heap_bytes: usize,
 
     /// HTTP/2 receive window of each stream, in bytes: a request larger than
     /// this waits a round trip for a WINDOW_UPDATE before the rest is sent.

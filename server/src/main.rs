@@ -22,9 +22,35 @@ const EXIT_CONFIG: u8 = 64;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Touches the heap the first calls would otherwise fault in
+/// (`--prefault-heap-bytes`), unless freed memory is purged.
+fn prefault_heap(bytes: usize, purge_delay: std::ffi::c_long) {
+    if bytes == 0 {
+        return;
+    }
+    if purge_delay >= 0 {
+        tracing::warn!(purge_delay, "not prefaulting the heap: MIMALLOC_PURGE_DELAY is set, so freed memory is purged");
+        return;
+    }
+    let took = fex_server::allocator::prefault(bytes);
+    tracing::info!(bytes, took_ms = took.as_millis() as u64, "heap prefaulted (--prefault-heap-bytes)");
+}
+
 fn main() -> ExitCode {
     let purge_delay = fex_server::allocator::keep_freed_memory();
     let args = Args::parse();
+    if args.max_in_flight_bytes < args.max_request_bytes {
+        use clap::CommandFactory;
+        Args::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                format!(
+                    "--max-in-flight-bytes {} is below --max-request-bytes {}: a request at the limit could never be admitted",
+                    args.max_in_flight_bytes, args.max_request_bytes
+                ),
+            )
+            .exit();
+    }
     init_tracing(&args);
     tracing::debug!(purge_delay, "mimalloc purge delay (-1: freed memory is kept)");
     let kserve = args.kserve.given();
@@ -38,6 +64,7 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(errors) => return config_errors(&errors),
     };
+    prefault_heap(args.prefault_heap_bytes, purge_delay);
     // The runtime serves I/O only; extraction runs on the pool's own threads.
     let io_threads = args.threads().io;
     let runtime = tokio::runtime::Builder::new_multi_thread()

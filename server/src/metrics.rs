@@ -64,6 +64,8 @@ pub struct Metrics {
     pub reloads: Family<ResultLabel, Counter>,
     pub models: Gauge,
     pub in_flight: Gauge,
+    /// Bytes of request messages held by admitted calls (--max-in-flight-bytes).
+    pub in_flight_request_bytes: Gauge,
     pub shed: Counter,
     pub deadline_exceeded: Counter,
     /// Time from a job's submission to a pool thread taking it.
@@ -100,6 +102,7 @@ impl Metrics {
             reloads: Family::default(),
             models: Gauge::default(),
             in_flight: Gauge::default(),
+            in_flight_request_bytes: Gauge::default(),
             shed: Counter::default(),
             deadline_exceeded: Counter::default(),
             // 10 µs .. ~5 s in powers of two.
@@ -158,8 +161,13 @@ impl Metrics {
             m.in_flight.clone(),
         );
         registry.register(
+            "in_flight_request_bytes",
+            "Bytes of request messages held by admitted calls (at most --max-in-flight-bytes)",
+            m.in_flight_request_bytes.clone(),
+        );
+        registry.register(
             "shed",
-            "Calls refused with RESOURCE_EXHAUSTED at the concurrency limit or with the extraction queue full",
+            "Calls refused with RESOURCE_EXHAUSTED at the concurrency or request-bytes limit or with the extraction queue full",
             m.shed.clone(),
         );
         registry.register("deadline_exceeded", "Calls that ran past their deadline", m.deadline_exceeded.clone());

@@ -16,7 +16,7 @@ use tonic_health::server::{HealthReporter, HealthService};
 
 use crate::args::Args;
 use crate::inference_stub::grpc_inference_service_server::GrpcInferenceServiceServer;
-use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer};
+use crate::layers::{AdmissionLayer, DeadlineLayer, FramingLayer, MetricsLayer, RequestBytes};
 use crate::metrics::Metrics;
 use crate::pool::Pool;
 use crate::registry::{LoadError, Registry, ReloadReport};
@@ -178,21 +178,26 @@ async fn run(
     //   and final status, including answers from the layers below it.
     // - deadline: the client's grpc-timeout or the server default, whichever
     //   is shorter; its clock includes admission. Answers DEADLINE_EXCEEDED.
-    // - admission: the global limit of calls in flight (bodies held in
-    //   memory); a call that finds no permit is answered RESOURCE_EXHAUSTED
-    //   at once, before its body is read. The extraction pool behind the
-    //   service admits again: its threads plus --max-queue, the rest shed.
+    // - admission: the global limit of calls in flight; a call that finds no
+    //   permit is answered RESOURCE_EXHAUSTED at once, before its body is
+    //   read. The extraction pool behind the service admits again: its
+    //   threads plus --max-queue, the rest shed.
     // - framing: the gRPC message prefix is read from the body; a message
     //   over --max-request-bytes is refused before it is buffered,
     //   RESOURCE_EXHAUSTED naming found and limit (tonic's decoder limit, set
     //   above to the same value, is the backstop), and a body that is not
-    //   exactly one well-framed message is INVALID_ARGUMENT. Innermost, so
-    //   only admitted calls read their bodies.
+    //   exactly one well-framed message is INVALID_ARGUMENT. Then the
+    //   message's length is taken from --max-in-flight-bytes until the call
+    //   is answered (RESOURCE_EXHAUSTED when it does not fit): the memory
+    //   bound for requests. Innermost, so only admitted calls read bodies.
     let stack = tower::ServiceBuilder::new()
         .layer(MetricsLayer::new(Arc::clone(&metrics)))
         .layer(DeadlineLayer::new(args.request_timeout, Arc::clone(&metrics)))
         .layer(AdmissionLayer::new(args.max_concurrency, Arc::clone(&metrics)))
-        .layer(FramingLayer::new(args.max_request_bytes))
+        .layer(
+            FramingLayer::new(args.max_request_bytes)
+                .with_budget(RequestBytes::new(args.max_in_flight_bytes, Arc::clone(&metrics))),
+        )
         .into_inner();
     // HTTP/2 flow control sized for 100 KB to 2 MB messages: a stream window
     // above the largest request lets a client send it without waiting for a

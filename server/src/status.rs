@@ -10,6 +10,12 @@ pub enum ServeError {
     /// Refused by the admission layer: every permit is taken.
     #[error("server is at its limit of {limit} concurrent requests; retry with backoff")]
     Overloaded { limit: usize },
+    /// Refused by the framing layer: the request's message does not fit in
+    /// the bytes left of `--max-in-flight-bytes`.
+    #[error(
+        "request of {found} bytes does not fit in the request bytes the server holds at once ({limit} at most, --max-in-flight-bytes); retry with backoff"
+    )]
+    RequestBytesInFlight { found: usize, limit: usize },
     /// Every extraction thread busy and the queue full (`--max-queue`).
     #[error(
         "server's {threads} extraction threads are busy and {max_queue} calls are queued (--max-queue); retry with backoff"
@@ -67,7 +73,10 @@ pub enum ServeError {
 impl ServeError {
     pub fn code(&self) -> Code {
         match self {
-            Self::Overloaded { .. } | Self::QueueFull { .. } | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
+            Self::Overloaded { .. }
+            | Self::RequestBytesInFlight { .. }
+            | Self::QueueFull { .. }
+            | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
             Self::DeadlineExceeded { .. } => Code::DeadlineExceeded,
             Self::UnknownModel { .. } => Code::NotFound,
             Self::NoPayload | Self::UnknownOutput(_) | Self::BadInput(_) => Code::InvalidArgument,

@@ -153,6 +153,44 @@ async fn overload_is_shed_at_once_with_resource_exhausted() {
     assert!(has_line(&metrics, "fex_in_flight_requests 0"), "{metrics}");
 }
 
+/// Request bytes are bounded whatever their count: with room for one
+/// request's bytes, a second call is refused at once, counted as shed, and
+/// the bytes come back when the first is answered.
+#[tokio::test]
+async fn requests_beyond_the_byte_budget_are_shed_at_once() {
+    let request = extract_request("default", sample_batch(64));
+    let len = request.encoded_len();
+    let budget = len + len / 2;
+    let mut args = Args::for_tests();
+    args.max_in_flight_bytes = budget;
+    args.request_timeout = HOLD_TIMEOUT;
+    let server = start(args).await;
+    let held = HeldCall::open(server.addr, &request, None).await;
+    // The held call took its message's length once its prefix arrived.
+    wait_in_flight(len as i64, || server.metrics.in_flight_request_bytes.get()).await;
+    let mut c = client(server.addr).await;
+    let status = c.extract(request.clone()).await.unwrap_err();
+    assert_eq!(status.code(), Code::ResourceExhausted);
+    assert_eq!(
+        status.message(),
+        format!(
+            "request of {len} bytes does not fit in the request bytes the server holds at once ({budget} at most, \
+             --max-in-flight-bytes); retry with backoff"
+        )
+    );
+    let (code, message) = held.finish().await;
+    assert_eq!(code, "0", "{message}");
+    wait_in_flight(0, || server.metrics.in_flight_request_bytes.get()).await;
+    assert!(c.extract(request).await.is_ok(), "the bytes came back");
+    let metrics = server.metrics.render();
+    assert!(has_line(&metrics, "fex_shed_total 1"), "{metrics}");
+    assert!(
+        has_line(&metrics, r#"fex_requests_total{method="Extract",model="-",code="ResourceExhausted"} 1"#),
+        "{metrics}"
+    );
+    assert!(has_line(&metrics, "fex_in_flight_request_bytes 0"), "{metrics}");
+}
+
 #[tokio::test]
 async fn a_client_that_resets_its_upload_is_counted_as_cancelled() {
     let server = start_default().await;

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use common::*;
 use fex::proto::fex_v1::ListModelsRequest;
+use prost::Message;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fex-server");
 
@@ -235,6 +236,10 @@ fn help_documents_flags_and_environment() {
         "--models",
         "--max-request-bytes",
         "--max-concurrency",
+        "--max-in-flight-bytes",
+        "FEX_MAX_IN_FLIGHT_BYTES",
+        "--prefault-heap-bytes",
+        "FEX_PREFAULT_HEAP_BYTES",
         "--extract-threads",
         "FEX_EXTRACT_THREADS",
         "--io-threads",
@@ -257,4 +262,68 @@ fn help_documents_flags_and_environment() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
+}
+
+/// A request budget below the largest request would refuse such a request
+/// forever: the server refuses the flags instead, naming both.
+#[test]
+fn an_in_flight_budget_below_the_request_limit_is_refused_at_start() {
+    let out = Command::new(BIN)
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "off"])
+        .args(["--max-request-bytes", "2000", "--max-in-flight-bytes", "1000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--max-in-flight-bytes 1000 is below --max-request-bytes 2000"), "{stderr}");
+}
+
+/// Anonymous memory resident in a process, in bytes (/proc/PID/status).
+fn rss_anon(p: &Process) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", p.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("RssAnon:")).expect("RssAnon line");
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Anonymous memory a server grows by while it answers 8 rounds of 64
+/// concurrent calls of 4,096 rows (about 250 KB each, and their responses).
+async fn growth_under_calls(p: &Process) -> u64 {
+    wait_serving(p.addr).await;
+    let request = extract_request("default", sample_batch(4096));
+    assert!(request.encoded_len() > 200_000, "{} bytes", request.encoded_len());
+    let before = rss_anon(p);
+    let c = client(p.addr).await;
+    for _ in 0..8 {
+        let calls = (0..64).map(|_| {
+            let mut c = c.clone();
+            let request = request.clone();
+            async move { c.extract(request).await.map(|_| ()) }
+        });
+        for answer in futures_util::future::join_all(calls).await {
+            answer.unwrap();
+        }
+    }
+    rss_anon(p).saturating_sub(before)
+}
+
+/// The heap touched at start is resident before the first call, and the
+/// calls' buffers are carved from it rather than faulted in anew (issue 27:
+/// a cold server's faults under its first calls built a backlog that shed).
+/// A server without it is the control: the same calls grow its heap.
+#[tokio::test]
+async fn the_prefaulted_heap_is_resident_at_start_and_serves_the_calls() {
+    const MIB: u64 = 1 << 20;
+    let limits = ["--max-request-bytes", "4194304", "--extract-threads", "1"];
+    let cold = spawn(&[&limits[..], &["--prefault-heap-bytes", "0"]].concat());
+    let grown_cold = growth_under_calls(&cold).await;
+    drop(cold);
+    let warm = spawn(&[&limits[..], &["--prefault-heap-bytes", &(128 * MIB).to_string()]].concat());
+    assert!(rss_anon(&warm) >= 128 * MIB, "{} bytes resident at start", rss_anon(&warm));
+    let grown_warm = growth_under_calls(&warm).await;
+    eprintln!("anonymous memory grown under the calls: {grown_cold} bytes cold, {grown_warm} prefaulted");
+    assert!(grown_cold >= 16 * MIB, "the control grew by only {grown_cold} bytes: the calls are too small to tell");
+    assert!(
+        grown_warm <= grown_cold / 4,
+        "the prefaulted server grew by {grown_warm} bytes under the calls, the control by {grown_cold}"
+    );
 }

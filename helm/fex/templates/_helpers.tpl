@@ -151,6 +151,8 @@ one value; scripts/helm_test.sh runs the built binary with them.
 - {{ printf "--max-request-bytes=%d" ($s.maxRequestBytes | int64) | quote }}
 - {{ printf "--max-response-bytes=%d" ($s.maxResponseBytes | int64) | quote }}
 - {{ printf "--max-concurrency=%d" ($s.maxConcurrency | int64) | quote }}
+- {{ printf "--max-in-flight-bytes=%d" ($s.maxInFlightBytes | int64) | quote }}
+- {{ printf "--prefault-heap-bytes=%d" ($s.prefaultHeapBytes | int64) | quote }}
 {{- if not (kindIs "invalid" $s.extractThreads) }}
 - {{ printf "--extract-threads=%d" ($s.extractThreads | int64) | quote }}
 {{- end }}

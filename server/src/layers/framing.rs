@@ -12,14 +12,20 @@
 //! encoding goes on to tonic, which answers UNIMPLEMENTED for an encoding it
 //! does not accept.
 //!
-//! It sits inside admission, so only admitted calls read body bytes, and the
-//! bytes held for requests stay within `max_request_bytes * max_concurrency`.
-//! tonic's decoder limit is set to the same value as a backstop.
+//! It sits inside admission, so only admitted calls read body bytes. With a
+//! budget (`--max-in-flight-bytes`), the message's announced length is taken
+//! from it before the message is read and given back once the call is
+//! answered: a message that does not fit is refused at once with
+//! RESOURCE_EXHAUSTED, so the requests held at once stay within the budget
+//! whatever their sizes (plus at most a first frame each for the calls
+//! admitted). tonic's decoder limit is set to `limit` as a backstop.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -27,6 +33,7 @@ use http_body_util::BodyExt;
 use tonic::body::Body;
 use tower::{Layer, Service};
 
+use crate::metrics::Metrics;
 use crate::status::ServeError;
 
 /// Length of the gRPC message prefix: 1 flag byte and a u32 length.
@@ -35,12 +42,19 @@ const PREFIX: usize = 5;
 #[derive(Clone)]
 pub struct FramingLayer {
     limit: usize,
+    budget: Option<RequestBytes>,
 }
 
 impl FramingLayer {
     /// `limit`: the largest request message accepted, in bytes.
     pub fn new(limit: usize) -> Self {
-        Self { limit }
+        Self { limit, budget: None }
+    }
+
+    /// Request messages held at once are bounded by `budget` (shared by
+    /// every connection).
+    pub fn with_budget(self, budget: RequestBytes) -> Self {
+        Self { budget: Some(budget), ..self }
     }
 }
 
@@ -48,7 +62,7 @@ impl<S> Layer<S> for FramingLayer {
     type Service = Framing<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Framing { inner, limit: self.limit }
+        Framing { inner, limit: self.limit, budget: self.budget.clone() }
     }
 }
 
@@ -56,6 +70,48 @@ impl<S> Layer<S> for FramingLayer {
 pub struct Framing<S> {
     inner: S,
     limit: usize,
+    budget: Option<RequestBytes>,
+}
+
+/// The bytes of request messages the server holds at once
+/// (`--max-in-flight-bytes`), counted in `fex_in_flight_request_bytes`.
+#[derive(Clone)]
+pub struct RequestBytes {
+    permits: Arc<tokio::sync::Semaphore>,
+    limit: usize,
+    metrics: Arc<Metrics>,
+}
+
+impl RequestBytes {
+    /// `limit` is clamped to what a semaphore can count (2^61 - 1).
+    pub fn new(limit: usize, metrics: Arc<Metrics>) -> Self {
+        let limit = limit.min(tokio::sync::Semaphore::MAX_PERMITS);
+        Self { permits: Arc::new(tokio::sync::Semaphore::new(limit)), limit, metrics }
+    }
+
+    /// Takes `len` bytes from the budget, or refuses the message at once.
+    fn hold(&self, len: usize) -> Result<HeldBytes, ServeError> {
+        let refused = || ServeError::RequestBytesInFlight { found: len, limit: self.limit };
+        // A gRPC message length is a u32.
+        let n = u32::try_from(len).map_err(|_| refused())?;
+        let permit = Arc::clone(&self.permits).try_acquire_many_owned(n).map_err(|_| refused())?;
+        self.metrics.in_flight_request_bytes.inc_by(len as i64);
+        Ok(HeldBytes { _permit: permit, len, metrics: Arc::clone(&self.metrics) })
+    }
+}
+
+/// A message's bytes taken from the budget until the call is answered or
+/// dropped.
+struct HeldBytes {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    len: usize,
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        self.metrics.in_flight_request_bytes.dec_by(self.len as i64);
+    }
 }
 
 type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
@@ -80,7 +136,7 @@ where
         // The service that poll_ready readied goes into the future.
         let mut inner = self.inner.clone();
         std::mem::swap(&mut inner, &mut self.inner);
-        let limit = self.limit;
+        let (limit, budget) = (self.limit, self.budget.clone());
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             let encoded = parts.headers.get("grpc-encoding").is_some_and(|e| e != "identity");
@@ -89,7 +145,19 @@ where
                 tracing::debug!(error = %error, "request refused from its gRPC framing");
                 return Ok(super::status_response(error));
             }
-            inner.call(http::Request::from_parts(parts, Body::new(peeked))).await
+            let held = match (&budget, peeked.message_len()) {
+                (Some(budget), Some(len)) => match budget.hold(len) {
+                    Ok(held) => Some(held),
+                    Err(error) => {
+                        budget.metrics.shed.inc();
+                        return Ok(super::status_response(error));
+                    }
+                },
+                _ => None,
+            };
+            let response = inner.call(http::Request::from_parts(parts, Body::new(peeked))).await;
+            drop(held);
+            response
         })
     }
 }
