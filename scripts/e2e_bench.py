@@ -318,6 +318,47 @@ def soak(args, models, requests_file, rate):
     print(f"p99.9 default/floor: {d / f:.2f} (target <= 2)")
 
 
+def cold_starts(args, models, requests_file, rate):
+    """Fresh servers given the open-loop rate from their first call (no
+    client warm-up), with the heap prefaulted as shipped and without
+    (--prefault-heap-bytes 0), interleaved: how deep the backlog of a cold
+    server gets, what it sheds, and the page faults it takes meanwhile."""
+    print(f"cold starts at {rate:.0f}/s, {args.cold_start_seconds} s each from the first call, {args.cold_starts} "
+          f"rounds; server flags: {args.server_args or '(defaults)'}")
+    print()
+    print("| heap at start | round | OK | RESOURCE_EXHAUSTED | p99.9 ms | max ms | most calls in flight | deepest queue "
+          "| server minor faults | THP faults (machine) | RSS at ready MB | peak RSS MB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for i in range(args.cold_starts):
+        for label, extra in (("prefaulted (default)", []), ("cold (--prefault-heap-bytes 0)",
+                                                             ["--prefault-heap-bytes", "0"])):
+            proc, addr, metrics_addr = start_server(args.server_bin, models, shlex.split(args.server_args) + extra,
+                                                    args.pin, args.max_concurrency)
+            try:
+                ready_rss, _ = proc_stats(proc.pid)
+                sampler = Sampler(metrics_addr, proc.pid)
+                cmd = [args.client_bin, "bench", "--addr", addr, "--model", "default", "--rate", str(rate),
+                       "--duration", f"{args.cold_start_seconds}s", "--warmup", "0s", "--timeout", "10s",
+                       "--file", requests_file, "--connections", str(args.connections), "--output", "json",
+                       "--no-progress"]
+                client = subprocess.run(pinned(1, cmd, args.pin), check=True, capture_output=True, text=True,
+                                        timeout=300)
+                samples = sampler.finish()
+                r = json.loads(client.stdout)
+                peak_rss, _ = proc_stats(proc.pid)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+            flight = max((x[1] for x in sampler.start_samples), default=0)
+            depth = max((x[1] for x in samples), default=0)
+            faults = samples[-1][4] - samples[0][4] if samples else 0
+            thp = samples[-1][5]["thp_fault_alloc"] - samples[0][5]["thp_fault_alloc"] if samples else 0
+            l = r["latency_ms"]
+            print(f"| {label} | #{i + 1} | {r['ok']} | {r['status'].get('RESOURCE_EXHAUSTED', 0)} | {l['p999']:.2f} | "
+                  f"{l['max']:.1f} | {flight:.0f} | {depth:.0f} | {faults} | {thp} | {ready_rss:.0f} | "
+                  f"{peak_rss:.0f} |", flush=True)
+
+
 def row(model, label, r):
     l = r["latency_ms"]
     errors = sum(n for code, n in r["status"].items() if code != "OK") + r["dropped"]
@@ -356,6 +397,9 @@ def main():
     ap.add_argument("--soak", type=int, metavar="SECONDS",
                     help="open-loop soak: runs of this many seconds, interleaved, with per-run tails and samples")
     ap.add_argument("--timeline", action="store_true", help="with --soak: each run's seconds on stderr")
+    ap.add_argument("--cold-starts", type=int, metavar="ROUNDS",
+                    help="only cold starts: ROUNDS pairs of fresh servers (heap prefaulted, and not) at --open-rate")
+    ap.add_argument("--cold-start-seconds", type=int, default=5, help="length of each cold start run")
     ap.add_argument("--pin", action="store_true",
                     help="server on CPU 0 and client on CPU 1 (taskset): each process gets a core of its own")
     args = ap.parse_args()
@@ -373,6 +417,11 @@ def main():
                        check=True, capture_output=True)
         results = []
         closed = f"closed c={args.concurrency}"
+        if args.cold_starts:
+            if not args.open_rate:
+                ap.error("--cold-starts needs --open-rate")
+            cold_starts(args, models, requests_file, args.open_rate)
+            return 0
         if args.soak:
             if not args.open_rate:
                 rounds(args, models, requests_file, ["--concurrency", str(args.concurrency)], closed, results)
