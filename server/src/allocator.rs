@@ -8,8 +8,9 @@
 //! `purge_delay`; the next swing faults them back in, thousands of page
 //! faults in one second, during which extraction stalls, the queue fills and
 //! calls are shed (issue 27; benches/README.md, "Tail latency at half load").
-//! Memory stays at its high-water mark instead, which the admission limits
-//! bound (`--max-concurrency`, `--max-queue`). `MIMALLOC_PURGE_DELAY` in the
+//! Memory stays at its high-water mark instead: the prefaulted heap plus what
+//! the requests (`--max-in-flight-bytes`) and the responses in flight
+//! (`--max-concurrency` of them) took beyond it. `MIMALLOC_PURGE_DELAY` in the
 //! environment still wins: operators can trade the stalls back for RSS.
 
 use std::ffi::c_long;
@@ -51,13 +52,19 @@ pub fn keep_freed_memory() -> c_long {
 /// calls and shed (issue 27; benches/README.md, "Tail latency at half
 /// load"). Touching the heap before the listener opens moves that cost to
 /// start-up, where no call waits on it.
-pub fn prefault(bytes: usize) -> Duration {
+///
+/// Returns the bytes touched (fewer when the allocator refuses a block: the
+/// rest is skipped rather than aborting the process) and the time it took.
+pub fn prefault(bytes: usize) -> (usize, Duration) {
     let started = Instant::now();
-    let mut blocks: Vec<Vec<u8>> = Vec::with_capacity(bytes.div_ceil(BLOCK));
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
     let mut left = bytes;
     while left > 0 {
         let len = left.min(BLOCK);
-        let mut block: Vec<u8> = Vec::with_capacity(len);
+        let mut block: Vec<u8> = Vec::new();
+        if blocks.try_reserve(1).is_err() || block.try_reserve_exact(len).is_err() {
+            break;
+        }
         let base = block.as_mut_ptr();
         for offset in (0..len).step_by(PAGE) {
             // SAFETY: offset < len <= the block's capacity; a volatile write
@@ -69,11 +76,19 @@ pub fn prefault(bytes: usize) -> Duration {
     }
     // Held until every block is touched, so that none is reused for the next.
     drop(blocks);
-    started.elapsed()
+    (bytes - left, started.elapsed())
 }
 
 #[cfg(test)]
 mod tests {
+    /// Every byte asked for is touched, in whole blocks and a partial last one.
+    #[test]
+    fn prefault_touches_what_it_is_asked() {
+        let bytes = 3 * super::BLOCK + 5;
+        assert_eq!(super::prefault(bytes).0, bytes);
+        assert_eq!(super::prefault(0).0, 0);
+    }
+
     /// Option 15 is the purge delay: mimalloc v3's default for it is 1000
     /// ms (options.c), and setting it reads back.
     #[test]

@@ -84,7 +84,8 @@ pub struct Args {
     /// Heap touched at start, before the listener opens, and kept for the
     /// calls to come, in bytes; 0 touches none. A cold server otherwise
     /// faults its working set in under its first calls, which wait on it
-    /// (ignored when MIMALLOC_PURGE_DELAY is set: purged memory would not stay).
+    /// (skipped when MIMALLOC_PURGE_DELAY turns purging back on: the memory
+    /// would not stay).
     #[arg(long, env = "FEX_PREFAULT_HEAP_BYTES", default_value_t = 128 << 20)]
     pub prefault_heap_bytes: usize,
 

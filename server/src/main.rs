@@ -32,8 +32,18 @@ fn prefault_heap(bytes: usize, purge_delay: std::ffi::c_long) {
         tracing::warn!(purge_delay, "not prefaulting the heap: MIMALLOC_PURGE_DELAY is set, so freed memory is purged");
         return;
     }
-    let took = fex_server::allocator::prefault(bytes);
-    tracing::info!(bytes, took_ms = took.as_millis() as u64, "heap prefaulted (--prefault-heap-bytes)");
+    let (touched, took) = fex_server::allocator::prefault(bytes);
+    let took_ms = took.as_millis() as u64;
+    if touched < bytes {
+        tracing::warn!(
+            bytes,
+            touched,
+            took_ms,
+            "the allocator refused part of --prefault-heap-bytes; serving with less"
+        );
+    } else {
+        tracing::info!(bytes, took_ms, "heap prefaulted (--prefault-heap-bytes)");
+    }
 }
 
 fn main() -> ExitCode {

@@ -15,7 +15,7 @@ use fex::{Extracted, Extractor};
 use tonic::{Request, Response, Status};
 
 use crate::codec::ExtractCall;
-use crate::layers::{CallDeadline, CallModel};
+use crate::layers::{CallDeadline, CallModel, HeldRequest};
 use crate::metrics::Metrics;
 use crate::pool::{Pool, Refused};
 use crate::registry::{Model, Registry};
@@ -41,6 +41,7 @@ impl FeatureExtractor for ExtractorService {
     async fn extract(&self, request: Request<ExtractCall>) -> Result<Response<ExtractResponse>, Status> {
         let call = request.extensions().get::<CallModel>().cloned();
         let deadline = request.extensions().get::<CallDeadline>().copied();
+        let held = request.extensions().get::<HeldRequest>().cloned();
         let request_id = request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
         let ExtractCall { mut request, bytes } = request.into_inner();
         let span = tracing::info_span!("extract", model = %quoted(&request.model), bytes = payload_len(&request));
@@ -54,7 +55,7 @@ impl FeatureExtractor for ExtractorService {
             // A sampled call keeps its request's bytes as they arrived
             // (shared, not copied) for the log, queued once answered.
             let logged = self.request_log.as_ref().filter(|log| log.sampled()).map(|log| (log, bytes));
-            let response = self.handle(Arc::clone(&model), &mut request, deadline).await?;
+            let response = self.handle(Arc::clone(&model), &mut request, deadline, held).await?;
             if let Some((log, request)) = logged {
                 let request_id = request_id.unwrap_or_else(|| log.next_id());
                 log.offer(Pending {
@@ -129,10 +130,11 @@ impl ExtractorService {
         model: Arc<Model>,
         request: &mut ExtractRequest,
         deadline: Option<CallDeadline>,
+        held: Option<HeldRequest>,
     ) -> Result<ExtractResponse, ServeError> {
         let payload = request.payload.take().ok_or(ServeError::NoPayload)?;
         if let Some(upstream) = &model.plan.upstream {
-            let forwarded = crate::upstream::forward(self, &model, upstream, payload, deadline).await?;
+            let forwarded = crate::upstream::forward(self, &model, upstream, payload, deadline, held).await?;
             let batch_size = forwarded.batch_size as i32;
             let tensors = forwarded.tensors(&request.outputs, upstream, self.max_response_bytes)?;
             return Ok(ExtractResponse {
@@ -143,7 +145,7 @@ impl ExtractorService {
             });
         }
         let selected = if request.outputs.is_empty() { None } else { Some(select(&model, &request.outputs)?) };
-        let out = self.extract(&model, payload, selected, deadline).await?;
+        let out = self.extract(&model, payload, selected, deadline, held).await?;
         let batch_size = out.batch_size;
         // The columns' buffers move into the tensors as `Bytes`: prost copies
         // them once, when tonic encodes the response.
@@ -157,19 +159,25 @@ impl ExtractorService {
     }
 
     /// Extracts `payload` with `model`'s plan on a pool thread, within the
-    /// call's deadline; counts the sample bytes read.
+    /// call's deadline; counts the sample bytes read. The job keeps the
+    /// request's `held` bytes in the budget while it keeps the payload.
     pub(crate) async fn extract(
         &self,
         model: &Arc<Model>,
         payload: Payload,
         selected: Option<Vec<usize>>,
         deadline: Option<CallDeadline>,
+        held: Option<HeldRequest>,
     ) -> Result<Extracted, ServeError> {
         let bytes = payload_bytes(&payload);
         let job_model = Arc::clone(model);
         let job = self
             .pool
-            .run(deadline.map(|d| d.at), move |ex| run_extraction(ex, &job_model, &payload, selected.as_deref()))
+            .run(deadline.map(|d| d.at), move |ex| {
+                let out = run_extraction(ex, &job_model, &payload, selected.as_deref());
+                drop((payload, held));
+                out
+            })
             .map_err(|refused| self.refused(refused, deadline))?;
         let extracted = job.await.map_err(|refused| self.refused(refused, deadline))?;
         // Bytes the library read, whether or not they were good.

@@ -26,7 +26,7 @@ use tonic::codegen::http::uri::PathAndQuery;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use crate::codec::{RequestMessage, ResponseEncoder};
-use crate::layers::CallDeadline;
+use crate::layers::{CallDeadline, HeldRequest};
 use crate::metrics::{Metrics, UpstreamLabels};
 use crate::registry::Model;
 use crate::service::ExtractorService;
@@ -173,10 +173,11 @@ pub async fn forward(
     up: &Upstream,
     payload: Payload,
     deadline: Option<CallDeadline>,
+    held: Option<HeldRequest>,
 ) -> Result<Forwarded, ServeError> {
     let selection = model.upstream_selection().map_err(ServeError::UnknownOutput)?;
     let selected = crate::service::select(model, &selection.outputs)?;
-    let out = service.extract(model, payload, Some(selected), deadline).await?;
+    let out = service.extract(model, payload, Some(selected), deadline, held).await?;
     let batch_size = out.batch_size;
     let (mut outputs, mut raw) = (Vec::new(), Vec::new());
     for t in service.tensors(model, out)? {

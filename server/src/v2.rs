@@ -15,7 +15,7 @@ use prost::Message;
 use tonic::{Request, Response, Status};
 
 use crate::inference_stub::grpc_inference_service_server::GrpcInferenceService;
-use crate::layers::{CallDeadline, CallModel};
+use crate::layers::{CallDeadline, CallModel, HeldRequest};
 use crate::registry::Model;
 use crate::request_log::Pending;
 use crate::service::ExtractorService;
@@ -100,11 +100,12 @@ impl GrpcInferenceService for InferenceService {
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let call = request.extensions().get::<CallModel>().cloned();
         let deadline = request.extensions().get::<CallDeadline>().copied();
+        let held = request.extensions().get::<HeldRequest>().cloned();
         let request_id = request.metadata().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
         let request = request.into_inner();
         let name = request.model_name.clone();
         let span = tracing::info_span!("model_infer", model = %quoted(&name));
-        let result = tracing::Instrument::instrument(self.infer(request, call, deadline, request_id), span).await;
+        let result = tracing::Instrument::instrument(self.infer(request, call, deadline, held, request_id), span).await;
         result.map(Response::new).map_err(|e| {
             if e.code() == tonic::Code::Internal {
                 tracing::error!(model = %quoted(&name), error = %e, "extraction panicked");
@@ -136,6 +137,7 @@ impl InferenceService {
         mut request: ModelInferRequest,
         call: Option<CallModel>,
         deadline: Option<CallDeadline>,
+        held: Option<HeldRequest>,
         request_id: Option<String>,
     ) -> Result<ModelInferResponse, ServeError> {
         let model = self.model(&request.model_name, &request.model_version, call.as_ref())?;
@@ -153,7 +155,7 @@ impl InferenceService {
         };
         if let Some(up) = &model.plan.upstream {
             self.log(&model, &payload, &[], request_id);
-            let forwarded = crate::upstream::forward(&self.extractor, &model, up, payload, deadline).await?;
+            let forwarded = crate::upstream::forward(&self.extractor, &model, up, payload, deadline, held).await?;
             let limit = self.extractor.max_response_bytes;
             (response.outputs, response.raw_output_contents) = forwarded.outputs(&asked, up, limit)?;
             return Ok(response);
@@ -171,7 +173,7 @@ impl InferenceService {
             false => Some(crate::service::select(&model, &selection.outputs)?),
         };
         self.log(&model, &payload, &selection.outputs, request_id);
-        let out = self.extractor.extract(&model, payload, selected, deadline).await?;
+        let out = self.extractor.extract(&model, payload, selected, deadline, held).await?;
         for t in self.extractor.tensors(&model, out)? {
             oip::push_outputs(t, &selection, &mut response.outputs, &mut response.raw_output_contents);
         }

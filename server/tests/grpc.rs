@@ -163,6 +163,7 @@ async fn requests_beyond_the_byte_budget_are_shed_at_once() {
     let budget = len + len / 2;
     let mut args = Args::for_tests();
     args.max_in_flight_bytes = budget;
+    args.max_request_bytes = len;
     args.request_timeout = HOLD_TIMEOUT;
     let server = start(args).await;
     let held = HeldCall::open(server.addr, &request, None).await;

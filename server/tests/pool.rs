@@ -82,14 +82,20 @@ async fn a_call_whose_deadline_passes_in_the_queue_is_deadline_exceeded_and_neve
     // Raw HTTP/2, so the status is the server's (tonic's client would time
     // the call out itself, as CANCELLED).
     let body = grpc_frame(&extract_request("default", sample_batch(16)).encode_to_vec());
+    let len = (body.len() - 5) as i64;
     let (code, message) = raw_extract(server.addr, &[("grpc-timeout", "50m")], body).await;
     assert_eq!(code, "4", "DEADLINE_EXCEEDED: {message}");
     assert!(message.contains("50ms"), "{message}");
+    // The call is answered, but its job still holds the payload in the
+    // queue: its bytes stay in --max-in-flight-bytes until the job goes.
+    let held = || server.metrics.in_flight_request_bytes.get();
+    assert_eq!(held(), len, "the queued job's request bytes are still counted");
     busy.release().await;
     // The thread takes the expired job after the holding one and drops it.
     let page = || server.metrics.render();
     let expired = r#"fex_pool_jobs_total{outcome="expired"} 1"#;
     wait_until(|| has_line(&page(), expired), || format!("missing {expired}: {}", page())).await;
+    wait_in_flight(0, held).await;
     let page = page();
     assert!(has_line(&page, r#"fex_pool_jobs_total{outcome="ran"} 1"#), "only the holding job ran: {page}");
     assert!(!page.contains("fex_rows_total{"), "nothing was extracted: {page}");

@@ -28,7 +28,15 @@ impl Drop for Process {
 }
 
 fn spawn(extra: &[&str]) -> Process {
+    spawn_with_env(extra, &[])
+}
+
+/// `spawn` with environment variables; the allocator's own are cleared
+/// first, so a test sees fex-server's defaults whatever CI's environment.
+fn spawn_with_env(extra: &[&str], env: &[(&str, &str)]) -> Process {
     let mut child = Command::new(BIN)
+        .env_remove("MIMALLOC_PURGE_DELAY")
+        .envs(env.iter().copied())
         .args([
             "--listen-addr",
             "127.0.0.1:0",
@@ -326,4 +334,13 @@ async fn the_prefaulted_heap_is_resident_at_start_and_serves_the_calls() {
         grown_warm <= grown_cold / 4,
         "the prefaulted server grew by {grown_warm} bytes under the calls, the control by {grown_cold}"
     );
+}
+
+/// With purging turned back on the heap would be purged again, so it is not
+/// touched at all (the server says so in a warning).
+#[tokio::test]
+async fn the_heap_is_not_prefaulted_when_purging_is_back_on() {
+    let p = spawn_with_env(&["--prefault-heap-bytes", "134217728"], &[("MIMALLOC_PURGE_DELAY", "1000")]);
+    wait_serving(p.addr).await;
+    assert!(rss_anon(&p) < 64 << 20, "{} bytes resident at start", rss_anon(&p));
 }

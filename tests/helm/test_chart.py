@@ -286,6 +286,7 @@ def check_template_failures(helm):
          "needs a CPU or memory target, autoscaling.queueTime or"),
         (["--set", "server.http2StreamWindow=1000"], "/server/http2StreamWindow"),
         (["--set", "server.extractThreads=0"], "/server/extractThreads"),
+        (["--set", "server.maxRequestBytes=536870912"], "server.maxInFlightBytes (268435456) is below"),
         (["--set", "upstreams.ranker.service=triton", *UPSTREAM_SETS("ranker")], "upstreams.ranker names no model"),
         (["--set", "existingModelsConfigMap=models", "--set", "upstreams.default.service=triton", *UPSTREAM_SETS("default")],
          "upstreams needs the chart to render the models"),

@@ -142,6 +142,9 @@ one value; scripts/helm_test.sh runs the built binary with them.
 */}}
 {{- define "fex.args" -}}
 {{- $s := .Values.server }}
+{{- if lt ($s.maxInFlightBytes | int64) ($s.maxRequestBytes | int64) }}
+{{- fail (printf "server.maxInFlightBytes (%d) is below server.maxRequestBytes (%d): a request at the limit could never be admitted" ($s.maxInFlightBytes | int64) ($s.maxRequestBytes | int64)) }}
+{{- end }}
 - {{ printf "--listen-addr=%s" $s.listenAddr | quote }}
 - {{ printf "--metrics-addr=%s" $s.metricsAddr | quote }}
 {{- if eq (include "fex.hasModels" .) "true" }}

@@ -1,7 +1,7 @@
 //! Global concurrency limit with load shedding: a call that finds every permit
 //! taken is refused at once with RESOURCE_EXHAUSTED. There is no queue, so an
-//! overloaded server answers fast and memory stays bounded by
-//! `max_request_bytes * max_concurrency`.
+//! overloaded server answers fast. Request memory is bounded in bytes, by the
+//! framing layer's `--max-in-flight-bytes`, not by this count.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +23,9 @@ pub struct AdmissionLayer {
 
 impl AdmissionLayer {
     /// One layer value is shared by every connection: the limit is global.
+    /// `limit` is clamped to what a semaphore can count.
     pub fn new(limit: usize, metrics: Arc<Metrics>) -> Self {
+        let limit = limit.min(Semaphore::MAX_PERMITS);
         Self { permits: Arc::new(Semaphore::new(limit)), limit, metrics }
     }
 }

@@ -17,8 +17,12 @@
 //! from it before the message is read and given back once the call is
 //! answered: a message that does not fit is refused at once with
 //! RESOURCE_EXHAUSTED, so the requests held at once stay within the budget
-//! whatever their sizes (plus at most a first frame each for the calls
-//! admitted). tonic's decoder limit is set to `limit` as a backstop.
+//! whatever their sizes. The budget is held by the call and by its
+//! extraction job (a `HeldRequest` extension), since a job can wait in the
+//! queue with its payload after its call timed out. Before the check a call
+//! holds only the frames that carried its 5-byte prefix, and is checked as
+//! soon as the last of them arrives. tonic's decoder limit is set to `limit`
+//! as a backstop.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -83,25 +87,36 @@ pub struct RequestBytes {
 }
 
 impl RequestBytes {
-    /// `limit` is clamped to what a semaphore can count (2^61 - 1).
+    /// `limit` is clamped to what a semaphore can count.
     pub fn new(limit: usize, metrics: Arc<Metrics>) -> Self {
         let limit = limit.min(tokio::sync::Semaphore::MAX_PERMITS);
         Self { permits: Arc::new(tokio::sync::Semaphore::new(limit)), limit, metrics }
     }
 
     /// Takes `len` bytes from the budget, or refuses the message at once.
-    fn hold(&self, len: usize) -> Result<HeldBytes, ServeError> {
+    fn hold(&self, len: usize) -> Result<HeldRequest, ServeError> {
         let refused = || ServeError::RequestBytesInFlight { found: len, limit: self.limit };
         // A gRPC message length is a u32.
         let n = u32::try_from(len).map_err(|_| refused())?;
         let permit = Arc::clone(&self.permits).try_acquire_many_owned(n).map_err(|_| refused())?;
         self.metrics.in_flight_request_bytes.inc_by(len as i64);
-        Ok(HeldBytes { _permit: permit, len, metrics: Arc::clone(&self.metrics) })
+        let bytes = HeldBytes { _permit: permit, len, metrics: Arc::clone(&self.metrics) };
+        Ok(HeldRequest { _bytes: Arc::new(bytes) })
     }
 }
 
-/// A message's bytes taken from the budget until the call is answered or
-/// dropped.
+/// A request's bytes taken from the budget (a request extension): the
+/// framing layer holds one clone until the call is answered or dropped, and
+/// the call's extraction job another until it has run or is dropped unrun,
+/// since a job can outlive a call that timed out or was cancelled in the
+/// queue, and it holds the request's payload until then.
+#[derive(Clone)]
+pub struct HeldRequest {
+    _bytes: Arc<HeldBytes>,
+}
+
+/// The bytes behind a `HeldRequest`, returned to the budget when the last
+/// clone goes.
 struct HeldBytes {
     _permit: tokio::sync::OwnedSemaphorePermit,
     len: usize,
@@ -155,6 +170,10 @@ where
                 },
                 _ => None,
             };
+            let mut parts = parts;
+            if let Some(held) = &held {
+                parts.extensions.insert(held.clone());
+            }
             let response = inner.call(http::Request::from_parts(parts, Body::new(peeked))).await;
             drop(held);
             response
@@ -423,6 +442,37 @@ mod tests {
         send.send_response(http::Response::new(Body::empty()));
         call.await.unwrap().unwrap();
         read
+    }
+
+    /// The budget's bytes come back only once both the call and the request
+    /// (which a queued extraction job keeps) are gone, and a message that
+    /// does not fit in what is left is refused at once.
+    #[tokio::test]
+    async fn budgeted_bytes_come_back_when_the_call_and_its_request_are_gone() {
+        let (service, mut handle) = mock::pair::<http::Request<Body>, http::Response<Body>>();
+        let metrics = Metrics::new();
+        let budget = RequestBytes::new(100, Arc::clone(&metrics));
+        let mut svc = FramingLayer::new(100).with_budget(budget).layer(service);
+        handle.allow(2);
+        let call = tokio::spawn(svc.ready().await.unwrap().call(extract(body(&[&message(60)]))));
+        let (request, _send) = handle.next_request().await.unwrap();
+        assert_eq!(metrics.in_flight_request_bytes.get(), 60);
+        let status = refused(&mut svc, extract(body(&[&message(50)]))).await;
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(metrics.shed.get(), 1);
+        call.abort();
+        let _ = call.await;
+        assert_eq!(metrics.in_flight_request_bytes.get(), 60, "the request still holds its bytes");
+        drop(request);
+        assert_eq!(metrics.in_flight_request_bytes.get(), 0);
+        // Now the 50 bytes fit.
+        let call = tokio::spawn(svc.ready().await.unwrap().call(extract(body(&[&message(50)]))));
+        let (request, send) = handle.next_request().await.unwrap();
+        assert_eq!(metrics.in_flight_request_bytes.get(), 50);
+        send.send_response(http::Response::new(Body::empty()));
+        call.await.unwrap().unwrap();
+        drop(request);
+        assert_eq!(metrics.in_flight_request_bytes.get(), 0);
     }
 
     #[tokio::test]

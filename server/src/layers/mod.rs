@@ -8,7 +8,7 @@ mod metrics;
 
 pub use admission::{Admission, AdmissionLayer};
 pub use deadline::{CallDeadline, Deadline, DeadlineLayer, parse_grpc_timeout};
-pub use framing::{Framing, FramingLayer, RequestBytes};
+pub use framing::{Framing, FramingLayer, HeldRequest, RequestBytes};
 pub use metrics::{CallModel, MetricsLayer, NO_MODEL, RecordMetrics, code_name};
 
 /// Calls the layers govern: the extraction services (fex.v1 and the Open
