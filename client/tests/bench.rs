@@ -94,10 +94,12 @@ async fn open_loop_keeps_the_asked_rate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_past_capacity_reports_the_asked_rate_and_rising_latency() {
-    // No shedding here (neither at admission nor at the extraction queue):
-    // every request waits its turn, so the backlog shows.
+    // No shedding here (neither at admission, by count or by bytes, nor at
+    // the extraction queue): every request waits its turn, so the backlog
+    // shows.
     let mut args = Args::for_tests();
     args.max_concurrency = 100_000;
+    args.max_in_flight_bytes = 1 << 40;
     args.max_queue = 100_000;
     args.request_timeout = Duration::from_secs(30);
     let server = server_with(args).await;
