@@ -28,9 +28,15 @@ benches/README.md. Everything binds 127.0.0.1 and every run stops by itself.
    for what a tail spike was. --timeline prints, per run, its first 5 s at
    100 ms (calls in flight, queue, CPU, faults) and then every second.
 
+4. --cold-starts ROUNDS: only cold starts: fresh servers given --open-rate
+   from their first call (no client warm-up), alternating fex-server's
+   default heap prefault and --prefault-heap-bytes 0; each reports its shed
+   calls, tail, most calls in flight and the page faults it took.
+
 Usage: python3 scripts/e2e_bench.py [--rounds 3] [--duration 5s]
        [--server-args "--extract-threads 1 --io-threads 1"]
-       python3 scripts/e2e_bench.py --soak 120 --rounds 2 --open-rate 5200"""
+       python3 scripts/e2e_bench.py --soak 120 --rounds 3
+       python3 scripts/e2e_bench.py --cold-starts 5 --open-rate 5200"""
 
 import argparse
 import json
