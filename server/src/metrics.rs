@@ -133,7 +133,7 @@ impl Metrics {
         registry.register("request_bytes", "Sample bytes received", m.request_bytes.clone());
         registry.register(
             "upstream_calls",
-            "ModelInfer calls to a model's upstream model server, by model and final status",
+            "ModelInfer calls to a model's upstream model server, by model and final status (Cancelled: the caller went away)",
             m.upstream_calls.clone(),
         );
         registry.register(

@@ -294,20 +294,42 @@ async fn infer(
     request: ModelInferRequest,
     deadline: Option<CallDeadline>,
 ) -> Result<ModelInferResponse, ServeError> {
-    let started = Instant::now();
+    let counted = Counted { metrics: &service.metrics, model: &model.plan.name, started: Instant::now(), code: None };
     let path = "/inference.GRPCInferenceService/ModelInfer";
     let limit = service.max_response_bytes;
     let result = call(&service.upstreams, limit, up, path, request, budget(up, deadline)).await;
-    let metrics: &Metrics = &service.metrics;
-    let code = match &result {
+    counted.finish(match &result {
         Ok(_) => "Ok",
         Err(e) => crate::layers::code_name(e.code()),
-    };
-    let labels = UpstreamLabels { model: model.plan.name.clone(), code };
-    metrics.upstream_calls.get_or_create(&labels).inc();
-    let model_label = Metrics::model(&model.plan.name);
-    metrics.upstream_latency.get_or_create(&model_label).observe(started.elapsed().as_secs_f64());
+    });
     result
+}
+
+/// One ModelInfer call to an upstream, counted in `fex_upstream_calls_total`
+/// and `fex_upstream_duration_seconds` once: with its status when it
+/// finishes, or as `Cancelled` when the caller goes away first and the
+/// call's future is dropped mid-flight.
+struct Counted<'a> {
+    metrics: &'a Metrics,
+    model: &'a str,
+    started: Instant,
+    code: Option<&'static str>,
+}
+
+impl Counted<'_> {
+    fn finish(mut self, code: &'static str) {
+        self.code = Some(code);
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        let code = self.code.unwrap_or("Cancelled");
+        let labels = UpstreamLabels { model: self.model.to_string(), code };
+        self.metrics.upstream_calls.get_or_create(&labels).inc();
+        let model_label = Metrics::model(self.model);
+        self.metrics.upstream_latency.get_or_create(&model_label).observe(self.started.elapsed().as_secs_f64());
+    }
 }
 
 /// Whether the upstream model is ready (false when it cannot be asked).

@@ -292,3 +292,36 @@ async fn check_config_checks_the_mapping_against_the_upstreams_metadata() {
         "{stdout}"
     );
 }
+
+/// A caller that goes away while its call waits on the upstream: the
+/// upstream call is counted once, as Cancelled, when its future is dropped.
+#[tokio::test]
+async fn an_upstream_call_the_caller_abandons_is_counted_cancelled() {
+    // Silent: accepts connections and never speaks HTTP/2.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    let models = forwarding_models(&address, 60_000);
+    let mut args = Args::for_tests();
+    args.models = Some(models.path().to_path_buf());
+    args.request_timeout = std::time::Duration::from_secs(60);
+    let server = start(args).await;
+    let addr = server.addr;
+    let call = tokio::spawn(async move { v2(addr).await.model_infer(infer_request("fwd", &sample_batch(2))).await });
+    // The extraction ran: the call went on to wait for the upstream.
+    let page = || server.metrics.render();
+    let ran = r#"fex_pool_jobs_total{outcome="ran"} 1"#;
+    wait_until(|| has_line(&page(), ran), || format!("missing {ran}: {}", page())).await;
+    call.abort();
+    let cancelled = r#"fex_upstream_calls_total{model="fwd",code="Cancelled"} 1"#;
+    wait_until(|| has_line(&page(), cancelled), || format!("missing {cancelled}: {}", page())).await;
+    assert!(has_line(&page(), "fex_upstream_duration_seconds_count{model=\"fwd\"} 1"), "{}", page());
+    held.abort();
+    server.shutdown();
+    server.wait().await.unwrap();
+}
