@@ -183,6 +183,20 @@ fn forwarding_models(address: &str, timeout_ms: u64) -> tempfile::TempDir {
     dir
 }
 
+/// An upstream that accepts connections and never speaks HTTP/2: its
+/// address, and the task holding the connections open (abort it to close).
+async fn silent_upstream() -> (String, tokio::task::JoinHandle<()>) {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", silent.local_addr().unwrap());
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    (address, held)
+}
+
 async fn start_models(dir: &std::path::Path) -> fex_server::serve::Server {
     let mut args = Args::for_tests();
     args.models = Some(dir.to_path_buf());
@@ -208,15 +222,7 @@ async fn an_upstream_that_is_down_or_silent_gets_a_status_naming_it() {
     server.shutdown();
     server.wait().await.unwrap();
 
-    // Silent: accepts connections and never speaks HTTP/2.
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", silent.local_addr().unwrap());
-    let held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            open.push(socket);
-        }
-    });
+    let (address, held) = silent_upstream().await;
     let models = forwarding_models(&address, 300);
     let server = start_models(models.path()).await;
     let mut c = v2(server.addr).await;
@@ -297,15 +303,7 @@ async fn check_config_checks_the_mapping_against_the_upstreams_metadata() {
 /// upstream call is counted once, as Cancelled, when its future is dropped.
 #[tokio::test]
 async fn an_upstream_call_the_caller_abandons_is_counted_cancelled() {
-    // Silent: accepts connections and never speaks HTTP/2.
-    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", silent.local_addr().unwrap());
-    let held = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((socket, _)) = silent.accept().await {
-            open.push(socket);
-        }
-    });
+    let (address, held) = silent_upstream().await;
     let models = forwarding_models(&address, 60_000);
     let mut args = Args::for_tests();
     args.models = Some(models.path().to_path_buf());
