@@ -300,6 +300,18 @@ impl Args {
         Threads::resolve(self.io_threads, self.extract_threads, cores)
     }
 
+    /// Limits that contradict each other: a request budget below the largest
+    /// request would refuse such a request forever.
+    pub fn check_limits(&self) -> Result<(), String> {
+        if self.max_in_flight_bytes < self.max_request_bytes {
+            return Err(format!(
+                "--max-in-flight-bytes {} is below --max-request-bytes {}: a request at the limit could never be admitted",
+                self.max_in_flight_bytes, self.max_request_bytes
+            ));
+        }
+        Ok(())
+    }
+
     /// Defaults for tests: loopback, ephemeral ports, no metrics listener.
     pub fn for_tests() -> Self {
         let mut args = Args::parse_from(["fex-server", "--listen-addr", "127.0.0.1:0", "--metrics-addr", "off"]);

@@ -49,17 +49,9 @@ fn prefault_heap(bytes: usize, purge_delay: std::ffi::c_long) {
 fn main() -> ExitCode {
     let purge_delay = fex_server::allocator::keep_freed_memory();
     let args = Args::parse();
-    if args.max_in_flight_bytes < args.max_request_bytes {
+    if let Err(conflict) = args.check_limits() {
         use clap::CommandFactory;
-        Args::command()
-            .error(
-                clap::error::ErrorKind::ArgumentConflict,
-                format!(
-                    "--max-in-flight-bytes {} is below --max-request-bytes {}: a request at the limit could never be admitted",
-                    args.max_in_flight_bytes, args.max_request_bytes
-                ),
-            )
-            .exit();
+        Args::command().error(clap::error::ErrorKind::ArgumentConflict, conflict).exit();
     }
     init_tracing(&args);
     tracing::debug!(purge_delay, "mimalloc purge delay (-1: freed memory is kept)");

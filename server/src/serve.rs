@@ -55,12 +55,7 @@ pub fn load_registry(args: &Args) -> Result<Registry, Vec<LoadError>> {
 /// The TLS files are checked first: a bad one is a `TlsError` (which the
 /// binary reports as a bad configuration) and nothing is bound.
 pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Server> {
-    anyhow::ensure!(
-        args.max_in_flight_bytes >= args.max_request_bytes,
-        "--max-in-flight-bytes {} is below --max-request-bytes {}: a request at the limit could never be admitted",
-        args.max_in_flight_bytes,
-        args.max_request_bytes
-    );
+    args.check_limits().map_err(anyhow::Error::msg)?;
     let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
     let request_log = match LogOptions::from_args(args) {

@@ -27,9 +27,8 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
-
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -153,7 +152,7 @@ where
         std::mem::swap(&mut inner, &mut self.inner);
         let (limit, budget) = (self.limit, self.budget.clone());
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
+            let (mut parts, body) = request.into_parts();
             let encoded = parts.headers.get("grpc-encoding").is_some_and(|e| e != "identity");
             let peeked = Peeked::read(body).await;
             if let Err(error) = peeked.check(encoded, limit) {
@@ -170,7 +169,6 @@ where
                 },
                 _ => None,
             };
-            let mut parts = parts;
             if let Some(held) = &held {
                 parts.extensions.insert(held.clone());
             }
