@@ -50,6 +50,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections import namedtuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "target/release/fex-server")
@@ -158,6 +159,13 @@ def anon_huge_mb(pid):
     return 0.0
 
 
+# One 100 ms sample: seconds since the start, the server's calls in flight,
+# queue depth and shed calls, the machine's steal ticks, the server's minor
+# faults, the kernel's VMSTAT counters, and the server's and client's CPU
+# ticks.
+Sample = namedtuple("Sample", "at flight depth shed steal faults kernel server_cpu client_cpu")
+
+
 class Sampler:
     """Every 100 ms: the server's queue depth and shed count, the machine's
     steal time, the server's minor faults and the kernel's compaction,
@@ -165,7 +173,7 @@ class Sampler:
 
     def __init__(self, metrics_addr, pid):
         self.metrics_addr, self.pid, self.samples, self.stop = metrics_addr, pid, [], threading.Event()
-        self.client_pid, self.start_samples = None, []
+        self.client_pid = None
         self.start = time.monotonic()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -179,9 +187,9 @@ class Sampler:
                 continue
             at = time.monotonic() - self.start
             depth, shed = metric(page, "fex_queue_depth"), metric(page, "fex_shed_total")
-            self.samples.append((at, depth, shed, steal_ticks(), minor_faults(self.pid), vmstat()))
-            self.start_samples.append((at, metric(page, "fex_in_flight_requests"), depth, cpu_ticks(self.pid),
-                                       cpu_ticks(self.client_pid) if self.client_pid else 0, minor_faults(self.pid)))
+            client_cpu = cpu_ticks(self.client_pid) if self.client_pid else 0
+            self.samples.append(Sample(at, metric(page, "fex_in_flight_requests"), depth, shed, steal_ticks(),
+                                       minor_faults(self.pid), vmstat(), cpu_ticks(self.pid), client_cpu))
             self.huge_mb = max(getattr(self, "huge_mb", 0.0), anon_huge_mb(self.pid))
 
     def finish(self):
@@ -208,7 +216,6 @@ def bench(args, models, model, mode_args, requests_file, duration=None, warmup="
         report = json.loads(out)
         if sampler:
             report["samples"] = sampler.finish()
-            report["start_samples"] = sampler.start_samples
             report["anon_huge_mb"] = getattr(sampler, "huge_mb", 0.0)
         report["peak_rss_mb"], cpu = proc_stats(proc.pid)
         report["server_cpu_us"] = cpu * 1e6 / max(answered(metrics_addr), 1)
@@ -227,12 +234,13 @@ def soak_row(model, label, r):
     seconds = {int(s): v for s, v in r["latency_by_second_ms"].items()}
     worst = max(seconds, key=lambda s: seconds[s]["max"]) if seconds else 0
     samples = r.get("samples", [])
-    depth = max((x[1] for x in samples), default=0)
-    faults = (samples[-1][4] - samples[0][4]) if samples else 0
-    kernel = {k: samples[-1][5][k] - samples[0][5][k] for k in VMSTAT} if samples else dict.fromkeys(VMSTAT, 0)
+    depth = max((x.depth for x in samples), default=0)
+    faults = (samples[-1].faults - samples[0].faults) if samples else 0
+    kernel = ({k: samples[-1].kernel[k] - samples[0].kernel[k] for k in VMSTAT} if samples
+              else dict.fromkeys(VMSTAT, 0))
     per_second = {}
-    for (t0, _, _, s0, *_), (t1, _, _, s1, *_) in zip(samples, samples[1:]):
-        per_second[int(t1)] = per_second.get(int(t1), 0) + (s1 - s0) * 1000 / TICKS
+    for a, b in zip(samples, samples[1:]):
+        per_second[int(b.at)] = per_second.get(int(b.at), 0) + (b.steal - a.steal) * 1000 / TICKS
     steal = sorted(per_second.values())
     median_steal = steal[len(steal) // 2] if steal else 0
     # The client's seconds count from the end of warm-up (2 s after start).
@@ -249,23 +257,19 @@ def timeline(r):
     p99 and max, the server's deepest queue and minor page faults, and the
     machine's THP faults, compaction stalls and reclaim stalls."""
     seconds = {int(s) + 2: v for s, v in r["latency_by_second_ms"].items()}
-    depth, faults, kernel, last = {}, {}, {}, None
-    for at, d, _, _, f, k in r.get("samples", []):
-        s = int(at)
-        depth[s] = max(depth.get(s, 0), d)
+    depth, flight, faults, kernel, cpu, last = {}, {}, {}, {}, {}, None
+    for x in r.get("samples", []):
+        s = int(x.at)
+        depth[s] = max(depth.get(s, 0), x.depth)
+        flight[s] = max(flight.get(s, 0), x.flight)
         if last is not None:
-            faults[s] = faults.get(s, 0) + f - last[0]
-            kernel[s] = [a + k[key] - last[1][key] for a, key in
+            faults[s] = faults.get(s, 0) + x.faults - last.faults
+            kernel[s] = [a + x.kernel[key] - last.kernel[key] for a, key in
                          zip(kernel.get(s, [0, 0, 0]), ("thp_fault_alloc", "compact_stall", "allocstall"))]
-        last = (f, k)
-    flight, cpu, last_cpu = {}, {}, None
-    for at, f, _, server, client, _ in r.get("start_samples", []):
-        s = int(at)
-        flight[s] = max(flight.get(s, 0), f)
-        if last_cpu is not None:
             a, b = cpu.get(s, (0, 0))
-            cpu[s] = (a + (server - last_cpu[0]) * 1000 / TICKS, b + (client - last_cpu[1]) * 1000 / TICKS)
-        last_cpu = (server, client)
+            cpu[s] = (a + (x.server_cpu - last.server_cpu) * 1000 / TICKS,
+                      b + (x.client_cpu - last.client_cpu) * 1000 / TICKS)
+        last = x
     lines = ["second  p99 ms   max ms  in flight  queue  server/client CPU ms  minor faults  thp  compact  reclaim"]
     for s in sorted(set(seconds) | set(depth)):
         l = seconds.get(s, {"p99": 0, "max": 0})
@@ -281,15 +285,14 @@ def start_timeline(r, seconds=5.0):
     (admitted, not yet answered), the extraction queue, the server's and the
     client's CPU in each interval, and the server's minor faults."""
     lines = ["  at s  in flight  queue  server CPU ms  client CPU ms  minor faults"]
-    last = None
-    for at, flight, depth, server, client, faults in r.get("start_samples", []):
-        if at > seconds:
+    last, ms = None, 1000 / TICKS
+    for x in r.get("samples", []):
+        if x.at > seconds:
             break
         if last is not None:
-            ms = 1000 / TICKS
-            lines.append(f"{at:6.1f} {flight:10.0f} {depth:6.0f} {(server - last[0]) * ms:14.0f} "
-                         f"{(client - last[1]) * ms:14.0f} {faults - last[2]:13d}")
-        last = (server, client, faults)
+            lines.append(f"{x.at:6.1f} {x.flight:10.0f} {x.depth:6.0f} {(x.server_cpu - last.server_cpu) * ms:14.0f} "
+                         f"{(x.client_cpu - last.client_cpu) * ms:14.0f} {x.faults - last.faults:13d}")
+        last = x
     return "\n".join(lines)
 
 
@@ -355,10 +358,10 @@ def cold_starts(args, models, requests_file, rate):
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
-            flight = max((x[1] for x in sampler.start_samples), default=0)
-            depth = max((x[1] for x in samples), default=0)
-            faults = samples[-1][4] - samples[0][4] if samples else 0
-            thp = samples[-1][5]["thp_fault_alloc"] - samples[0][5]["thp_fault_alloc"] if samples else 0
+            flight = max((x.flight for x in samples), default=0)
+            depth = max((x.depth for x in samples), default=0)
+            faults = samples[-1].faults - samples[0].faults if samples else 0
+            thp = samples[-1].kernel["thp_fault_alloc"] - samples[0].kernel["thp_fault_alloc"] if samples else 0
             l = r["latency_ms"]
             print(f"| {label} | #{i + 1} | {r['ok']} | {r['status'].get('RESOURCE_EXHAUSTED', 0)} | {l['p999']:.2f} | "
                   f"{l['max']:.1f} | {flight:.0f} | {depth:.0f} | {faults} | {thp} | {ready_rss:.0f} | "
