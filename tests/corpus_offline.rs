@@ -10,7 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use expect_test::expect_file;
-use fex::corpus::{Case, with_expect};
+use fex::corpus::{Case, Input, with_expect};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_offline")
@@ -25,6 +25,13 @@ fn check(path: &Path) -> Result<(), String> {
     if !case.model.contains("offline:") {
         return Err("an offline case's model has an offline: section".into());
     }
+    // Transforms that rewrote labels once reset the weight unseen: no case
+    // wrote the weight, and none gave its rows weights other than 1.
+    if !case.model.contains("kind: instance_weight") || !carries_weights(&case.input) {
+        return Err("an offline case writes the instance weight (an output of kind instance_weight) of rows \
+                    that carry weights of their own, so a transform that changes a weight shows"
+            .into());
+    }
     let actual = case.run_offline(path.parent().unwrap()).map_err(|e| format!("bad case file: {e}"))?;
     if actual == case.expect {
         return Ok(());
@@ -32,6 +39,17 @@ fn check(path: &Path) -> Result<(), String> {
     let fixed = with_expect(&text, &actual).map_err(|e| e.to_string())?;
     catch_unwind(AssertUnwindSafe(|| expect_file![path].assert_eq(&fixed)))
         .map_err(|_| "output differs from expect (diff above)".to_string())
+}
+
+/// True when some input row has a weight other than the default 1.
+fn carries_weights(input: &Input) -> bool {
+    match input {
+        Input::Batch(b) => b.lists.iter().any(|l| l.name == "instance_weight"),
+        Input::Examples(es) => es.iter().any(|e| {
+            (e.instance_weight != 0.0 && e.instance_weight != 1.0)
+                || e.features.iter().any(|(name, _)| name == "instance_weight")
+        }),
+    }
 }
 
 #[test]

@@ -56,6 +56,10 @@ pub(crate) enum InputKind {
 pub(crate) struct ExampleRow {
     /// The buffer holding this row's Example.
     pub buf: u32,
+    /// The buffer whose field 101 holds this row's labels: `buf` unless
+    /// `Rows::set_labels` replaced them (an Example of field 101 alone).
+    /// Everything else of the row (its weight among it) stays in `buf`.
+    pub labels: u32,
     /// Field 100 (a LineId message), or `Cell::NONE`.
     pub line_id: Cell,
     /// Field 102.
@@ -351,7 +355,12 @@ impl Index {
         let rows = self.rows;
         let view = ExampleView::parse(buf, 0)?;
         let line_id = view.line_id().map_or(Cell::NONE, |(b, at)| cell(row, 0, b, at));
-        self.example_rows.push(ExampleRow { buf: row as u32, line_id, weight: view.instance_weight() });
+        self.example_rows.push(ExampleRow {
+            buf: row as u32,
+            labels: row as u32,
+            line_id,
+            weight: view.instance_weight(),
+        });
         let monolith = plan.compat == Compat::Monolith;
         let mut extension = Extension::default();
         for entry in view.features() {

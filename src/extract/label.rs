@@ -54,7 +54,7 @@ impl RowLabels<'_> {
 /// The label values of one row, in order: Example field 101, then `__LABEL__`.
 fn collect_labels(cx: &Ctx<'_, '_>, row: usize, out: &mut RowLabels<'_>) -> Result<(), ExtractError> {
     if !cx.is_batch() {
-        let view = ExampleView::parse(cx.bufs[cx.example_row(row).buf as usize], 0)?;
+        let view = ExampleView::parse(cx.bufs[cx.example_row(row).labels as usize], 0)?;
         view.labels(|v| out.push(v)).map_err(|e| ExtractError::from(e.within("example", Some(row))).at_row(row))?;
     }
     let source = cx.plan.label_source.expect("plans with labels reserve __LABEL__");

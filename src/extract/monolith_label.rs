@@ -54,19 +54,23 @@ pub(super) fn write_weight(cx: &Ctx<'_, '_>, c: &mut Column, rows: usize) -> Res
     }
     let mut row_values = Values::new(DataType::F32);
     for row in 0..rows {
-        let view = example(cx, row)?;
+        let example = RowExample::of(cx, row, cx.example_row(row).buf)?;
         // K 420, 466-475: a feature named instance_weight is filled like a
         // dense feature of shape 1 (raw: -1 stays -1, empty gives FLT_MIN);
         // without one, field 102 when positive, else 1.
         let mut w = None;
-        named(&view, row, b"instance_weight", |cell| {
+        example.named(b"instance_weight", |cell| {
             row_values.clear();
             let n = super::dense::row_into(cx, &mut row_values, (source, row, cell), 1)?;
             let v = if n == 1 { row_values.f64_at(0) } else { w.unwrap_or(0.0) };
             w = Some(v);
             Ok(())
         })?;
-        let fallback = f64::from(if view.instance_weight() > 0.0 { view.instance_weight() } else { 1.0 });
+        // Field 102 as the row holds it: the Example's own, or what a
+        // transform set (negative_gen: negative_gen_dataset_kernel.cc lines
+        // 216-225 and 493-502, `set_instance_weight`).
+        let field = cx.example_row(row).weight;
+        let fallback = f64::from(if field > 0.0 { field } else { 1.0 });
         values.push_f64(w.unwrap_or(fallback));
     }
     Ok(())
@@ -116,13 +120,13 @@ fn example_label(
     row: usize,
     dim: usize,
 ) -> Result<(), ExtractError> {
-    let view = example(cx, row)?;
+    let example = RowExample::of(cx, row, cx.example_row(row).buf)?;
     let list = cx.plan.label_list_source.expect("compat: monolith plans with labels reserve label");
     // K 415-419: features named `label` fill the label like a dense feature,
     // each in turn; then the Example's own labels are not read.
     let at = values.len();
     let mut filled = false;
-    named(&view, row, b"label", |cell| {
+    example.named(b"label", |cell| {
         if !filled {
             values.fill(0.0, dim);
             filled = true;
@@ -135,22 +139,30 @@ fn example_label(
     if filled {
         return Ok(());
     }
-    // D 176-181: each `__LABEL__` feature's floats are appended to field 101
-    // (until ExtendExample has seen all three reserved names).
     let mut labels = Vec::new();
-    view.labels(|v| labels.push(v)).map_err(|e| ExtractError::from(e.within("example", Some(row))).at_row(row))?;
-    let mut extension = super::gather::Extension::default();
-    let label = cx.plan.label_source.expect("plans with labels reserve __LABEL__");
-    for entry in view.features() {
-        let entry = entry.map_err(|e| ExtractError::from(e.within("example", Some(row))).at_row(row))?;
-        if extension.done() {
-            break;
-        }
-        extension.see(entry.name);
-        if entry.name == b"__LABEL__" {
-            row_values.clear();
-            floats(cx, label, row, entry_cell(row, &entry), row_values, usize::MAX)?;
-            labels.extend((0..row_values.len()).map(|i| row_values.f64_at(i) as f32));
+    let relabelled = cx.example_row(row).labels;
+    if relabelled != example.buf {
+        // A transform rewrote field 101 (it read the labels already
+        // extended below, as Monolith's transforms see them): only those.
+        let own = RowExample::of(cx, row, relabelled)?;
+        own.view.labels(|v| labels.push(v)).map_err(|e| own.error(e))?;
+    } else {
+        // D 176-181: each `__LABEL__` feature's floats are appended to field
+        // 101 (until ExtendExample has seen all three reserved names).
+        example.view.labels(|v| labels.push(v)).map_err(|e| example.error(e))?;
+        let mut extension = super::gather::Extension::default();
+        let label = cx.plan.label_source.expect("plans with labels reserve __LABEL__");
+        for entry in example.view.features() {
+            let entry = entry.map_err(|e| example.error(e))?;
+            if extension.done() {
+                break;
+            }
+            extension.see(entry.name);
+            if entry.name == b"__LABEL__" {
+                row_values.clear();
+                floats(cx, label, row, example.cell(&entry), row_values, usize::MAX)?;
+                labels.extend((0..row_values.len()).map(|i| row_values.f64_at(i) as f32));
+            }
         }
     }
     // K 439-461: a prefix of the labels, padded with INVALID_LABEL.
@@ -160,30 +172,41 @@ fn example_label(
     Ok(())
 }
 
-/// Calls `f` with the cell of every feature of `row`'s Example named `name`.
-fn named(
-    view: &ExampleView<'_>,
+/// Output row `row`'s Example, read in place from buffer `buf`: after the
+/// offline transforms a row's Example need not be in the buffer of the
+/// same number (rows dropped, reordered, repeated), so cells name `buf`.
+struct RowExample<'a> {
+    view: ExampleView<'a>,
+    buf: u32,
     row: usize,
-    name: &[u8],
-    mut f: impl FnMut(Cell) -> Result<(), ExtractError>,
-) -> Result<(), ExtractError> {
-    for entry in view.features() {
-        let entry = entry.map_err(|e| ExtractError::from(e.within("example", Some(row))).at_row(row))?;
-        if entry.name == name {
-            f(entry_cell(row, &entry))?;
-        }
+}
+
+impl<'a> RowExample<'a> {
+    fn of(cx: &Ctx<'_, 'a>, row: usize, buf: u32) -> Result<Self, ExtractError> {
+        let view = ExampleView::parse(cx.bufs[buf as usize], 0);
+        let e = |e: crate::wire::DecodeError| ExtractError::from(e.within("example", Some(row))).at_row(row);
+        Ok(Self { view: view.map_err(e)?, buf, row })
     }
-    Ok(())
-}
 
-fn entry_cell(row: usize, entry: &crate::view::NamedFeatureEntry<'_>) -> Cell {
-    let (body, at) = entry.feature.unwrap_or((&[], 0));
-    Cell { buf: row as u32, start: at as u32, end: (at + body.len()) as u32, index: entry.index as u32, list: 0 }
-}
+    fn error(&self, e: crate::wire::DecodeError) -> ExtractError {
+        ExtractError::from(e.within("example", Some(self.row))).at_row(self.row)
+    }
 
-fn example<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<ExampleView<'a>, ExtractError> {
-    ExampleView::parse(cx.bufs[cx.example_row(row).buf as usize], 0)
-        .map_err(|e| ExtractError::from(e.within("example", Some(row))).at_row(row))
+    /// Calls `f` with the cell of every feature named `name`.
+    fn named(&self, name: &[u8], mut f: impl FnMut(Cell) -> Result<(), ExtractError>) -> Result<(), ExtractError> {
+        for entry in self.view.features() {
+            let entry = entry.map_err(|e| self.error(e))?;
+            if entry.name == name {
+                f(self.cell(&entry))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn cell(&self, entry: &crate::view::NamedFeatureEntry<'_>) -> Cell {
+        let (body, at) = entry.feature.unwrap_or((&[], 0));
+        Cell { buf: self.buf, start: at as u32, end: (at + body.len()) as u32, index: entry.index as u32, list: 0 }
+    }
 }
 
 /// Appends up to `dim` floats of the Feature's float_list (none when it holds

@@ -232,6 +232,7 @@ impl<'a> Rows<'a> {
         }
         for e in &mut self.example_rows {
             e.buf = remap(e.buf);
+            e.labels = remap(e.labels);
             if !e.line_id.is_none() {
                 e.line_id.buf = remap(e.line_id.buf);
             }
@@ -372,10 +373,13 @@ impl<'a> Rows<'a> {
         self.meta[row].labels = Some(labels.into());
         let floats: Vec<u8> = labels.iter().flat_map(|v| v.to_le_bytes()).collect();
         if self.kind == InputKind::Examples {
-            // Example field 101, packed: the label writer reads it from the
-            // buffer the row's ExampleRow names.
+            // Example field 101, packed, in a buffer of its own that the
+            // label writers read in place of the sample's labels; the
+            // sample's Example stays the row's (its weight, its `label`
+            // and `instance_weight` features, as Monolith's relabelling
+            // kernels copy the whole Example and rewrite only field 101).
             let buf = self.own(len_field(101, &floats).into());
-            self.example_rows[row].buf = buf;
+            self.example_rows[row].labels = buf;
             self.set_cell(row, self.reserved.label, None);
         } else {
             let feature = len_field(3, &len_field(1, &floats));
@@ -471,8 +475,8 @@ impl<'a> Rows<'a> {
         let e = other.example_rows[row];
         let line_id =
             if e.line_id.is_none() { e.line_id } else { Cell { buf: adopt(self, e.line_id.buf), ..e.line_id } };
-        let buf = adopt(self, e.buf);
-        self.example_rows.push(ExampleRow { buf, line_id, ..e });
+        let (buf, labels) = (adopt(self, e.buf), adopt(self, e.labels));
+        self.example_rows.push(ExampleRow { buf, labels, line_id, ..e });
         let m = &other.meta[row];
         let meta = RowMeta {
             sample: adopt(self, m.sample),
