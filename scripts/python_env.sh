@@ -74,3 +74,19 @@ fex_java_env() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null 2>&1 \
         || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null
 }
+
+# Maven for the JVM module (flink/: the JNI bridge and its tests) from the
+# distribution when it is missing, as root; a JDK first (fex_java_env).
+fex_maven_env() {
+    fex_java_env || return 1
+    if command -v mvn >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "the JVM module's tests need Maven 3.8 or later (mvn); install it (Debian/Ubuntu: apt-get install maven)" >&2
+        return 1
+    fi
+    echo "installing Maven with apt-get (no mvn found)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
+}

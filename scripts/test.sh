@@ -70,6 +70,15 @@ timeout --kill-after=30s 20m "$TRITON_PY" -m pip install --quiet --force-reinsta
 FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
     timeout --kill-after=30s 10m "$TRITON_PY" -m pytest -q -p no:cacheprovider tests/triton
 
+# The library on the JVM (jni/, a cdylib; flink/, a Maven module): the JNI
+# bridge's tests load the library the way the jar bundles it, and hold its
+# samples to `fex extract` (built above) byte for byte. Maven's local
+# repository is target/m2, so a second run needs no network.
+cargo build --locked -p fex-jni
+fex_maven_env
+timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f flink/pom.xml \
+    -Dmaven.repo.local="$PWD/target/m2" verify
+
 # The near-line label join on a real Apache Flink (PyFlink's local
 # mini-cluster, Java 17): emission rules against a reference, streaming and
 # batch, `fex extract` on its joined output, kill and restore from a

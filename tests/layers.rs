@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Lowest first. A module may import only modules before it.
 const LAYERS: &[&str] = &[
     "proto", "wire", "fid", "view", "files", "records", "columns", "tensor", "error", "ops", "oip", "config",
-    "catalog", "extract", "samples", "nearline", "text", "offline", "corpus",
+    "catalog", "extract", "samples", "text", "offline", "nearline", "corpus",
 ];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;

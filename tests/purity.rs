@@ -1,11 +1,12 @@
 //! The library's default build carries no async runtime, gRPC or HTTP code
-//! (ARCHITECTURE.md invariant 1), nor the Python binding's pyo3 (python/
-//! depends on the library, never the reverse): `cargo tree -e normal` must
-//! not list them.
+//! (ARCHITECTURE.md invariant 1), nor the Python binding's pyo3 (python/)
+//! or the JVM binding's jni (jni/): bindings depend on the library, never
+//! the reverse. `cargo tree -e normal` must not list them.
 
 use std::process::Command;
 
-const FORBIDDEN: &[&str] = &["tokio", "tonic", "hyper", "h2", "tower", "axum", "mio", "pyo3", "pyo3-ffi"];
+const FORBIDDEN: &[&str] =
+    &["tokio", "tonic", "hyper", "h2", "tower", "axum", "mio", "pyo3", "pyo3-ffi", "jni", "jni-sys"];
 
 #[test]
 fn default_build_has_no_server_dependencies() {

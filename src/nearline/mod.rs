@@ -6,6 +6,8 @@
 //! extraction. Pure: no I/O, no clock, no state between calls.
 
 mod attach;
+#[cfg(feature = "offline")]
+mod compute;
 mod keys;
 mod logged;
 mod rows;
@@ -13,6 +15,8 @@ mod rows;
 mod tests;
 
 pub use attach::attach_actions;
+#[cfg(feature = "offline")]
+pub use compute::{ComputeError, Computed, compute};
 pub use keys::request_keys;
 
 use crate::wire::DecodeError;

@@ -301,3 +301,66 @@ fn a_bad_line_id_is_reported_at_its_offset_in_the_record() {
     assert_eq!(err.offset(), Some(at + 1), "{err}");
     assert!(err.to_string().contains("needs 8 bytes, only 1 remain"), "{err}");
 }
+
+/// The framed records of `bytes` (u64 little-endian length, then the record).
+#[cfg(feature = "offline")]
+fn unframe(mut bytes: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        out.push(&bytes[8..8 + len]);
+        bytes = &bytes[8 + len..];
+    }
+    out
+}
+
+#[cfg(feature = "offline")]
+#[test]
+fn compute_extracts_the_joined_samples_as_fex_extract_does() {
+    use crate::proto::fex_v1::ExtractResponse;
+    let section = "  user_id: {line_id: uid}\n  item_id: {line_id: item_id}\n";
+    let plan = plan(section);
+    let logged = logged_batch(&batch());
+    let actions = [vec![1], vec![], vec![2, 3]];
+    let computed = super::compute(&plan, &logged, &actions).unwrap();
+    assert_eq!(computed.payload, Payload::Batch);
+    assert_eq!(computed.rows_written, 3);
+    let attached = attach_actions(&logged, &actions).unwrap();
+    assert_eq!(unframe(&computed.joined), attached.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    let responses = unframe(&computed.samples);
+    assert_eq!(responses.len(), 1, "one response per joined record");
+    let response = ExtractResponse::decode(responses[0]).unwrap();
+    assert_eq!((response.model.as_str(), response.batch_size), ("ranker", 3));
+    let acts = response.tensors.iter().find(|t| t.name == "acts").unwrap();
+    let values: Vec<i64> = acts.values.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+    // Row 1 had action 9 already; each row's attached actions follow.
+    assert_eq!(values, [1, 0, 0, 9, 0, 0, 2, 3, 0]);
+
+    // The model's transforms run on the joined rows: a filter on actions.
+    let filtered = format!(
+        "name: ranker\nfeatures:\n  - {{name: acts, kind: line_id, field: actions, shape: [3]}}\n\
+         offline:\n  transforms:\n    - {{transform: filter_by_fids, has_actions: [2]}}\n\
+         label_join:\n{section}  emit: {{after: 30m}}\n"
+    );
+    let plan = Plan::from_yaml(&filtered).unwrap();
+    let computed = super::compute(&plan, &logged, &actions).unwrap();
+    assert_eq!(computed.rows_written, 1);
+}
+
+#[cfg(feature = "offline")]
+#[test]
+fn compute_says_why_a_request_has_no_samples() {
+    let plan = plan("  user_id: {line_id: uid}\n  item_id: {line_id: item_id}\n");
+    let logged = logged_batch(&batch());
+    let e = super::compute(&plan, &logged, &[vec![1]]).unwrap_err();
+    assert!(matches!(e, super::ComputeError::Join(NearlineError::Rows { found: 1, rows: 3 })), "{e}");
+    let none = [vec![], vec![], vec![]];
+    let e = super::compute(&plan, &logged[..logged.len() - 3], &none).unwrap_err();
+    assert!(e.to_string().starts_with("logged request: "), "{e}");
+    // A sample the model cannot extract: `item` is not fids.
+    let mut b = batch();
+    b.named_feature_list[3].feature = vec![int_feature(1), int_feature(2), int_feature(3)];
+    let e = super::compute(&plan, &logged_batch(&b), &none).unwrap_err();
+    assert!(matches!(e, super::ComputeError::Extract(_)), "{e}");
+    assert!(e.to_string().contains("item"), "{e}");
+}

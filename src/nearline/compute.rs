@@ -1,0 +1,91 @@
+//! An emitted request's sample computation, in one call: its samples with
+//! the joined actions attached ([`attach_actions`]), framed as a record
+//! file holds them, then the model's `offline:` transforms and extraction
+//! over those records, written as `fex extract --format responses` writes
+//! them. What the near-line job calls once per emitted request (through
+//! JNI from the JVM), so the join's output equals `fex extract` run on its
+//! joined records by construction.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use super::{NearlineError, Payload, attach_actions, request_keys};
+use crate::config::Plan;
+use crate::offline::{self, Options, Quiet, ResponsesSink, RowsHook, RunError, RunInput};
+use crate::samples::Transforms;
+
+/// What [`compute`] made of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Computed {
+    pub payload: Payload,
+    /// The request's samples with their actions, each framed as PBDataset
+    /// records are (u64 little-endian length, then the bytes): a file of
+    /// them is input `fex extract` reads.
+    pub joined: Vec<u8>,
+    /// Framed `fex.v1.ExtractResponse` records, the bytes
+    /// `fex extract --format responses` writes for `joined`.
+    pub samples: Vec<u8>,
+    /// Rows in `samples`, after the transforms.
+    pub rows_written: u64,
+}
+
+/// Why a request's samples could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum ComputeError {
+    /// The logged request, or the actions given for it.
+    #[error(transparent)]
+    Join(#[from] NearlineError),
+    /// Its samples do not extract, or the transforms refuse them.
+    #[error("{0}")]
+    Extract(String),
+}
+
+/// Attaches `actions` (one list per row of the request) to the logged
+/// request's samples, and runs the model's transforms and extraction over
+/// them on this thread. Each call starts the transforms afresh: state such
+/// as negative_gen's item pool is not carried from one request to the next.
+pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Computed, ComputeError> {
+    let keys = request_keys(plan, logged)?;
+    let records = attach_actions(logged, actions)?;
+    let mut joined = Vec::with_capacity(records.iter().map(|r| r.len() + 8).sum());
+    for r in &records {
+        joined.extend_from_slice(&(r.len() as u64).to_le_bytes());
+        joined.extend_from_slice(r);
+    }
+    let payload = match keys.payload {
+        Payload::Batch => offline::Payload::ExampleBatch,
+        Payload::Examples => offline::Payload::Example,
+    };
+    let input = RunInput::Memory { name: format!("request {}", keys.request_id), bytes: joined.clone().into() };
+    let options = Options { payload, threads: 1, ..Options::default() };
+    let out = Collected::default();
+    let mut sink = ResponsesSink::new(Box::new(out.clone()));
+    let transforms = Transforms::new(plan);
+    let hook = (!transforms.is_empty()).then_some(&transforms as &dyn RowsHook);
+    let summary = offline::run_inputs(plan, &[input], options, &mut sink, hook, &Quiet)
+        .map_err(|e: RunError| ComputeError::Extract(e.to_string()))?;
+    drop(sink);
+    let samples = out.take();
+    Ok(Computed { payload: keys.payload, joined, samples, rows_written: summary.rows_written })
+}
+
+/// The sink's output, kept in memory.
+#[derive(Clone, Default)]
+struct Collected(Arc<Mutex<Vec<u8>>>);
+
+impl Collected {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+impl Write for Collected {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
