@@ -855,7 +855,7 @@ offline:
     - {transform: multi_label_gen, head_to_index: {1: 0}, use_origin_label: true, pos_actions: [1]}
     - {transform: instance_reweight, action_priority: \"1,2\", reweight: \"1:-1:1,2:3\"}
     - {transform: instance_reweight, reweight: \"1:1:1\"}
-    - {transform: switch_slot_batch, features: {f_a: [true, 0], f_b: 5}}
+    - {transform: switch_slot_batch, features: {f_a: [true, 32768], f_b: 5, f_c: [false, -1], f_d: [true, 0]}}
     - {transform: split_flow, data_flow: [a, b], index: 0}
     - {transform: use_field_as_label, field_name: sample_rate}
 ";
@@ -884,8 +884,9 @@ offline:
         offline.transforms[13].use_origin_label: takes the first label; give no pos_actions or neg_actions
         offline.transforms[14].reweight: "1:-1:1": weight -1 must be 0 or more
         offline.transforms[15].action_priority: missing; actions by priority, highest first ("2,7,0")
-        offline.transforms[16].features: f_a: found slot 0, slots are 1..=32767
+        offline.transforms[16].features: f_a: found slot 32768, slots are 0..=32767: a v2 fid holds 15 bits of slot, and Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot
         offline.transforms[16].features: f_b: expected [inplace, slot], as [true, 5]
+        offline.transforms[16].features: f_c: found slot -1, slots are 0..=32767: a v2 fid holds 15 bits of slot, and Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot
         offline.transforms[18].field: missing; name a LineId field or give its number and type"#]].assert_eq(&lines.join("\n"));
 }
 

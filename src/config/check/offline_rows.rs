@@ -20,6 +20,10 @@ use crate::view::{FieldType, ValueClass};
 /// LineId.chnid, which multi_label_gen prints as a number.
 const CHNID: u32 = 19;
 
+/// The largest slot a v2 fid holds: `get_max_slot_number()` (reader_util.h
+/// line 58) is 1 << 15.
+const MAX_SLOT: i64 = (1 << 15) - 1;
+
 impl Checker {
     /// The transforms this file checks; `None` for a broken one.
     pub(super) fn row_transform(&mut self, p: &str, body: &RawBody, files: Files<'_>) -> Option<SampleTransform> {
@@ -352,8 +356,13 @@ impl Checker {
         Some(spec::InstanceReweight { action_priority, reweight })
     }
 
-    /// F 632-661: feature name → [inplace, slot]; suffix `share`. Slots are
-    /// below Monolith's 1 << 15 (reader_util.h 58).
+    /// F 632-661: feature name → [inplace, slot]; suffix `share`. Any slot a
+    /// v2 fid holds, 0..=32767 (15 bits: reader_util.h 36-37, 58), slot 0
+    /// too, as the kernel takes it. A larger or negative slot is refused:
+    /// `switch_slot_v2` (reader_util.h 54-56) would put its 16th bit in the
+    /// fid's bit 63 and shift the rest out, a fid whose slot reads as
+    /// another. (A v1 fid holds 10 bits: `switch_slot_v1`, lines 50-52,
+    /// keeps a slot's low 10 bits, and so does fex; see compat.md.)
     fn switch_slot_batch(&mut self, path: &str, r: &raw::SwitchSlotBatch) -> Option<spec::SwitchSlotBatch> {
         let key = format!("{path}.features");
         let Some(map) = r.features.as_ref().filter(|m| !m.is_empty()) else {
@@ -363,16 +372,20 @@ impl Checker {
         let mut features = Vec::new();
         for (name, value) in map {
             let parsed = match (name.as_str(), value.as_sequence().map(Vec::as_slice)) {
-                (Some(n), Some([Value::Bool(inplace), slot])) => slot.as_u64().map(|s| (n, *inplace, s)),
+                (Some(n), Some([Value::Bool(inplace), slot])) => slot.as_i64().map(|s| (n, *inplace, s)),
                 _ => None,
             };
             match parsed {
-                Some((feature, inplace, slot)) if (1..=32767).contains(&slot) => {
-                    features.push(spec::SwitchSlot { feature: feature.to_string(), inplace, slot })
+                Some((feature, inplace, slot)) if (0..=MAX_SLOT).contains(&slot) => {
+                    features.push(spec::SwitchSlot { feature: feature.to_string(), inplace, slot: slot as u64 })
                 }
-                Some((feature, _, slot)) => {
-                    self.error(&key, format!("{feature}: found slot {slot}, slots are 1..=32767"))
-                }
+                Some((feature, _, slot)) => self.error(
+                    &key,
+                    format!(
+                        "{feature}: found slot {slot}, slots are 0..=32767: a v2 fid holds 15 bits of slot, and \
+                         Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot"
+                    ),
+                ),
                 None => self
                     .error(&key, format!("{}: expected [inplace, slot], as [true, 5]", name.as_str().unwrap_or("?"))),
             }
