@@ -306,6 +306,36 @@ fn negative_sample_drops_negatives_by_rate_and_action() {
     assert_eq!(rt(per_action), [1, 2, 5]);
 }
 
+/// negative_sample with only one of action_priority and
+/// per_action_drop_rate (or one empty) runs as Monolith runs it: the wrapper
+/// passes the kernel neither unless both are given (feature_utils.py line
+/// 548, `if action_priority and per_action_drop_rate:`), so no action
+/// picks a rate (`enable_drop_by_action_` stays false,
+/// variant_filter_kernel.cc 408-410) and every negative is dropped at
+/// drop_rate, rows 1 and 3 whose action 1 the ignored rates would keep too.
+#[test]
+fn negative_sample_without_both_action_keys_drops_at_drop_rate() {
+    let features = format!("{RT}  - {{name: label, kind: label, shape: [2]}}\n");
+    let rows = "    - {line_id: {req_time: 1, actions: [1]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 2, actions: [1]}, label: [1.0, 0.0]}
+    - {line_id: {req_time: 3, actions: [2, 1]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 4}, label: [1.0, -1.0]}
+";
+    let rt = |t: &str| after(&features, t, rows).tensor("rt").unwrap().i64s();
+    let base = "transform: negative_sample, label_index: 1";
+    for only in [
+        "action_priority: \"1,2\"",
+        "per_action_drop_rate: \"1:0.0,2:0.0\"",
+        "action_priority: \"1,2\", per_action_drop_rate: \"\"",
+        "action_priority: \"\", per_action_drop_rate: \"1:0.0\"",
+    ] {
+        assert_eq!(rt(&format!("{{{base}, drop_rate: 1.0, {only}}}")), [2], "{only}");
+        assert_eq!(rt(&format!("{{{base}, drop_rate: 0.0, {only}}}")), [1, 2, 3, 4], "{only}");
+    }
+    let both = format!("{{{base}, drop_rate: 1.0, action_priority: \"1,2\", per_action_drop_rate: \"1:0.0\"}}");
+    assert_eq!(rt(&both), [1, 2, 3], "with both, action 1's rate 0 keeps rows 1 and 3");
+}
+
 /// negative_sample at drop_rate 0.5 over 1000 negatives keeps
 /// Binomial(1000, 0.5) of them (the draw is in steps of 1/1000, line 428):
 /// mean 500, sd 15.8; the bound is 5 sd.
@@ -842,7 +872,7 @@ offline:
     - {transform: special_strategy, strategy_list: [], strategy_conf: \"1:0.5:1,2:0.5\"}
     - {transform: special_strategy, strategy_list: [1], strategy_conf: \"1:1.5\"}
     - {transform: negative_sample, drop_rate: 2.0}
-    - {transform: negative_sample, drop_rate: 0.5, action_priority: \"1,2\"}
+    - {transform: negative_sample, drop_rate: 0.5, action_priority: \"1,x\"}
     - {transform: filter_by_feature_value, field: f, type: float, op: any, operand: [1]}
     - {transform: filter_by_feature_value, field: f, type: int32, op: eq, operand: 1}
     - {transform: scatter_label, config: \"100:x\"}
@@ -868,7 +898,7 @@ offline:
         offline.transforms[0].strategy_conf: give a label for every strategy or for none
         offline.transforms[1].strategy_conf: "1:1.5": sample rate 1.5 is outside [0, 1]
         offline.transforms[2].drop_rate: found 2, allowed [0, 1]
-        offline.transforms[3].per_action_drop_rate: give action_priority and per_action_drop_rate together ("1,2" and "1:0.5,2:0.9")
+        offline.transforms[3].action_priority: "x" is not an action (an integer)
         offline.transforms[4].op: all, any and diff are for int64 features
         offline.transforms[5].type: found "int32"; the feature's value type: int64, float, double or bytes
         offline.transforms[6].config: "100:x" is not chnid:index; write "100:3,200:1,300:4"

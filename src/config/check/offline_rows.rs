@@ -71,29 +71,30 @@ impl Checker {
     }
 
     /// F 518-563: `drop_rate`, the rate of negatives dropped; per action
-    /// (`action_priority` with `per_action_drop_rate`, F 548-552).
+    /// (`action_priority` with `per_action_drop_rate`, F 548-552). Only the
+    /// two together turn the per-action rates on: with one of them absent
+    /// or empty, F 548 (`if action_priority and per_action_drop_rate:`)
+    /// passes no priorities and no rates, the kernel's
+    /// `enable_drop_by_action_` stays false (variant_filter_kernel.cc
+    /// 408-410), and every negative is dropped at drop_rate. fex does the
+    /// same, after checking that the one given is well formed.
     fn negative_sample(&mut self, path: &str, r: &raw::NegativeSample) -> Option<spec::NegativeSample> {
         let drop_rate = self.rate(path, "drop_rate", r.drop_rate)?;
-        let (priority, per_action) = (r.action_priority.as_deref(), r.per_action_drop_rate.as_deref());
-        let (priorities, per_action_drop_rate) = match (priority, per_action) {
-            (None, None) => (Vec::new(), Vec::new()),
-            (Some(p), Some(d)) => {
-                let priorities = ints(p).unwrap_or_else(|m| {
-                    self.error(format!("{path}.action_priority"), m);
-                    Vec::new()
-                });
-                let rates = action_rates(d).unwrap_or_else(|m| {
-                    self.error(format!("{path}.per_action_drop_rate"), m);
-                    Vec::new()
-                });
-                (priorities, rates)
-            }
-            (Some(_), None) | (None, Some(_)) => {
-                // Monolith ignores one without the other (F 548).
-                let msg = "give action_priority and per_action_drop_rate together (\"1,2\" and \"1:0.5,2:0.9\")";
-                self.error(format!("{path}.per_action_drop_rate"), msg);
-                (Vec::new(), Vec::new())
-            }
+        let priorities = r.action_priority.as_deref().filter(|p| !p.is_empty()).map_or_else(Vec::new, |p| {
+            ints(p).unwrap_or_else(|m| {
+                self.error(format!("{path}.action_priority"), m);
+                Vec::new()
+            })
+        });
+        let rates = r.per_action_drop_rate.as_deref().filter(|d| !d.is_empty()).map_or_else(Vec::new, |d| {
+            action_rates(d).unwrap_or_else(|m| {
+                self.error(format!("{path}.per_action_drop_rate"), m);
+                Vec::new()
+            })
+        });
+        let (priorities, per_action_drop_rate) = match (priorities.is_empty(), rates.is_empty()) {
+            (false, false) => (priorities, rates),
+            _ => (Vec::new(), Vec::new()),
         };
         Some(spec::NegativeSample {
             drop_rate,
