@@ -888,6 +888,7 @@ offline:
     - {transform: switch_slot_batch, features: {f_a: [true, 32768], f_b: 5, f_c: [false, -1], f_d: [true, 0]}}
     - {transform: split_flow, data_flow: [a, b], index: 0}
     - {transform: use_field_as_label, field_name: sample_rate}
+    - {transform: filter_by_feature_value, field: f, type: double, op: in, operand_file: f.pb}
 ";
     let err = Plan::from_yaml(text).unwrap_err();
     let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
@@ -917,7 +918,8 @@ offline:
         offline.transforms[16].features: f_a: found slot 32768, slots are 0..=32767: a v2 fid holds 15 bits of slot, and Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot
         offline.transforms[16].features: f_b: expected [inplace, slot], as [true, 5]
         offline.transforms[16].features: f_c: found slot -1, slots are 0..=32767: a v2 fid holds 15 bits of slot, and Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot
-        offline.transforms[18].field: missing; name a LineId field or give its number and type"#]].assert_eq(&lines.join("\n"));
+        offline.transforms[18].field: missing; name a LineId field or give its number and type
+        offline.transforms[19].operand_file: a FilterValues file holds no operands for a double feature (Monolith aborts: its float_list is for type float only); use type float, or operand_format: lines"#]].assert_eq(&lines.join("\n"));
 }
 
 /// The `offline:` example of the book's "Offline transforms" page is a

@@ -142,6 +142,19 @@ impl Checker {
         let field = feature_field(ty, op);
         let operand = match (&r.operand, &r.operand_file) {
             (Some(v), None) => self.operand(path, field, op, v)?,
+            (None, Some(_))
+                if ty == FeatureValueType::Double
+                    && matches!(op, ValueOp::In | ValueOp::NotIn)
+                    && r.operand_format.as_deref().is_none_or(|f| f == "filter_values") =>
+            {
+                // value_filter_by_feature.cc 116-121: a FilterValues float_list
+                // is taken only for type float; for double the load fails and
+                // the kernel aborts (TF_CHECK_OK, line 223).
+                let msg = "a FilterValues file holds no operands for a double feature (Monolith aborts: its \
+                           float_list is for type float only); use type float, or operand_format: lines";
+                self.error(format!("{path}.operand_file"), msg);
+                return None;
+            }
             (None, Some(file)) if matches!(op, ValueOp::In | ValueOp::NotIn) => {
                 self.operand_file(path, field, file, r.operand_format.as_deref(), files)?
             }
