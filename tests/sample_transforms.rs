@@ -306,6 +306,36 @@ fn negative_sample_drops_negatives_by_rate_and_action() {
     assert_eq!(rt(per_action), [1, 2, 5]);
 }
 
+/// negative_sample with only one of action_priority and
+/// per_action_drop_rate (or one empty) runs as Monolith runs it: the wrapper
+/// passes the kernel neither unless both are given (feature_utils.py line
+/// 548, `if action_priority and per_action_drop_rate:`), so no action
+/// picks a rate (`enable_drop_by_action_` stays false,
+/// variant_filter_kernel.cc 408-410) and every negative is dropped at
+/// drop_rate, rows 1 and 3 whose action 1 the ignored rates would keep too.
+#[test]
+fn negative_sample_without_both_action_keys_drops_at_drop_rate() {
+    let features = format!("{RT}  - {{name: label, kind: label, shape: [2]}}\n");
+    let rows = "    - {line_id: {req_time: 1, actions: [1]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 2, actions: [1]}, label: [1.0, 0.0]}
+    - {line_id: {req_time: 3, actions: [2, 1]}, label: [1.0, -1.0]}
+    - {line_id: {req_time: 4}, label: [1.0, -1.0]}
+";
+    let rt = |t: &str| after(&features, t, rows).tensor("rt").unwrap().i64s();
+    let base = "transform: negative_sample, label_index: 1";
+    for only in [
+        "action_priority: \"1,2\"",
+        "per_action_drop_rate: \"1:0.0,2:0.0\"",
+        "action_priority: \"1,2\", per_action_drop_rate: \"\"",
+        "action_priority: \"\", per_action_drop_rate: \"1:0.0\"",
+    ] {
+        assert_eq!(rt(&format!("{{{base}, drop_rate: 1.0, {only}}}")), [2], "{only}");
+        assert_eq!(rt(&format!("{{{base}, drop_rate: 0.0, {only}}}")), [1, 2, 3, 4], "{only}");
+    }
+    let both = format!("{{{base}, drop_rate: 1.0, action_priority: \"1,2\", per_action_drop_rate: \"1:0.0\"}}");
+    assert_eq!(rt(&both), [1, 2, 3], "with both, action 1's rate 0 keeps rows 1 and 3");
+}
+
 /// negative_sample at drop_rate 0.5 over 1000 negatives keeps
 /// Binomial(1000, 0.5) of them (the draw is in steps of 1/1000, line 428):
 /// mean 500, sd 15.8; the bound is 5 sd.
@@ -842,7 +872,7 @@ offline:
     - {transform: special_strategy, strategy_list: [], strategy_conf: \"1:0.5:1,2:0.5\"}
     - {transform: special_strategy, strategy_list: [1], strategy_conf: \"1:1.5\"}
     - {transform: negative_sample, drop_rate: 2.0}
-    - {transform: negative_sample, drop_rate: 0.5, action_priority: \"1,2\"}
+    - {transform: negative_sample, drop_rate: 0.5, action_priority: \"1,x\"}
     - {transform: filter_by_feature_value, field: f, type: float, op: any, operand: [1]}
     - {transform: filter_by_feature_value, field: f, type: int32, op: eq, operand: 1}
     - {transform: scatter_label, config: \"100:x\"}
@@ -855,9 +885,10 @@ offline:
     - {transform: multi_label_gen, head_to_index: {1: 0}, use_origin_label: true, pos_actions: [1]}
     - {transform: instance_reweight, action_priority: \"1,2\", reweight: \"1:-1:1,2:3\"}
     - {transform: instance_reweight, reweight: \"1:1:1\"}
-    - {transform: switch_slot_batch, features: {f_a: [true, 0], f_b: 5}}
+    - {transform: switch_slot_batch, features: {f_a: [true, 32768], f_b: 5, f_c: [false, -1], f_d: [true, 0]}}
     - {transform: split_flow, data_flow: [a, b], index: 0}
     - {transform: use_field_as_label, field_name: sample_rate}
+    - {transform: filter_by_feature_value, field: f, type: double, op: in, operand_file: f.pb}
 ";
     let err = Plan::from_yaml(text).unwrap_err();
     let lines: Vec<String> = err.0.iter().map(ToString::to_string).collect();
@@ -868,7 +899,7 @@ offline:
         offline.transforms[0].strategy_conf: give a label for every strategy or for none
         offline.transforms[1].strategy_conf: "1:1.5": sample rate 1.5 is outside [0, 1]
         offline.transforms[2].drop_rate: found 2, allowed [0, 1]
-        offline.transforms[3].per_action_drop_rate: give action_priority and per_action_drop_rate together ("1,2" and "1:0.5,2:0.9")
+        offline.transforms[3].action_priority: "x" is not an action (an integer)
         offline.transforms[4].op: all, any and diff are for int64 features
         offline.transforms[5].type: found "int32"; the feature's value type: int64, float, double or bytes
         offline.transforms[6].config: "100:x" is not chnid:index; write "100:3,200:1,300:4"
@@ -884,9 +915,11 @@ offline:
         offline.transforms[13].use_origin_label: takes the first label; give no pos_actions or neg_actions
         offline.transforms[14].reweight: "1:-1:1": weight -1 must be 0 or more
         offline.transforms[15].action_priority: missing; actions by priority, highest first ("2,7,0")
-        offline.transforms[16].features: f_a: found slot 0, slots are 1..=32767
+        offline.transforms[16].features: f_a: found slot 32768, slots are 0..=32767: a v2 fid holds 15 bits of slot, and Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot
         offline.transforms[16].features: f_b: expected [inplace, slot], as [true, 5]
-        offline.transforms[18].field: missing; name a LineId field or give its number and type"#]].assert_eq(&lines.join("\n"));
+        offline.transforms[16].features: f_c: found slot -1, slots are 0..=32767: a v2 fid holds 15 bits of slot, and Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot
+        offline.transforms[18].field: missing; name a LineId field or give its number and type
+        offline.transforms[19].operand_file: a FilterValues file holds no operands for a double feature (Monolith aborts: its float_list is for type float only); use type float, or operand_format: lines"#]].assert_eq(&lines.join("\n"));
 }
 
 /// The `offline:` example of the book's "Offline transforms" page is a

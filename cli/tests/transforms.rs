@@ -252,6 +252,7 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
         let input = write_records(dir.path().join("in.pb"), records);
         let model = dir.path().join("model.yaml");
         std::fs::write(&model, &case.model).unwrap();
+        copy_dirs(&corpus, dir.path());
         for threads in ["1", "3"] {
             let out = dir.path().join("out.bin");
             let status = Command::new(FEX)
@@ -265,6 +266,23 @@ fn the_offline_corpus_through_fex_extract_is_the_librarys() {
                 .unwrap();
             assert!(status.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&status.stderr));
             assert!(std::fs::read(&out).unwrap() == expected, "{} on {threads} threads", path.display());
+        }
+    }
+}
+
+/// Copies the directories beside the cases (operand files a case's model
+/// names, as `operands/floats.pb`) into `to`, so the model finds them
+/// beside itself there too.
+fn copy_dirs(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let dest = to.join(path.file_name().unwrap());
+            std::fs::create_dir_all(&dest).unwrap();
+            for file in std::fs::read_dir(&path).unwrap() {
+                let file = file.unwrap().path();
+                std::fs::copy(&file, dest.join(file.file_name().unwrap())).unwrap();
+            }
         }
     }
 }

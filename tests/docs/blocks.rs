@@ -6,8 +6,9 @@
 //! loaded in full by tests/sample_transforms.rs and tests/oip.rs.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use fex::Plan;
 
@@ -145,12 +146,45 @@ fn invocation(command: &[String]) -> Option<(&'static str, Vec<String>)> {
     Some((bin(program)?, command[1..].to_vec()))
 }
 
-/// The built binaries, beside this test's own executable (target/debug).
+/// A built binary of fex-server, fex-client or fex-cli. They are other
+/// packages' binaries, which `cargo test -p fex` does not build, so the
+/// first call builds them (`built_binaries`) and every call finds them
+/// there, fresh.
 fn binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(built_binaries).join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Runs `cargo build` for the three binaries into this test's own target
+/// directory and profile (`target/debug`, beside `deps/` where this
+/// executable is), so a binary that is missing or older than its sources is
+/// built, and fresh ones cost a no-op build; returns that directory. The
+/// two invocations are scripts/test.sh's, so under it they are no-ops too
+/// (one invocation of all three would unify their features into a fourth
+/// build of the library). Cargo releases the target directory's lock before
+/// it runs tests, so this nested build does not wait on the outer one.
+fn built_binaries() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join(name);
-    assert!(path.exists(), "{} is missing: cargo build -p fex-server -p fex-client -p fex-cli", path.display());
-    path
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev",
+        Some(other) => other,
+        None => panic!("no profile directory above {}", exe.display()),
+    };
+    let target_dir = profile_dir.parent().unwrap();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    for packages in [["fex-server", "fex-client"], ["fex-cli", "fex-client"]] {
+        let out = Command::new(&cargo)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["build", "--quiet", "--profile", profile, "--target-dir"])
+            .arg(target_dir)
+            .args(packages.iter().flat_map(|p| ["-p", p]))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run cargo to build {packages:?}: {e}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "cargo build -p {} failed:\n{stderr}", packages.join(" -p "));
+    }
+    profile_dir
 }
 
 /// What `--help` says at one level of a binary: its subcommands and flags.

@@ -495,7 +495,11 @@ fn filter_values(bytes: &[u8]) -> Result<Operand, crate::wire::DecodeError> {
         out = match field {
             1 => {
                 let mut v = Vec::new();
-                for_each_fixed32(list, base, |c| v.push(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))?;
+                // A packed run holds every float of the list, not one: the
+                // kernels insert the whole float_list into their operand set
+                // (value_filter_by_feature.cc 122-123, value_filter_by_line_id.cc
+                // 123-124).
+                for_each_fixed32(list, base, |run| v.extend(run.chunks_exact(4).map(crate::view::le_f32)))?;
                 Operand::Float(v)
             }
             2 => {

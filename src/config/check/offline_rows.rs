@@ -20,6 +20,10 @@ use crate::view::{FieldType, ValueClass};
 /// LineId.chnid, which multi_label_gen prints as a number.
 const CHNID: u32 = 19;
 
+/// The largest slot a v2 fid holds: `get_max_slot_number()` (reader_util.h
+/// line 58) is 1 << 15.
+const MAX_SLOT: i64 = (1 << 15) - 1;
+
 impl Checker {
     /// The transforms this file checks; `None` for a broken one.
     pub(super) fn row_transform(&mut self, p: &str, body: &RawBody, files: Files<'_>) -> Option<SampleTransform> {
@@ -67,29 +71,30 @@ impl Checker {
     }
 
     /// F 518-563: `drop_rate`, the rate of negatives dropped; per action
-    /// (`action_priority` with `per_action_drop_rate`, F 548-552).
+    /// (`action_priority` with `per_action_drop_rate`, F 548-552). Only the
+    /// two together turn the per-action rates on: with one of them absent
+    /// or empty, F 548 (`if action_priority and per_action_drop_rate:`)
+    /// passes no priorities and no rates, the kernel's
+    /// `enable_drop_by_action_` stays false (variant_filter_kernel.cc
+    /// 408-410), and every negative is dropped at drop_rate. fex does the
+    /// same, after checking that the one given is well formed.
     fn negative_sample(&mut self, path: &str, r: &raw::NegativeSample) -> Option<spec::NegativeSample> {
         let drop_rate = self.rate(path, "drop_rate", r.drop_rate)?;
-        let (priority, per_action) = (r.action_priority.as_deref(), r.per_action_drop_rate.as_deref());
-        let (priorities, per_action_drop_rate) = match (priority, per_action) {
-            (None, None) => (Vec::new(), Vec::new()),
-            (Some(p), Some(d)) => {
-                let priorities = ints(p).unwrap_or_else(|m| {
-                    self.error(format!("{path}.action_priority"), m);
-                    Vec::new()
-                });
-                let rates = action_rates(d).unwrap_or_else(|m| {
-                    self.error(format!("{path}.per_action_drop_rate"), m);
-                    Vec::new()
-                });
-                (priorities, rates)
-            }
-            (Some(_), None) | (None, Some(_)) => {
-                // Monolith ignores one without the other (F 548).
-                let msg = "give action_priority and per_action_drop_rate together (\"1,2\" and \"1:0.5,2:0.9\")";
-                self.error(format!("{path}.per_action_drop_rate"), msg);
-                (Vec::new(), Vec::new())
-            }
+        let priorities = r.action_priority.as_deref().filter(|p| !p.is_empty()).map_or_else(Vec::new, |p| {
+            ints(p).unwrap_or_else(|m| {
+                self.error(format!("{path}.action_priority"), m);
+                Vec::new()
+            })
+        });
+        let rates = r.per_action_drop_rate.as_deref().filter(|d| !d.is_empty()).map_or_else(Vec::new, |d| {
+            action_rates(d).unwrap_or_else(|m| {
+                self.error(format!("{path}.per_action_drop_rate"), m);
+                Vec::new()
+            })
+        });
+        let (priorities, per_action_drop_rate) = match (priorities.is_empty(), rates.is_empty()) {
+            (false, false) => (priorities, rates),
+            _ => (Vec::new(), Vec::new()),
         };
         Some(spec::NegativeSample {
             drop_rate,
@@ -137,6 +142,19 @@ impl Checker {
         let field = feature_field(ty, op);
         let operand = match (&r.operand, &r.operand_file) {
             (Some(v), None) => self.operand(path, field, op, v)?,
+            (None, Some(_))
+                if ty == FeatureValueType::Double
+                    && matches!(op, ValueOp::In | ValueOp::NotIn)
+                    && r.operand_format.as_deref().is_none_or(|f| f == "filter_values") =>
+            {
+                // value_filter_by_feature.cc 116-121: a FilterValues float_list
+                // is taken only for type float; for double the load fails and
+                // the kernel aborts (TF_CHECK_OK, line 223).
+                let msg = "a FilterValues file holds no operands for a double feature (Monolith aborts: its \
+                           float_list is for type float only); use type float, or operand_format: lines";
+                self.error(format!("{path}.operand_file"), msg);
+                return None;
+            }
             (None, Some(file)) if matches!(op, ValueOp::In | ValueOp::NotIn) => {
                 self.operand_file(path, field, file, r.operand_format.as_deref(), files)?
             }
@@ -352,8 +370,13 @@ impl Checker {
         Some(spec::InstanceReweight { action_priority, reweight })
     }
 
-    /// F 632-661: feature name → [inplace, slot]; suffix `share`. Slots are
-    /// below Monolith's 1 << 15 (reader_util.h 58).
+    /// F 632-661: feature name → [inplace, slot]; suffix `share`. Any slot a
+    /// v2 fid holds, 0..=32767 (15 bits: reader_util.h 36-37, 58), slot 0
+    /// too, as the kernel takes it. A larger or negative slot is refused:
+    /// `switch_slot_v2` (reader_util.h 54-56) would put its 16th bit in the
+    /// fid's bit 63 and shift the rest out, a fid whose slot reads as
+    /// another. (A v1 fid holds 10 bits: `switch_slot_v1`, lines 50-52,
+    /// keeps a slot's low 10 bits, and so does fex; see compat.md.)
     fn switch_slot_batch(&mut self, path: &str, r: &raw::SwitchSlotBatch) -> Option<spec::SwitchSlotBatch> {
         let key = format!("{path}.features");
         let Some(map) = r.features.as_ref().filter(|m| !m.is_empty()) else {
@@ -363,16 +386,20 @@ impl Checker {
         let mut features = Vec::new();
         for (name, value) in map {
             let parsed = match (name.as_str(), value.as_sequence().map(Vec::as_slice)) {
-                (Some(n), Some([Value::Bool(inplace), slot])) => slot.as_u64().map(|s| (n, *inplace, s)),
+                (Some(n), Some([Value::Bool(inplace), slot])) => slot.as_i64().map(|s| (n, *inplace, s)),
                 _ => None,
             };
             match parsed {
-                Some((feature, inplace, slot)) if (1..=32767).contains(&slot) => {
-                    features.push(spec::SwitchSlot { feature: feature.to_string(), inplace, slot })
+                Some((feature, inplace, slot)) if (0..=MAX_SLOT).contains(&slot) => {
+                    features.push(spec::SwitchSlot { feature: feature.to_string(), inplace, slot: slot as u64 })
                 }
-                Some((feature, _, slot)) => {
-                    self.error(&key, format!("{feature}: found slot {slot}, slots are 1..=32767"))
-                }
+                Some((feature, _, slot)) => self.error(
+                    &key,
+                    format!(
+                        "{feature}: found slot {slot}, slots are 0..=32767: a v2 fid holds 15 bits of slot, and \
+                         Monolith would write the rest into the fid's sign bit or lose it, a fid of another slot"
+                    ),
+                ),
                 None => self
                     .error(&key, format!("{}: expected [inplace, slot], as [true, 5]", name.as_str().unwrap_or("?"))),
             }

@@ -15,7 +15,9 @@ use crate::view::{ExampleView, FeatureKind, FeatureView};
 use crate::wire::{DecodeError, len_field};
 
 /// reader_util.h lines 50-56: the slot above bit 54 (v1) or 48 (v2), the
-/// fid's own bits below it.
+/// fid's own bits below it. A v1 fid holds 10 bits of slot, so a slot above
+/// 1023 keeps its low 10 bits there, the rest shifted out, as in the kernel
+/// (config allows slots up to 32767, what a v2 fid holds).
 const V1_MASK: u64 = (1 << 54) - 1;
 const V2_MASK: u64 = (1 << 48) - 1;
 
