@@ -228,7 +228,8 @@ async fn an_upstream_that_is_down_or_silent_gets_a_status_naming_it() {
     let mut c = v2(server.addr).await;
     let err = c.model_infer(infer_request("fwd", &sample_batch(2))).await.unwrap_err();
     assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
-    assert!(err.message().contains(&format!("upstream {address} model \"ranker\"")), "{}", err.message());
+    let waiting = format!("deadline of 300ms exceeded waiting for upstream {address} model \"ranker\"");
+    assert_eq!(err.message(), waiting);
     let metrics = server.metrics.render();
     assert!(metrics.contains("fex_upstream_calls_total{model=\"fwd\",code=\"DeadlineExceeded\"}"), "{metrics}");
     server.shutdown();
@@ -242,6 +243,9 @@ async fn an_upstream_that_is_down_or_silent_gets_a_status_naming_it() {
     let server = start(args).await;
     let err = v2(server.addr).await.model_infer(infer_request("fwd", &sample_batch(2))).await.unwrap_err();
     assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
+    // Answered by the deadline layer or by the upstream call's cut, which
+    // fall at the same instant: the same words either way.
+    assert!(err.message().starts_with("deadline of 200ms exceeded"), "{}", err.message());
     held.abort();
     server.shutdown();
     server.wait().await.unwrap();
