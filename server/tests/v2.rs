@@ -259,8 +259,9 @@ async fn check_config(bin: &'static str, file: &std::path::Path) -> std::process
 }
 
 /// `--check-config` asks a model's upstream for its metadata: a mapping
-/// that does not fit it exits 64 naming each problem; an upstream that
-/// cannot be asked is reported and the check passes.
+/// that does not fit it exits 64 naming each problem, and the model is not
+/// printed valid; an upstream that cannot be asked is reported and the
+/// check passes.
 #[tokio::test]
 async fn check_config_checks_the_mapping_against_the_upstreams_metadata() {
     let bin = env!("CARGO_BIN_EXE_fex-server");
@@ -278,6 +279,7 @@ async fn check_config_checks_the_mapping_against_the_upstreams_metadata() {
     let out = check_config(bin, &file).await;
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(64), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "", "a model whose mapping does not fit is not printed valid");
     let at = format!("fwd: upstream http://{} model \"default\"", upstream.addr);
     assert_eq!(
         stderr.trim(),
@@ -297,10 +299,10 @@ async fn check_config_checks_the_mapping_against_the_upstreams_metadata() {
     let out = check_config(bin, &file).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(
-        stdout.contains(&format!("fwd: upstream http://{down} model \"m\": not reachable, the mapping is not checked")),
-        "{stdout}"
-    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.len() == 2 && lines[0].starts_with("fwd: ok"), "{stdout}");
+    let unchecked = format!("fwd: upstream http://{down} model \"m\": not reachable, the mapping is not checked");
+    assert!(lines[1].starts_with(&unchecked), "{stdout}");
 }
 
 /// A caller that goes away while its call waits on the upstream: the

@@ -182,6 +182,7 @@ def test_check_config_checks_the_mapping_against_tritons_metadata(triton, tmp_pa
     )
     assert out.returncode == 64, out.stdout
     assert 'input "item_tags_offsets" is INT32 on the model, INT64 in the mapping' in out.stderr
+    assert out.stdout == "", "a model whose mapping does not fit is not printed valid"
 
 
 def test_fex_client_measures_fex_v2_forwarding_and_the_relay(fex_server, triton, tmp_path):
