@@ -89,7 +89,9 @@ fn main() -> ExitCode {
 
 /// `--check-config`: every valid model on stdout (`NAME: ok (...)`, which
 /// scripts split at the first colon), every error on stderr; exits 0 when
-/// all are valid, 64 otherwise.
+/// all are valid, 64 otherwise. A model whose upstream mapping does not fit
+/// the upstream's model is not valid: its problems go to stderr, and no ok
+/// line to stdout.
 /// The library judges the files (`fex::catalog`), as `fex check` does.
 fn check_config(args: &Args) -> ExitCode {
     let Some(path) = &args.models else {
@@ -99,9 +101,15 @@ fn check_config(args: &Args) -> ExitCode {
     let (loaded, errors) = fex::catalog::load(path);
     let mut mismatched = false;
     for model in &loaded {
+        let upstream = model.plan.upstream.as_ref().map(|up| check_upstream(&model.plan.name, up));
+        if let Some(Err(problems)) = &upstream {
+            problems.iter().for_each(|p| eprintln!("{p}"));
+            mismatched = true;
+            continue;
+        }
         println!("{}", fex::catalog::ok_line(&model.plan, Some(&model.path)));
-        if let Some(up) = &model.plan.upstream {
-            mismatched |= !check_upstream(&model.plan.name, up);
+        if let Some(Ok(said)) = upstream {
+            println!("{said}");
         }
     }
     match (errors.is_empty(), mismatched) {
@@ -112,26 +120,22 @@ fn check_config(args: &Args) -> ExitCode {
 }
 
 /// Asks a model's upstream for its metadata (within 3 s) and checks the
-/// mapping against it; an upstream that cannot be asked is reported, not
-/// failed (a deploy may check configs before the model server is up).
-fn check_upstream(name: &str, up: &fex::config::Upstream) -> bool {
+/// mapping against it: what to say of it on stdout, or the problems. An
+/// upstream that cannot be asked is reported, not failed (a deploy may
+/// check configs before the model server is up).
+fn check_upstream(name: &str, up: &fex::config::Upstream) -> Result<String, Vec<String>> {
     use fex_server::upstream::{Checked, check};
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     let at = format!("{name}: upstream {} model {:?}", up.address, up.model);
     // A TLS file that cannot be read is the config's fault, not the network's.
     if let Err(e) = fex_server::upstream::endpoint(up) {
-        eprintln!("{name}: {e}");
-        return false;
+        return Err(vec![format!("{name}: {e}")]);
     }
     match runtime.block_on(check(up, std::time::Duration::from_secs(3))) {
-        Checked::Matches => println!("{at}: the mapping matches the model's metadata"),
-        Checked::Unreachable(why) => println!("{at}: not reachable, the mapping is not checked against it ({why})"),
-        Checked::Mismatch(problems) => {
-            problems.iter().for_each(|p| eprintln!("{at}: {p}"));
-            return false;
-        }
+        Checked::Matches => Ok(format!("{at}: the mapping matches the model's metadata")),
+        Checked::Unreachable(why) => Ok(format!("{at}: not reachable, the mapping is not checked against it ({why})")),
+        Checked::Mismatch(problems) => Err(problems.iter().map(|p| format!("{at}: {p}")).collect()),
     }
-    true
 }
 
 fn config_errors(errors: &[LoadError]) -> ExitCode {

@@ -25,6 +25,13 @@ pub enum ServeError {
     /// deadline passed while it waited for extraction or as it finished.
     #[error("deadline of {deadline:?} exceeded")]
     DeadlineExceeded { deadline: std::time::Duration },
+    /// The deadline passed while the call waited for its upstream model
+    /// server: the call's own deadline, or the upstream's `timeout_ms` when
+    /// that was shorter. `upstream` names it (`ADDRESS model "NAME"`). The
+    /// same words as `DeadlineExceeded`, so every deadline fex answers reads
+    /// alike.
+    #[error("deadline of {deadline:?} exceeded waiting for upstream {upstream}")]
+    UpstreamDeadline { deadline: std::time::Duration, upstream: String },
     /// Refused by the size layer from the message's length prefix.
     #[error("request message is {found} bytes, over the limit of {limit} bytes (--max-request-bytes)")]
     RequestTooLarge { found: usize, limit: usize },
@@ -77,7 +84,7 @@ impl ServeError {
             | Self::RequestBytesInFlight { .. }
             | Self::QueueFull { .. }
             | Self::RequestTooLarge { .. } => Code::ResourceExhausted,
-            Self::DeadlineExceeded { .. } => Code::DeadlineExceeded,
+            Self::DeadlineExceeded { .. } | Self::UpstreamDeadline { .. } => Code::DeadlineExceeded,
             Self::UnknownModel { .. } => Code::NotFound,
             Self::NoPayload | Self::UnknownOutput(_) | Self::BadInput(_) => Code::InvalidArgument,
             Self::VersionNotFound { .. } => Code::NotFound,

@@ -4,8 +4,9 @@
 //! encoding), and the model's outputs come back to the caller. Connections
 //! are made lazily, kept per upstream, bounded by `max_connections`, and
 //! shared by every call; a call's remaining deadline bounds the upstream
-//! call, and dropping the call (the caller cancelled) resets the upstream
-//! stream.
+//! call, and dropping the call (the caller cancelled, or fex cut it at that
+//! deadline) resets the upstream stream. fex always cuts first: the
+//! upstream is told a deadline `UPSTREAM_SLACK` later (see there why).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -189,14 +190,52 @@ pub async fn forward(
     Ok(Forwarded { batch_size, response })
 }
 
-/// The time the upstream call may take: the config's timeout, or what is
-/// left of the caller's deadline if that is shorter.
-fn budget(up: &Upstream, deadline: Option<CallDeadline>) -> Duration {
-    let left = deadline.map(|d| d.at.saturating_duration_since(Instant::now()));
-    left.map_or(up.timeout, |left| left.min(up.timeout))
+/// How long an upstream call may take, and the deadline a call cut for
+/// want of time names: the caller's (200ms) when what is left of it is
+/// shorter than the config's timeout, else the timeout.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    left: Duration,
+    deadline: Duration,
 }
 
-/// One unary call to the upstream, bounded by `budget`, its failures
+impl Budget {
+    /// `deadline` to spend whole (no caller's deadline to share).
+    fn whole(deadline: Duration) -> Self {
+        Self { left: deadline, deadline }
+    }
+
+    fn of_call(up: &Upstream, deadline: Option<CallDeadline>) -> Self {
+        match deadline {
+            Some(d) => match d.at.saturating_duration_since(Instant::now()) {
+                left if left < up.timeout => Self { left, deadline: d.budget },
+                _ => Self::whole(up.timeout),
+            },
+            None => Self::whole(up.timeout),
+        }
+    }
+}
+
+/// How much later than fex's own cut the upstream's deadline (the
+/// `grpc-timeout` fex sends) falls.
+///
+/// fex cuts an upstream call when its budget is spent by dropping it, which
+/// resets the stream (RST_STREAM(CANCEL)); the upstream learns of the cut
+/// from that reset, at the caller's deadline. Were the upstream told the
+/// same deadline, its own timer would race fex's: Triton 2.51 ends a stream
+/// whose deadline passed with its closing HEADERS (grpc-status 4) and
+/// RST_STREAM(NO_ERROR), then sends that pair again, up to four times, and
+/// the h2 crate (0.4.20) takes a second closing HEADERS on a stream it saw
+/// closed, or reset by the peer while fex's own reset was still queued, as
+/// a connection error: GOAWAY, and every call on the shared connection
+/// fails (docs/upstream-reports/h2-frames-after-reset.md). Frames that
+/// arrive after fex's reset went out are discarded, so fex must reset
+/// first: the slack covers fex's timer firing late and its reset waiting
+/// to be written. It costs nothing: the upstream still hears of the cut at
+/// the deadline, through the reset; its own timer is only the backstop.
+pub const UPSTREAM_SLACK: Duration = Duration::from_millis(250);
+
+/// One unary call to the upstream, cut when `budget` is spent, its failures
 /// mapped to statuses that name the upstream; counted in /metrics.
 async fn call<Q, R>(
     upstreams: &Upstreams,
@@ -204,7 +243,7 @@ async fn call<Q, R>(
     up: &Upstream,
     path: &'static str,
     request: Q,
-    budget: Duration,
+    budget: Budget,
 ) -> Result<R, ServeError>
 where
     Q: prost::Message + Send + Sync + 'static,
@@ -213,16 +252,23 @@ where
     let channel = upstreams.channel(up)?;
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(max_response_bytes);
     let mut request = tonic::Request::new(request);
-    request.set_timeout(budget);
+    request.set_timeout(budget.left + UPSTREAM_SLACK);
+    let started = Instant::now();
     let call = async {
         grpc.ready().await.map_err(|e| tonic::Status::unavailable(format!("connecting: {e}")))?;
         grpc.unary(request, PathAndQuery::from_static(path), AnswerCodec::<Q, R>::default()).await
     };
-    match tokio::time::timeout(budget, call).await {
+    match tokio::time::timeout(budget.left, call).await {
         Ok(Ok(response)) => Ok(response.into_inner()),
-        Ok(Err(status)) => Err(mapped(up, &status)),
-        Err(_) => Err(upstream_error(up, Code::DeadlineExceeded, format!("no answer within {budget:?}"))),
+        Ok(Err(status)) => Err(mapped(up, &status, budget, started.elapsed() >= budget.left)),
+        Err(_) => Err(deadline_exceeded(up, budget)),
     }
+}
+
+/// A call cut because its budget was spent, in the words of every
+/// DEADLINE_EXCEEDED fex answers.
+fn deadline_exceeded(up: &Upstream, budget: Budget) -> ServeError {
+    ServeError::UpstreamDeadline { deadline: budget.deadline, upstream: format!("{} model {:?}", up.address, up.model) }
 }
 
 /// The client side of a call to an upstream: requests encoded once into a
@@ -273,12 +319,17 @@ impl<R: RequestMessage> tonic::codec::Decoder for AnswerDecoder<R> {
 }
 
 /// An upstream status as the caller sees it: the model's own
-/// INVALID_ARGUMENT, a deadline and an overload pass through; anything
-/// else means the upstream cannot serve (UNAVAILABLE).
-fn mapped(up: &Upstream, status: &tonic::Status) -> ServeError {
+/// INVALID_ARGUMENT and an overload pass through; once the budget is spent
+/// (`expired`) a deadline or a reset is the call's deadline; the
+/// upstream's DEADLINE_EXCEEDED with time left (its own policy, such as a
+/// queue timeout) passes through naming it; anything else, CANCELLED with
+/// time left included (the connection went away under the call: hyper's
+/// "operation was canceled"), means the upstream cannot serve (UNAVAILABLE).
+fn mapped(up: &Upstream, status: &tonic::Status, budget: Budget, expired: bool) -> ServeError {
     let code = match status.code() {
+        Code::DeadlineExceeded | Code::Cancelled if expired => return deadline_exceeded(up, budget),
         Code::InvalidArgument => Code::InvalidArgument,
-        Code::DeadlineExceeded | Code::Cancelled => Code::DeadlineExceeded,
+        Code::DeadlineExceeded => Code::DeadlineExceeded,
         // OUT_OF_RANGE: tonic's client refusing an answer over
         // --max-response-bytes, which fex answers RESOURCE_EXHAUSTED.
         Code::ResourceExhausted | Code::OutOfRange => Code::ResourceExhausted,
@@ -297,7 +348,7 @@ async fn infer(
     let counted = Counted { metrics: &service.metrics, model: &model.plan.name, started: Instant::now(), code: None };
     let path = "/inference.GRPCInferenceService/ModelInfer";
     let limit = service.max_response_bytes;
-    let result = call(&service.upstreams, limit, up, path, request, budget(up, deadline)).await;
+    let result = call(&service.upstreams, limit, up, path, request, Budget::of_call(up, deadline)).await;
     counted.finish(match &result {
         Ok(_) => "Ok",
         Err(e) => crate::layers::code_name(e.code()),
@@ -337,7 +388,8 @@ pub async fn ready(service: &ExtractorService, up: &Upstream) -> bool {
     let request = ModelReadyRequest { name: up.model.clone(), version: up.version.clone() };
     let path = "/inference.GRPCInferenceService/ModelReady";
     let limit = service.max_response_bytes;
-    let answer: Result<ModelReadyResponse, _> = call(&service.upstreams, limit, up, path, request, up.timeout).await;
+    let budget = Budget::whole(up.timeout);
+    let answer: Result<ModelReadyResponse, _> = call(&service.upstreams, limit, up, path, request, budget).await;
     answer.is_ok_and(|r| r.ready)
 }
 
@@ -349,7 +401,7 @@ pub async fn metadata(
 ) -> Result<ModelMetadataResponse, ServeError> {
     let request = ModelMetadataRequest { name: up.model.clone(), version: up.version.clone() };
     let path = "/inference.GRPCInferenceService/ModelMetadata";
-    call(upstreams, METADATA_LIMIT, up, path, request, budget).await
+    call(upstreams, METADATA_LIMIT, up, path, request, Budget::whole(budget)).await
 }
 
 /// Largest metadata answer taken (far above any model's).
@@ -402,4 +454,58 @@ pub fn check_mapping(up: &Upstream, meta: &ModelMetadataResponse) -> Vec<String>
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upstream() -> Upstream {
+        Upstream {
+            address: "http://127.0.0.1:8001".into(),
+            tls: None,
+            model: "ranker".into(),
+            version: String::new(),
+            timeout: Duration::from_secs(1),
+            max_connections: 1,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_reset_or_deadline_is_the_calls_deadline_only_once_the_budget_is_spent() {
+        let up = upstream();
+        let budget = Budget { left: Duration::from_millis(150), deadline: Duration::from_millis(200) };
+        let check = |status: tonic::Status, expired: bool, code: Code, message: &str| {
+            let e = mapped(&up, &status, budget, expired);
+            assert_eq!((e.code(), e.to_string().as_str()), (code, message), "{status:?} expired={expired}");
+        };
+        let cut = r#"deadline of 200ms exceeded waiting for upstream http://127.0.0.1:8001 model "ranker""#;
+        check(tonic::Status::cancelled("operation was canceled"), true, Code::DeadlineExceeded, cut);
+        check(tonic::Status::deadline_exceeded("Deadline Exceeded"), true, Code::DeadlineExceeded, cut);
+        // With time left, a reset is the connection going away under the
+        // call, and the upstream's own DEADLINE_EXCEEDED its own policy.
+        let at = r#"upstream http://127.0.0.1:8001 model "ranker": "#;
+        let canceled = format!("{at}Cancelled: operation was canceled");
+        check(tonic::Status::cancelled("operation was canceled"), false, Code::Unavailable, &canceled);
+        let queue = format!("{at}DeadlineExceeded: queue timeout");
+        check(tonic::Status::deadline_exceeded("queue timeout"), false, Code::DeadlineExceeded, &queue);
+        let bad = format!("{at}InvalidArgument: bad");
+        check(tonic::Status::invalid_argument("bad"), true, Code::InvalidArgument, &bad);
+    }
+
+    #[test]
+    fn the_deadline_named_is_the_callers_unless_the_upstreams_timeout_is_shorter() {
+        let up = upstream();
+        let caller =
+            |ms| CallDeadline { at: Instant::now() + Duration::from_millis(ms), budget: Duration::from_millis(ms) };
+        let b = Budget::of_call(&up, Some(caller(200)));
+        assert_eq!(b.deadline, Duration::from_millis(200));
+        assert!(b.left <= Duration::from_millis(200));
+        let b = Budget::of_call(&up, Some(caller(5000)));
+        assert_eq!((b.left, b.deadline), (up.timeout, up.timeout));
+        let b = Budget::of_call(&up, None);
+        assert_eq!((b.left, b.deadline), (up.timeout, up.timeout));
+    }
 }

@@ -1,12 +1,14 @@
-"""Writes the Triton model repository of the tests: one model, `ranker`,
-served by Triton's python backend, whose model.py calls ranker.score
+"""Writes the Triton model repository of the tests: `ranker`, served by
+Triton's python backend, whose model.py calls ranker.score
 (tests/triton/ranker.py, copied beside it: Triton and the tests run the
-same code).
+same code), and `ranker_slow`, the same model taking SLOW_SECONDS per
+request (a model past its callers' deadlines).
 
     repository/
       ranker/config.pbtxt
       ranker/1/model.py
       ranker/1/ranker.py
+      ranker_slow/...                (write(..., slow=True))
 """
 
 import pathlib
@@ -15,6 +17,8 @@ import shutil
 import ranker
 
 MODEL = "ranker"
+SLOW = "ranker_slow"
+SLOW_SECONDS = 1.5
 
 # Triton's python backend: one CPU instance; max_batch_size 0 because the
 # inputs are ragged (values and offsets of different lengths), which
@@ -60,23 +64,45 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse([pb_utils.Tensor(ranker.OUTPUT[0], score)])
 '''
 
+# The slow ranker: each request waits SLOW_SECONDS before it is scored, in
+# short sleeps, and stops waiting when Triton cancels it (its caller's
+# deadline passed: InferenceRequest.is_cancelled, python backend 23.10 and
+# later), so cancelled requests do not hold the instances for the whole time.
+SLOW_MODEL_PY = MODEL_PY.replace(
+    "    def _one(self, request):\n",
+    f"""    def _one(self, request):
+        import time
 
-def write(directory):
-    """Writes the repository into `directory` (which must exist); returns
-    its path."""
+        until = time.monotonic() + {SLOW_SECONDS}
+        while time.monotonic() < until:
+            if request.is_cancelled():
+                error = pb_utils.TritonError("cancelled", pb_utils.TritonError.CANCELLED)
+                return pb_utils.InferenceResponse(error=error)
+            time.sleep(0.01)
+""",
+)
+
+
+def write(directory, slow=False):
+    """Writes the repository into `directory` (which must exist), with the
+    slow ranker too if `slow`; returns its path."""
     root = pathlib.Path(directory)
-    version = root / MODEL / "1"
-    version.mkdir(parents=True)
-    (root / MODEL / "config.pbtxt").write_text(config())
-    (version / "model.py").write_text(MODEL_PY)
-    shutil.copy(ranker.__file__, version / "ranker.py")
+    models = [(MODEL, MODEL_PY)]
+    if slow:
+        models.append((SLOW, SLOW_MODEL_PY))
+    for name, model_py in models:
+        version = root / name / "1"
+        version.mkdir(parents=True)
+        (root / name / "config.pbtxt").write_text(config(name))
+        (version / "model.py").write_text(model_py)
+        shutil.copy(ranker.__file__, version / "ranker.py")
     return root
 
 
-def config():
+def config(name=MODEL):
     inputs = ",\n".join(_tensor(*t) for t in ranker.signature())
     return CONFIG.format(
-        name=MODEL,
+        name=name,
         inputs=f"input [\n{inputs}\n]",
         outputs=f"output [\n{_tensor(*ranker.OUTPUT)}\n]",
     )

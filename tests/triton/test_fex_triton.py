@@ -9,10 +9,8 @@ metadata. scripts/test.sh runs it with FEX_SERVER and FEX_CLIENT set.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import threading
 
 import grpc
 import numpy as np
@@ -28,17 +26,9 @@ sys.path.insert(0, HERE)
 
 import model_repository  # noqa: E402
 import ranker  # noqa: E402
+from fexserver import RANKER, FexServer, binary, example_batch, models_dir  # noqa: E402
 from test_triton import requests  # noqa: E402,F401 (the fixture)
 from tritonserver import Triton  # noqa: E402
-
-RANKER = os.path.join(ROOT, "examples", "triton", "ranker.yaml")
-
-
-def binary(name):
-    path = os.environ.get(name)
-    if not path:
-        pytest.fail(f"{name} is not set: scripts/test.sh sets it to the debug build")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -46,42 +36,6 @@ def triton(tmp_path_factory):
     repository = model_repository.write(tmp_path_factory.mktemp("models"))
     with Triton(repository) as server:
         yield server
-
-
-def models_dir(tmp, triton_url, extra=None):
-    """default.yaml, the ranker pointed at this Triton, and `extra` files."""
-    tmp.mkdir(exist_ok=True)
-    shutil.copy(os.path.join(ROOT, "models", "default.yaml"), tmp / "default.yaml")
-    text = open(RANKER).read().replace("http://127.0.0.1:8001", f"http://{triton_url}")
-    (tmp / "ranker.yaml").write_text(text)
-    for name, body in (extra or {}).items():
-        (tmp / name).write_text(body)
-    return tmp
-
-
-class FexServer:
-    """A fex-server process on 127.0.0.1:0, stopped with SIGTERM."""
-
-    def __init__(self, models):
-        args = [binary("FEX_SERVER"), "--listen-addr", "127.0.0.1:0", "--metrics-addr", "off"]
-        args += ["--models", str(models), "--log-format", "json", "--reload-interval", "0s"]
-        self.proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
-        self.addr = None
-        timer = threading.Timer(30, self.proc.kill)
-        timer.start()
-        for line in self.proc.stderr:
-            fields = json.loads(line).get("fields", {})
-            if fields.get("message") == "fex-server listening":
-                self.addr = fields["addr"]
-                break
-        timer.cancel()
-        if self.addr is None:
-            raise RuntimeError(f"fex-server exited before listening (code {self.proc.wait(5)})")
-        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(30)
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +53,6 @@ def fex_server(triton, tmp_path_factory):
 def fex_v2(fex_server):
     with grpcclient.InferenceServerClient(fex_server.addr) as c:
         yield c
-
-
-def example_batch(request):
-    tensor = grpcclient.InferInput("example_batch", [1], "BYTES")
-    tensor.set_data_from_numpy(np.array([request], dtype=np.object_))
-    return tensor
 
 
 # fex.v1 from Python without generated stubs: a minimal protobuf reader and
@@ -234,6 +182,7 @@ def test_check_config_checks_the_mapping_against_tritons_metadata(triton, tmp_pa
     )
     assert out.returncode == 64, out.stdout
     assert 'input "item_tags_offsets" is INT32 on the model, INT64 in the mapping' in out.stderr
+    assert out.stdout == "", "a model whose mapping does not fit is not printed valid"
 
 
 def test_fex_client_measures_fex_v2_forwarding_and_the_relay(fex_server, triton, tmp_path):
