@@ -1,0 +1,47 @@
+package fex.nearline;
+
+/**
+ * What the join is keyed on and fed: a request, an action, or (batch execution) the end of a user's input. A POJO for
+ * Flink's serializer.
+ */
+public class Event {
+    public static final String REQUEST = "r";
+    public static final String ACTION = "a";
+    public static final String END = "end";
+
+    public String kind;
+    public String userId;
+    /** Event time in milliseconds. */
+    public long time;
+    public Request request;
+    public Action action;
+
+    public Event() {}
+
+    public static Event of(Request r) {
+        Event e = new Event();
+        e.kind = REQUEST;
+        e.userId = r.userId;
+        e.time = r.timeMs;
+        e.request = r;
+        return e;
+    }
+
+    public static Event of(Action a) {
+        Event e = new Event();
+        e.kind = ACTION;
+        e.userId = a.userId;
+        e.time = a.eventTime;
+        e.action = a;
+        return e;
+    }
+
+    /** The end of this user's input, sorted after every record of theirs. */
+    public static Event end(String userId) {
+        Event e = new Event();
+        e.kind = END;
+        e.userId = userId;
+        e.time = LabelJoin.END_OF_TIME;
+        return e;
+    }
+}
