@@ -17,7 +17,7 @@ import java.util.Arrays;
  * <p>Three calls, interleaved round by round: {@code compute} on a 30-row request (the library's sample computation
  * and the arrays both ways), {@code requestKeys} on the same bytes, and {@code close} of a handle that holds nothing (a
  * crossing with a table lookup and no arrays). Each round times a block of calls; the medians of the rounds are
- * printed in microseconds per call. `cargo bench --bench nearline` times the library's {@code compute} alone on the
+ * printed in microseconds per call. `cargo bench --features offline --bench nearline` times the library's {@code compute} alone on the
  * same request.
  */
 public final class ComputeBench {
