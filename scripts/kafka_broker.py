@@ -30,6 +30,7 @@ import argparse
 import base64
 import ctypes
 import fcntl
+import hashlib
 import json
 import os
 import select
@@ -71,7 +72,9 @@ def classpath(fetch_timeout):
     tests starting brokers at once fetch it once)."""
     cache = os.path.join(target_dir(), "kafka")
     os.makedirs(cache, exist_ok=True)
-    cp_file = os.path.join(cache, f"classpath-{KAFKA_VERSION}.txt")
+    # Named after the pom's content: a changed pom is fetched again.
+    digest = hashlib.sha256(open(POM, "rb").read()).hexdigest()[:16]
+    cp_file = os.path.join(cache, f"classpath-{KAFKA_VERSION}-{digest}.txt")
     with open(os.path.join(cache, ".fetch.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         cp = _read_classpath(cp_file)
