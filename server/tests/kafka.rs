@@ -85,10 +85,11 @@ impl Broker {
     }
 }
 
-/// A fex-server process: its address, and its log lines as they come.
+/// A fex-server process: its addresses, and its log lines as they come.
 struct Server {
     child: Child,
     addr: SocketAddr,
+    metrics: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -102,7 +103,7 @@ impl Drop for Server {
 fn fex_server(args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     command
-        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "off", "--log-format", "json"])
+        .args(["--listen-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--log-format", "json"])
         .args(["--reload-interval", "0s", "--prefault-heap-bytes", "0"])
         .args(args)
         .stdin(Stdio::null())
@@ -121,15 +122,28 @@ impl Server {
             for line in lines.map_while(Result::ok) {
                 let parsed: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
                 if parsed["fields"]["message"] == "fex-server listening" {
-                    let _ = tx.send(parsed["fields"]["addr"].as_str().unwrap_or_default().to_string());
+                    let addr = |key: &str| parsed["fields"][key].as_str().unwrap_or_default().parse().ok();
+                    let _ = tx.send(addr("addr").zip(addr("metrics")));
                 }
                 kept.lock().unwrap().push(line);
             }
         });
-        let addr = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
-        let addr =
-            addr.parse().unwrap_or_else(|_| panic!("fex-server did not listen:\n{}", log.lock().unwrap().join("\n")));
-        Server { child, addr, log }
+        let addrs = rx.recv_timeout(Duration::from_secs(60)).ok().flatten();
+        let (addr, metrics) =
+            addrs.unwrap_or_else(|| panic!("fex-server did not listen:\n{}", log.lock().unwrap().join("\n")));
+        Server { child, addr, metrics, log }
+    }
+
+    /// A counter's value on /metrics.
+    fn counter(&self, name: &str) -> u64 {
+        let mut stream = std::net::TcpStream::connect(self.metrics).unwrap();
+        std::io::Write::write_all(&mut stream, b"GET /metrics HTTP/1.1\r\nHost: fex\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut page = String::new();
+        stream.read_to_string(&mut page).unwrap();
+        let line =
+            page.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_else(|| panic!("{name}: {page}"));
+        line[name.len()..].trim().parse().unwrap()
     }
 
     /// SIGTERM, then the exit status (bounded).
@@ -340,7 +354,7 @@ fn java_partition_matches_kafkas_murmur2() {
 async fn the_topic_holds_each_request_once_keyed_by_user_as_the_files_do() {
     let broker = broker();
     let (models, logs) = (models(), tempfile::tempdir().unwrap());
-    let mut server = Server::start(&[
+    let server = Server::start(&[
         "--models",
         models.path().to_str().unwrap(),
         "--request-log",
@@ -352,6 +366,21 @@ async fn the_topic_holds_each_request_once_keyed_by_user_as_the_files_do() {
     ]);
     wait_serving(server.addr).await;
     let want = send_requests(server.addr).await;
+    // Each record is counted once written to its file and once acknowledged
+    // by the broker (the producer's delivery report), none dropped.
+    let written = 2 * want.len() as u64;
+    let server = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while server.counter("fex_request_log_records_total") < written && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    })
+    .await
+    .unwrap();
+    assert_eq!(server.counter("fex_request_log_records_total"), written, "files and Kafka");
+    assert_eq!(server.counter("fex_request_log_dropped_total"), 0);
+    let mut server = server;
     let status = tokio::task::spawn_blocking(move || (server.stop(), server)).await.unwrap().0;
     assert_eq!(status.code(), Some(0), "fex-server exits 0 after SIGTERM");
 
