@@ -10,7 +10,7 @@ and need no network. Each run formats a fresh log directory, starts
 the broker says it has started, creates the topics asked for, then prints
 one JSON line on stdout:
 
-    {"bootstrap": "127.0.0.1:PORT", "dir": "...", "log": ".../server.log"}
+    {"bootstrap": "127.0.0.1:PORT", "pid": JVM_PID, "dir": "...", "log": ".../server.log"}
 
 and runs until SIGTERM or SIGINT (or, with --until-stdin-closes, until its
 standard input closes: a test that dies takes its broker with it). Then the
@@ -271,7 +271,7 @@ def main():
         wait_started(proc, log, port, deadline)
         bootstrap = f"127.0.0.1:{port}"
         create_topics(java, bootstrap, args.topic, deadline)
-        print(json.dumps({"bootstrap": bootstrap, "dir": run_dir, "log": log}), flush=True)
+        print(json.dumps({"bootstrap": bootstrap, "pid": proc.pid, "dir": run_dir, "log": log}), flush=True)
         wait_for_end(args.until_stdin_closes)
         return 0
     except BrokerError as e:

@@ -42,6 +42,8 @@ fn broker() -> &'static Broker {
 
 struct Broker {
     bootstrap: String,
+    /// The broker's JVM.
+    pid: u32,
     _child: Mutex<(Child, ChildStdin)>,
 }
 
@@ -80,8 +82,24 @@ impl Broker {
             }
         };
         let bootstrap = ready["bootstrap"].as_str().expect("bootstrap address").to_string();
+        let pid = ready["pid"].as_u64().expect("the broker's pid") as u32;
         let stdin = child.stdin.take().unwrap();
-        Broker { bootstrap, _child: Mutex::new((child, stdin)) }
+        Broker { bootstrap, pid, _child: Mutex::new((child, stdin)) }
+    }
+
+    /// SIGSTOP or SIGCONT to the broker's JVM.
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill").args([&format!("-{name}"), &self.pid.to_string()]).status().unwrap();
+        assert!(status.success(), "kill -{name} {}", self.pid);
+    }
+}
+
+/// Resumes a stopped broker however the test ends, so its script can stop it.
+struct Resume<'a>(&'a Broker);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.0.signal("CONT");
     }
 }
 
@@ -442,4 +460,55 @@ fn unreachable_brokers_exit_69_naming_them() {
     assert_eq!(status.code(), Some(69), "{stderr}");
     assert!(stderr.contains(&format!("--request-log-kafka {brokers}: no broker answered within 10s")), "{stderr}");
     assert!(!stderr.contains("fex-server listening"), "{stderr}");
+}
+
+/// A broker that stops answering (its JVM stopped) costs drops, never calls:
+/// with room for 2 messages in the producer's queue (`--request-log-queue`),
+/// every call is answered and the rest of the records are dropped and
+/// counted; once the broker
+/// resumes, each record is either acknowledged or dropped, exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_broker_costs_drops_not_calls() {
+    let (broker, models) = (Broker::start(&["stalled:1"]), models());
+    let server = Server::start(&[
+        "--models",
+        models.path().to_str().unwrap(),
+        "--request-log-kafka",
+        &broker.bootstrap,
+        "--request-log-kafka-topic",
+        "stalled",
+        "--request-log-queue",
+        "2",
+    ]);
+    wait_serving(server.addr).await;
+    let resume = Resume(&broker);
+    broker.signal("STOP");
+    let mut c = client(server.addr).await;
+    const CALLS: u64 = 20;
+    for i in 0..CALLS {
+        let call = c.extract(request("joined", Some(7001)));
+        let answer = tokio::time::timeout(Duration::from_secs(30), call).await;
+        assert!(matches!(answer, Ok(Ok(_))), "call {i} while the broker is stopped: {answer:?}");
+    }
+    let server = tokio::task::spawn_blocking(move || {
+        let dropped = server.counter("fex_request_log_dropped_total");
+        // Room for 2 in the producer, and up to 2 still in the writer's queue.
+        assert!(dropped >= CALLS - 4, "{dropped} of {CALLS} dropped with room for 2 in the queue");
+        server
+    })
+    .await
+    .unwrap();
+    drop(resume);
+    let settled = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let total =
+            || server.counter("fex_request_log_records_total") + server.counter("fex_request_log_dropped_total");
+        while total() < CALLS && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        total()
+    })
+    .await
+    .unwrap();
+    assert_eq!(settled, CALLS, "every record is acknowledged or dropped, once");
 }
