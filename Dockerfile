@@ -13,6 +13,12 @@ ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-slim-bookworm AS build
 WORKDIR /src
+# librdkafka (the request log's Kafka producer) is built from its vendored
+# source with cmake; the slim image has a C compiler but neither cmake nor
+# the C++ compiler CMake's project() checks for.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends cmake g++ make \
+    && rm -rf /var/lib/apt/lists/*
 # Only what the build needs (.dockerignore keeps everything else out).
 COPY . .
 # The registry and target caches persist between builds (BuildKit); the binary

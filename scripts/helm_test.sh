@@ -43,6 +43,7 @@ EOF
 fi
 
 # Always (re)build: the chart is checked against the server as it is now.
+fex_cmake_env
 cargo build --quiet --locked -p fex-server
 
 "$PY" tests/helm/test_chart.py --helm "$HELM" --server target/debug/fex-server

@@ -90,3 +90,19 @@ fex_maven_env() {
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
 }
+
+# cmake and a C++ compiler for librdkafka, which fex-server's Kafka producer
+# (the rdkafka crate's cmake-build) compiles from its vendored source, from
+# the distribution when missing, as root.
+fex_cmake_env() {
+    if command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "building fex-server needs cmake and a C++ compiler (librdkafka); install them (Debian/Ubuntu: apt-get install cmake g++)" >&2
+        return 1
+    fi
+    echo "installing cmake and g++ with apt-get (librdkafka's build needs them)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ make >/dev/null
+}

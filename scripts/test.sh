@@ -34,6 +34,7 @@ if [ "$("$MDBOOK" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
 fi
 timeout --kill-after=30s 5m "$MDBOOK" build docs
 
+fex_cmake_env
 cargo build --locked -p fex-server -p fex-client
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
 
@@ -78,6 +79,12 @@ cargo build --locked -p fex-jni
 fex_maven_env
 timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f flink/pom.xml \
     -Dmaven.repo.local="$PWD/target/m2" verify
+
+# Kafka 4.4's jars for the tests' real broker (scripts/kafka_broker.py, a
+# KRaft node on 127.0.0.1 that server/tests/kafka.rs and the chart's Kafka
+# value set start and stop themselves), fetched once into target/m2 here so
+# the download is not inside a test's wait; a second run is offline.
+timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
 
 # The near-line label join on a real Apache Flink (PyFlink's local
 # mini-cluster, Java 17): emission rules against a reference, streaming and

@@ -149,7 +149,21 @@ pub struct Args {
     #[arg(long, env = "FEX_REQUEST_LOG_MAX_TOTAL_BYTES", default_value_t = 1 << 30, value_parser = parse_positive_u64)]
     pub request_log_max_total_bytes: u64,
 
-    /// Sampled requests waiting for the log writer; more are dropped.
+    /// Kafka brokers (comma-separated host:port) to send the request log to,
+    /// as messages of --request-log-kafka-topic keyed by the request's user
+    /// id (read with the model's `label_join:` keys), beside or instead of
+    /// the files of --request-log. The brokers must answer for the topic at start
+    /// (within 10s; exit 69 when none answers, 64 when the topic is missing).
+    #[arg(long, env = "FEX_REQUEST_LOG_KAFKA", value_name = "BROKERS", value_parser = parse_brokers)]
+    pub request_log_kafka: Option<String>,
+
+    /// The Kafka topic of --request-log-kafka (it must exist; its partition
+    /// count is the operator's choice).
+    #[arg(long, env = "FEX_REQUEST_LOG_KAFKA_TOPIC", value_name = "TOPIC", default_value = "fex-requests", value_parser = parse_topic)]
+    pub request_log_kafka_topic: String,
+
+    /// Sampled requests waiting for the log writer; more are dropped (and as
+    /// many again may wait in the Kafka producer's queue).
     #[arg(long, env = "FEX_REQUEST_LOG_QUEUE", default_value_t = 1024, value_parser = parse_positive)]
     pub request_log_queue: usize,
 
@@ -228,6 +242,26 @@ fn parse_positive_u64(s: &str) -> Result<u64, String> {
         Ok(n) => Ok(n),
         Err(e) => Err(format!("{s:?}: {e}")),
     }
+}
+
+/// Bootstrap brokers: comma-separated host:port, none empty.
+fn parse_brokers(s: &str) -> Result<String, String> {
+    for broker in s.split(',') {
+        let (host, port) = broker.rsplit_once(':').ok_or_else(|| format!("{broker:?}: expected host:port"))?;
+        if host.is_empty() || port.parse::<u16>().is_err() {
+            return Err(format!("{broker:?}: expected host:port"));
+        }
+    }
+    Ok(s.to_string())
+}
+
+/// A Kafka topic name: 1 to 249 of [a-zA-Z0-9._-], not "." or "..".
+fn parse_topic(s: &str) -> Result<String, String> {
+    let legal = s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if s.is_empty() || s.len() > 249 || !legal || s == "." || s == ".." {
+        return Err(format!("{s:?}: a Kafka topic is 1 to 249 of a-z, A-Z, 0-9, '.', '_' and '-'"));
+    }
+    Ok(s.to_string())
 }
 
 /// A sampling rate: 0 to 1.
@@ -385,6 +419,18 @@ mod tests {
         assert!(parse_rate("-0.1").is_err());
         assert!(parse_rate("NaN").is_err());
         assert!(parse_positive_u64("0").is_err());
+    }
+
+    #[test]
+    fn kafka_brokers_and_topics() {
+        assert_eq!(parse_brokers("127.0.0.1:9092,kafka-1.kafka:9093"), Ok("127.0.0.1:9092,kafka-1.kafka:9093".into()));
+        for bad in ["", "kafka", ":9092", "kafka:port", "a:1,", "a:70000"] {
+            assert!(parse_brokers(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_topic("fex.requests_v1-2"), Ok("fex.requests_v1-2".into()));
+        for bad in ["", ".", "..", "a b", "a/b", &"t".repeat(250)] {
+            assert!(parse_topic(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

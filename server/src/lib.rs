@@ -2,7 +2,7 @@
 //! `registry` (models), `reload` (reloads and health), `pool` (extraction
 //! threads and their queue), `service` (fex.v1.FeatureExtractor), `codec` (request
 //! decoding), `layers` (tower stack), `status` (error → gRPC code), `tls`
-//! (certificate checks), `request_log` (--request-log files), `metrics` (Prometheus), `serve` (wiring, health,
+//! (certificate checks), `request_log` (--request-log files and Kafka), `metrics` (Prometheus), `serve` (wiring, health,
 //! reflection, drain).
 
 pub mod allocator;

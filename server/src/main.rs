@@ -1,6 +1,7 @@
 //! fex-server binary: flags → tracing → models → serve → drain on SIGTERM or
 //! SIGINT → exit. Exit code 64 means a bad configuration (a model config, a
-//! TLS file or the --request-log directory).
+//! TLS file, the --request-log directory or a --request-log-kafka topic the
+//! brokers do not have); 69, that no --request-log-kafka broker answered.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -76,9 +77,13 @@ fn main() -> ExitCode {
         .expect("tokio runtime");
     match runtime.block_on(run(args, Arc::new(registry))) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is::<TlsError>() || e.is::<RequestLogError>() => {
+        Err(e) if e.is::<TlsError>() => {
             eprintln!("{e}");
             ExitCode::from(EXIT_CONFIG)
+        }
+        Err(e) if e.is::<RequestLogError>() => {
+            eprintln!("{e}");
+            ExitCode::from(e.downcast_ref::<RequestLogError>().map_or(EXIT_CONFIG, RequestLogError::exit_code))
         }
         Err(e) => {
             tracing::error!(error = %format!("{e:#}"), "fex-server failed");
@@ -165,7 +170,8 @@ async fn run(args: Args, registry: Arc<Registry>) -> anyhow::Result<()> {
     server.shutdown();
     let request_log = server.request_log.clone();
     server.wait().await?;
-    // Every record queued by an answered call reaches its file.
+    // Every record queued by an answered call reaches its file, and its
+    // Kafka message is acknowledged or, after a bounded wait, dropped.
     if let Some(log) = request_log {
         tokio::task::spawn_blocking(move || log.sync()).await?;
     }

@@ -58,8 +58,13 @@ pub async fn start(args: &Args, registry: Arc<Registry>) -> anyhow::Result<Serve
     args.check_limits().map_err(anyhow::Error::msg)?;
     let tls = crate::tls::load(args)?;
     let metrics = Metrics::new();
+    // Off the runtime's threads: Kafka's brokers are asked for the topic
+    // (a bounded wait) before anything binds.
     let request_log = match LogOptions::from_args(args) {
-        Some(options) => Some(RequestLog::start(options, Arc::clone(&metrics))?),
+        Some(options) => {
+            let metrics = Arc::clone(&metrics);
+            Some(tokio::task::spawn_blocking(move || RequestLog::start(options, metrics)).await??)
+        }
         None => None,
     };
     let threads = args.threads();

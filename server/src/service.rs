@@ -58,13 +58,7 @@ impl FeatureExtractor for ExtractorService {
             let response = self.handle(Arc::clone(&model), &mut request, deadline, held).await?;
             if let Some((log, request)) = logged {
                 let request_id = request_id.unwrap_or_else(|| log.next_id());
-                log.offer(Pending {
-                    request,
-                    model: model.plan.name.clone(),
-                    model_version: model.version.clone(),
-                    model_digest: model.plan.identity().digest,
-                    request_id,
-                });
+                log.offer(Pending { request, model: Arc::clone(&model), request_id });
             }
             Ok::<_, ServeError>(response)
         };

@@ -183,7 +183,7 @@ impl InferenceService {
     /// Offers a sampled call to the request log as the fex.v1 request that
     /// asks the same (the log's records are fex.v1 requests, whichever
     /// protocol the call came in).
-    fn log(&self, model: &Model, payload: &Payload, outputs: &[String], request_id: Option<String>) {
+    fn log(&self, model: &Arc<Model>, payload: &Payload, outputs: &[String], request_id: Option<String>) {
         let Some(log) = self.extractor.request_log.as_ref().filter(|log| log.sampled()) else { return };
         let request = ExtractRequest {
             model: model.plan.name.clone(),
@@ -192,9 +192,7 @@ impl InferenceService {
         };
         log.offer(Pending {
             request: request.encode_to_vec().into(),
-            model: model.plan.name.clone(),
-            model_version: model.version.clone(),
-            model_digest: model.plan.identity().digest,
+            model: Arc::clone(model),
             request_id: request_id.unwrap_or_else(|| log.next_id()),
         });
     }

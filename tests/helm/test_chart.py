@@ -13,7 +13,9 @@ rejected by `helm lint`. The values of helm/examples/triton run the same way;
 helm/examples (Triton's Deployment and Service, the KServe InferenceService)
 are validated and cross-checked with the chart, and the InferenceService's
 transformer args run through the real fex-server with --check-config, plus
-the args KServe appends to them. Prints 'N passed, N failed'; exits 1 on
+the args KServe appends to them. A value set that sends the request log to
+Kafka runs against a real broker on 127.0.0.1 (scripts/kafka_broker.py).
+Prints 'N passed, N failed'; exits 1 on
 any failure.
 """
 
@@ -554,12 +556,41 @@ def localize_upstream_cas(label, config_dir, mounts):
                 f.write(text.replace(f"ca: {ca}", f"ca: {host}"))
 
 
+KAFKA_BROKERS = {}
+
+
+def local_kafka(label, topic):
+    """A real Kafka broker on 127.0.0.1 (scripts/kafka_broker.py, its waits
+    bounded by the script) holding `topic`, started once per topic and
+    stopped when this process ends (its standard input closes): the bootstrap
+    address, or None after a failed check with the script's message."""
+    if topic not in KAFKA_BROKERS:
+        script = os.path.join(ROOT, "scripts", "kafka_broker.py")
+        proc = subprocess.Popen([sys.executable, script, "--until-stdin-closes", "--topic", f"{topic}:2"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = proc.stdout.readline()
+        try:
+            bootstrap = json.loads(line)["bootstrap"]
+        except (ValueError, KeyError):
+            proc.kill()
+            T.check(f"[{label}] a Kafka broker starts for --request-log-kafka", False, proc.stderr.read())
+            return None
+        KAFKA_BROKERS[topic] = (proc, bootstrap)
+    return KAFKA_BROKERS[topic][1]
+
+
 def host_args(label, args, mounts, grpc_port, metrics_port, health_port):
-    """The rendered args with addresses on loopback ports and paths under the mounts."""
+    """The rendered args with addresses on loopback ports (a real Kafka broker
+    for --request-log-kafka) and paths under the mounts."""
     out = []
+    topic = dict(split_flag(a) for a in args).get("--request-log-kafka-topic", "fex-requests")
     for arg in args:
         name, value = split_flag(arg)
-        if name == "--listen-addr":
+        if name == "--request-log-kafka":
+            value = local_kafka(label, topic)
+            if value is None:
+                return None
+        elif name == "--listen-addr":
             value = f"127.0.0.1:{grpc_port}"
         elif name == "--health-addr" and value != "off":
             value = f"127.0.0.1:{health_port}"
@@ -1103,6 +1134,12 @@ def main():
         check_readme(help_flags, help_env)
         check_dockerfile(values, tmp)
     finally:
+        for proc, _ in KAFKA_BROKERS.values():
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"(took {time.monotonic() - started:.1f}s)")
     print(f"{T.passed} passed, {T.failed} failed")

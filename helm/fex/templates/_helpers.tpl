@@ -181,10 +181,17 @@ one value; scripts/helm_test.sh runs the built binary with them.
 {{- with .Values.requestLog }}
 {{- if .enabled }}
 - {{ printf "--request-log=%s" .mountPath | quote }}
-- {{ printf "--request-log-sample=%v" .sample | quote }}
 - {{ printf "--request-log-max-file-bytes=%d" (.maxFileBytes | int64) | quote }}
 - {{ printf "--request-log-max-age=%s" (toString .maxAge) | quote }}
 - {{ printf "--request-log-max-total-bytes=%d" (.maxTotalBytes | int64) | quote }}
+{{- end }}
+{{- $kafka := .kafka | default dict }}
+{{- if $kafka.brokers }}
+- {{ printf "--request-log-kafka=%s" $kafka.brokers | quote }}
+- {{ printf "--request-log-kafka-topic=%s" $kafka.topic | quote }}
+{{- end }}
+{{- if or .enabled $kafka.brokers }}
+- {{ printf "--request-log-sample=%v" .sample | quote }}
 - {{ printf "--request-log-queue=%d" (.queue | int64) | quote }}
 {{- end }}
 {{- end }}

@@ -1,11 +1,6 @@
-//! `--request-log`: sampled Extract requests kept for `fex replay`, off the
-//! request path. A call that is sampled hands the request message's bytes as
-//! they arrived (shared `Bytes`; unknown fields kept) to a bounded queue with
-//! `try_send`; one writer thread encodes each `fex.v1.LoggedRequest` and
-//! appends it, PBDataset-framed (`[u64 LE length][payload]`, what
-//! `fex::records` reads), to the current file. When the queue is full the
-//! record is dropped and counted (`fex_request_log_dropped_total`); a call
-//! never waits for the log.
+//! `--request-log DIR`: the log's files. Records are appended
+//! PBDataset-framed (`[u64 LE length][payload]`, what `fex::records` reads)
+//! to the current file.
 //!
 //! Files are `requests-<unix µs, 20 digits>-<sequence>.log` in the
 //! directory, so their names sort in the order they were written. The file
@@ -25,250 +20,16 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use fex::proto::fex_v1::LoggedRequest;
-use prost::Message;
-
-use crate::args::Args;
-use crate::metrics::Metrics;
-
-/// A request log that cannot start: a bad --request-log directory or
-/// limits that contradict each other (a bad configuration, exit 64).
-#[derive(Debug, thiserror::Error)]
-#[error("--request-log {dir}: {message}")]
-pub struct RequestLogError {
-    pub dir: PathBuf,
-    pub message: String,
-}
-
-/// Where and how much to log.
+/// Where the files go and how large they grow.
 #[derive(Debug, Clone)]
-pub struct LogOptions {
+pub struct FileOptions {
     pub dir: PathBuf,
-    /// Fraction of requests logged, 0 to 1.
-    pub sample: f64,
     pub max_file_bytes: u64,
     /// `Duration::ZERO`: no age bound.
     pub max_age: Duration,
     pub max_total_bytes: u64,
-    /// Records waiting for the writer before more are dropped.
-    pub queue: usize,
-}
-
-impl LogOptions {
-    /// The flags' settings, if --request-log is given.
-    pub fn from_args(args: &Args) -> Option<Self> {
-        Some(Self {
-            dir: args.request_log.clone()?,
-            sample: args.request_log_sample,
-            max_file_bytes: args.request_log_max_file_bytes,
-            max_age: args.request_log_max_age,
-            max_total_bytes: args.request_log_max_total_bytes,
-            queue: args.request_log_queue,
-        })
-    }
-}
-
-/// One answered call, waiting to be written.
-pub struct Pending {
-    /// The fex.v1.ExtractRequest message, byte for byte as received.
-    pub request: Bytes,
-    pub model: String,
-    pub model_version: String,
-    pub model_digest: u64,
-    pub request_id: String,
-}
-
-enum Msg {
-    Record(Box<Pending>, i64),
-    /// Everything sent before it is written and its file closed; then the
-    /// sender is told.
-    Sync(mpsc::Sender<()>),
-}
-
-/// The log's handle, shared by the service.
-pub struct RequestLog {
-    tx: SyncSender<Msg>,
-    /// Sampled when a counter's mix falls below this (`u64::MAX` = all).
-    threshold: u64,
-    all: bool,
-    calls: AtomicU64,
-    ids: AtomicU64,
-    id_prefix: String,
-    gate: Arc<Mutex<()>>,
-    metrics: Arc<Metrics>,
-}
-
-impl RequestLog {
-    /// Checks the directory (created if missing, must be writable) and the
-    /// limits, then starts the writer thread.
-    pub fn start(options: LogOptions, metrics: Arc<Metrics>) -> Result<Arc<Self>, RequestLogError> {
-        let error = |message: String| RequestLogError { dir: options.dir.clone(), message };
-        if options.max_total_bytes < options.max_file_bytes {
-            return Err(error(format!(
-                "--request-log-max-total-bytes {} is less than --request-log-max-file-bytes {}",
-                options.max_total_bytes, options.max_file_bytes
-            )));
-        }
-        let files = Files::open(&options).map_err(|e| error(format!("not a writable directory: {e}")))?;
-        let (tx, rx) = mpsc::sync_channel(options.queue.max(1));
-        let gate = Arc::new(Mutex::new(()));
-        let writer = Writer { files, rx, gate: Arc::clone(&gate), metrics: Arc::clone(&metrics) };
-        std::thread::Builder::new()
-            .name("fex-request-log".into())
-            .spawn(move || writer.run())
-            .map_err(|e| error(format!("cannot start the writer thread: {e}")))?;
-        let started = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros();
-        Ok(Arc::new(Self {
-            tx,
-            threshold: (options.sample * u64::MAX as f64) as u64,
-            all: options.sample >= 1.0,
-            calls: AtomicU64::new(0),
-            ids: AtomicU64::new(0),
-            id_prefix: format!("{:x}-{:x}", std::process::id(), started),
-            gate,
-            metrics,
-        }))
-    }
-
-    /// Whether this call is logged: every call at rate 1, none at 0, and in
-    /// between a spread-out fraction of the calls (a mix of a counter).
-    pub fn sampled(&self) -> bool {
-        if self.all {
-            return true;
-        }
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        splitmix64(n) < self.threshold
-    }
-
-    /// An id for a call that brought none.
-    pub fn next_id(&self) -> String {
-        format!("{}-{}", self.id_prefix, self.ids.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// Queues a record without waiting: a full queue drops it (counted).
-    pub fn offer(&self, pending: Pending) {
-        let micros = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
-        match self.tx.try_send(Msg::Record(Box::new(pending), micros)) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                self.metrics.request_log_dropped.inc();
-            }
-        }
-    }
-
-    /// Waits until every record queued before it is written and its file
-    /// closed, under its final name (at shutdown, and for tests); a later
-    /// record opens a new file. Blocks: never call it on a call's path.
-    pub fn sync(&self) {
-        let (tx, rx) = mpsc::channel();
-        if self.tx.send(Msg::Sync(tx)).is_ok() {
-            let _ = rx.recv();
-        }
-    }
-
-    /// Holds the writer before its next record while the guard lives (tests
-    /// use it to fill the queue).
-    pub fn pause(&self) -> MutexGuard<'_, ()> {
-        self.gate.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// A stateless mix of a counter (splitmix64's finaliser), spread evenly over u64.
-fn splitmix64(n: u64) -> u64 {
-    let mut z = n.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-struct Writer {
-    files: Files,
-    rx: Receiver<Msg>,
-    gate: Arc<Mutex<()>>,
-    metrics: Arc<Metrics>,
-}
-
-impl Writer {
-    fn run(mut self) {
-        let mut buf = Vec::new();
-        loop {
-            // Flush whenever the queue is empty, so the files are readable
-            // between bursts.
-            let msg = match self.rx.try_recv() {
-                Ok(m) => m,
-                Err(TryRecvError::Empty) => {
-                    self.flush();
-                    // An idle log still closes its file at its age.
-                    let received = match self.files.until_old(Instant::now()) {
-                        Some(wait) => self.rx.recv_timeout(wait),
-                        None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                    };
-                    match received {
-                        Ok(m) => m,
-                        Err(RecvTimeoutError::Timeout) => {
-                            self.close_if_old();
-                            continue;
-                        }
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-                Err(TryRecvError::Disconnected) => break,
-            };
-            match msg {
-                Msg::Record(p, micros) => {
-                    drop(self.gate.lock().unwrap_or_else(|e| e.into_inner()));
-                    let record = LoggedRequest {
-                        request: p.request.to_vec(),
-                        model: p.model,
-                        model_version: p.model_version,
-                        model_digest: p.model_digest,
-                        unix_micros: micros,
-                        request_id: p.request_id,
-                    };
-                    buf.clear();
-                    record.encode(&mut buf).expect("a Vec grows");
-                    match self.files.write(&buf, Instant::now()) {
-                        Ok(()) => {
-                            self.metrics.request_log_records.inc();
-                        }
-                        Err(e) => {
-                            self.metrics.request_log_dropped.inc();
-                            tracing::warn!(error = %e, dir = %self.files.dir.display(), "request log write failed");
-                        }
-                    };
-                }
-                Msg::Sync(done) => {
-                    self.close();
-                    let _ = done.send(());
-                }
-            }
-        }
-        self.close();
-    }
-
-    fn flush(&mut self) {
-        if let Err(e) = self.files.flush() {
-            tracing::warn!(error = %e, dir = %self.files.dir.display(), "request log flush failed");
-        }
-    }
-
-    fn close(&mut self) {
-        if let Err(e) = self.files.close() {
-            tracing::warn!(error = %e, dir = %self.files.dir.display(), "request log close failed");
-        }
-    }
-
-    fn close_if_old(&mut self) {
-        if self.files.until_old(Instant::now()).is_some_and(|left| left.is_zero()) {
-            self.close();
-        }
-    }
 }
 
 /// The file being written, under its hidden name until it is closed.
@@ -282,7 +43,7 @@ struct Current {
 
 /// The log's files: the one being written and the closed ones, oldest first.
 pub struct Files {
-    dir: PathBuf,
+    pub(super) dir: PathBuf,
     max_file_bytes: u64,
     max_age: Duration,
     max_total_bytes: u64,
@@ -304,7 +65,7 @@ fn hidden_name(name: &str) -> String {
 impl Files {
     /// Creates the directory if needed, proves it writable, and takes the
     /// log files already there as the oldest closed ones.
-    pub fn open(options: &LogOptions) -> io::Result<Self> {
+    pub fn open(options: &FileOptions) -> io::Result<Self> {
         let dir = options.dir.clone();
         std::fs::create_dir_all(&dir)?;
         let probe = dir.join(format!(".fex-write-check-{}", std::process::id()));
@@ -425,15 +186,8 @@ mod tests {
 
     use super::*;
 
-    fn options(dir: &Path, max_file: u64, max_total: u64, max_age: Duration) -> LogOptions {
-        LogOptions {
-            dir: dir.to_path_buf(),
-            sample: 1.0,
-            max_file_bytes: max_file,
-            max_age,
-            max_total_bytes: max_total,
-            queue: 4,
-        }
+    fn options(dir: &Path, max_file: u64, max_total: u64, max_age: Duration) -> FileOptions {
+        FileOptions { dir: dir.to_path_buf(), max_file_bytes: max_file, max_age, max_total_bytes: max_total }
     }
 
     fn on_disk(dir: &Path) -> Vec<(String, u64)> {
@@ -535,52 +289,5 @@ mod tests {
         assert_eq!(on_disk(dir.path()), [("requests-00000000000000000001-000000.log".to_string(), 150)]);
         files.write(&[1; 10], Instant::now()).unwrap();
         assert_eq!(on_disk(dir.path()).len(), 1, "it counts toward the cap like any closed file");
-    }
-
-    #[test]
-    fn an_idle_log_closes_its_file_at_its_age() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = RequestLog::start(options(dir.path(), 1 << 20, 1 << 30, Duration::from_millis(50)), Metrics::new())
-            .unwrap();
-        let pending = Pending {
-            request: Bytes::from_static(b"\x0a\x01m"),
-            model: "m".into(),
-            model_version: "v".into(),
-            model_digest: 1,
-            request_id: "r".into(),
-        };
-        log.offer(pending);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !on_disk(dir.path()).iter().any(|(name, _)| is_log_file(name)) {
-            assert!(Instant::now() < deadline, "no closed file: {:?}", on_disk(dir.path()));
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(on_disk(dir.path()).iter().all(|(name, _)| is_log_file(name)));
-    }
-
-    #[test]
-    fn an_unwritable_directory_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("plain-file");
-        std::fs::write(&file, b"x").unwrap();
-        let err = RequestLog::start(options(&file.join("sub"), 100, 200, Duration::ZERO), Metrics::new());
-        let message = err.err().expect("a file is no directory").to_string();
-        assert!(message.starts_with("--request-log ") && message.contains("not a writable directory"), "{message}");
-        let err = RequestLog::start(options(dir.path(), 300, 200, Duration::ZERO), Metrics::new());
-        assert!(err.err().unwrap().to_string().contains("less than --request-log-max-file-bytes"));
-    }
-
-    #[test]
-    fn sampling_follows_the_rate() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut o = options(dir.path(), 100, 200, Duration::ZERO);
-        let count = |log: &RequestLog| (0..10_000).filter(|_| log.sampled()).count();
-        o.sample = 0.0;
-        assert_eq!(count(&RequestLog::start(o.clone(), Metrics::new()).unwrap()), 0);
-        o.sample = 1.0;
-        assert_eq!(count(&RequestLog::start(o.clone(), Metrics::new()).unwrap()), 10_000);
-        o.sample = 0.25;
-        let n = count(&RequestLog::start(o, Metrics::new()).unwrap());
-        assert!((2_200..2_800).contains(&n), "{n} of 10000 at 0.25");
     }
 }
