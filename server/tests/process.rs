@@ -321,7 +321,9 @@ async fn growth_under_calls(p: &Process) -> u64 {
 #[tokio::test]
 async fn the_prefaulted_heap_is_resident_at_start_and_serves_the_calls() {
     const MIB: u64 = 1 << 20;
-    let limits = ["--max-request-bytes", "4194304", "--extract-threads", "1"];
+    // The calls are about memory, not time: 64 at once on one extraction
+    // thread may queue past the default 1 s deadline on a loaded host.
+    let limits = ["--max-request-bytes", "4194304", "--extract-threads", "1", "--request-timeout", "60s"];
     let cold = spawn(&[&limits[..], &["--prefault-heap-bytes", "0"]].concat());
     let grown_cold = growth_under_calls(&cold).await;
     drop(cold);
