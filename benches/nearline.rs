@@ -30,7 +30,7 @@ fn logged() -> Vec<u8> {
     let fids = |v: u64| feature(Type::FidV2List(pb::FidList { value: vec![v] }));
     let line_id = |item: u64| {
         let l = LineId { uid: Some(uid), item_id: Some(item), ..Default::default() };
-        feature(Type::BytesList(pb::BytesList { value: vec![l.encode_to_vec().into()] }))
+        feature(Type::BytesList(pb::BytesList { value: vec![l.encode_to_vec()] }))
     };
     let batch = pb::ExampleBatch {
         named_feature_list: vec![
