@@ -58,51 +58,44 @@ fex_install_venv_module() {
         || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
 }
 
+# Installs distribution packages with apt-get, as root; elsewhere says what
+# to install. `fex_apt_install WHY PACKAGE...`: WHY says what needs them.
+fex_apt_install() {
+    local why="$1"
+    shift
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        echo "$why: install $* (Debian/Ubuntu: apt-get install $*)" >&2
+        return 1
+    fi
+    echo "installing $* with apt-get ($why)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 # A JDK (java, javac and jar) for the near-line tests' Apache Flink (11 or
-# later) from the distribution when one is missing, as root.
+# later) when one is missing.
 fex_java_env() {
     if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1 && command -v jar >/dev/null 2>&1; then
         return 0
     fi
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "the near-line tests need a JDK (java, javac, jar), 11 or later; install one (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless)" >&2
-        return 1
-    fi
-    echo "installing a JDK with apt-get (no java, javac or jar found)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
     # Debian 12 has 17; later releases name their own default JDK.
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null 2>&1 \
-        || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jdk-headless >/dev/null
+    local why="the near-line tests need a JDK (java, javac, jar), 11 or later"
+    fex_apt_install "$why" openjdk-17-jdk-headless 2>/dev/null || fex_apt_install "$why" default-jdk-headless
 }
 
-# Maven for the JVM module (flink/: the JNI bridge and its tests) from the
-# distribution when it is missing, as root; a JDK first (fex_java_env).
+# Maven for the JVM module (flink/: the JNI bridge, the join and their
+# tests) when it is missing; a JDK first (fex_java_env).
 fex_maven_env() {
     fex_java_env || return 1
-    if command -v mvn >/dev/null 2>&1; then
-        return 0
-    fi
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "the JVM module's tests need Maven 3.8 or later (mvn); install it (Debian/Ubuntu: apt-get install maven)" >&2
-        return 1
-    fi
-    echo "installing Maven with apt-get (no mvn found)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
+    command -v mvn >/dev/null 2>&1 || fex_apt_install "the JVM module's tests need Maven 3.8 or later (mvn)" maven
 }
 
 # cmake and a C++ compiler for librdkafka, which fex-server's Kafka producer
-# (the rdkafka crate's cmake-build) compiles from its vendored source, from
-# the distribution when missing, as root.
+# (the rdkafka crate's cmake-build) compiles from its vendored source, when
+# missing.
 fex_cmake_env() {
     if command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
         return 0
     fi
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "building fex-server needs cmake and a C++ compiler (librdkafka); install them (Debian/Ubuntu: apt-get install cmake g++)" >&2
-        return 1
-    fi
-    echo "installing cmake and g++ with apt-get (librdkafka's build needs them)" >&2
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ make >/dev/null
+    fex_apt_install "building fex-server needs cmake and a C++ compiler (librdkafka)" cmake g++ make
 }

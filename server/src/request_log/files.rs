@@ -185,19 +185,10 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::request_log::tests::on_disk;
 
     fn options(dir: &Path, max_file: u64, max_total: u64, max_age: Duration) -> FileOptions {
         FileOptions { dir: dir.to_path_buf(), max_file_bytes: max_file, max_age, max_total_bytes: max_total }
-    }
-
-    fn on_disk(dir: &Path) -> Vec<(String, u64)> {
-        let mut files: Vec<(String, u64)> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap())
-            .map(|e| (e.file_name().to_string_lossy().to_string(), e.metadata().unwrap().len()))
-            .collect();
-        files.sort();
-        files
     }
 
     fn records(path: &Path) -> Vec<Vec<u8>> {

@@ -358,7 +358,8 @@ mod tests {
         }
     }
 
-    fn on_disk(dir: &Path) -> Vec<(String, u64)> {
+    /// The files in `dir` and their sizes, by name (the tests of `files` too).
+    pub(super) fn on_disk(dir: &Path) -> Vec<(String, u64)> {
         let mut files: Vec<(String, u64)> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap())
