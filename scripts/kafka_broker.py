@@ -121,8 +121,14 @@ def free_port():
 
 
 def cluster_id():
-    """A Kafka Uuid: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka Uuid: 16 random bytes, URL-safe base64 without padding, and
+    never one that starts with "-" (Kafka's own Uuid.randomUuid draws again
+    for those): kafka-storage's argument parser would take it for an option
+    ("argument --cluster-id/-t: expected one argument"), one start in 64."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 def write_config(run_dir, port, controller_port):
