@@ -4,18 +4,17 @@
 //! the table (or the responses) kept in memory. The model's `offline:`
 //! transforms run as in `fex extract`. The whole run releases the GIL.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use fex::offline::{
     self, BadRecord as LibBadRecord, CollectSink, IpcSink, Observer, OnError, Options, ParquetCodec, ParquetOptions,
-    ParquetSink, Payload, ResponsesSink, RunError, RunInput, Sink,
+    ParquetSink, Payload, ResponsesSink, RunError, RunInput, SharedBuf, Sink,
 };
 use fex::records::{Framing, ReadOptions, sources};
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -54,21 +53,6 @@ fn codec_of(name: &str) -> PyResult<ParquetCodec> {
         "snappy" => Ok(ParquetCodec::Snappy),
         "zstd" => Ok(ParquetCodec::Zstd),
         other => Err(PyValueError::new_err(format!("parquet_compression={other:?}: expected none, snappy or zstd"))),
-    }
-}
-
-/// Bytes written to memory by a sink, shared with the caller.
-#[derive(Clone, Default)]
-struct SharedBuf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for SharedBuf {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -328,8 +312,7 @@ impl Output {
             }
             Output::Responses(sink, buf) => {
                 drop(sink);
-                let mut held = buf.0.lock().map_err(|_| PyRuntimeError::new_err("poisoned output buffer"))?;
-                result.responses = Some(std::mem::take(&mut *held));
+                result.responses = Some(buf.take());
             }
         }
         Ok(result)

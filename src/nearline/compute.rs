@@ -6,12 +6,9 @@
 //! JNI from the JVM), so the join's output equals `fex extract` run on its
 //! joined records by construction.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use super::{NearlineError, Payload, attach_actions, request_keys};
 use crate::config::Plan;
-use crate::offline::{self, Options, Quiet, ResponsesSink, RowsHook, RunError, RunInput};
+use crate::offline::{self, Options, Quiet, ResponsesSink, RowsHook, RunError, RunInput, SharedBuf};
 use crate::samples::Transforms;
 
 /// What [`compute`] made of one request.
@@ -21,7 +18,7 @@ pub struct Computed {
     /// The request's samples with their actions, each framed as PBDataset
     /// records are (u64 little-endian length, then the bytes): a file of
     /// them is input `fex extract` reads.
-    pub joined: Vec<u8>,
+    pub joined: bytes::Bytes,
     /// Framed `fex.v1.ExtractResponse` records, the bytes
     /// `fex extract --format responses` writes for `joined`.
     pub samples: Vec<u8>,
@@ -56,9 +53,10 @@ pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Compu
         Payload::Batch => offline::Payload::ExampleBatch,
         Payload::Examples => offline::Payload::Example,
     };
-    let input = RunInput::Memory { name: format!("request {}", keys.request_id), bytes: joined.clone().into() };
+    let joined = bytes::Bytes::from(joined);
+    let input = RunInput::Memory { name: format!("request {}", keys.request_id), bytes: joined.clone() };
     let options = Options { payload, threads: 1, ..Options::default() };
-    let out = Collected::default();
+    let out = SharedBuf::default();
     let mut sink = ResponsesSink::new(Box::new(out.clone()));
     let transforms = Transforms::new(plan);
     let hook = (!transforms.is_empty()).then_some(&transforms as &dyn RowsHook);
@@ -67,25 +65,4 @@ pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Compu
     drop(sink);
     let samples = out.take();
     Ok(Computed { payload: keys.payload, joined, samples, rows_written: summary.rows_written })
-}
-
-/// The sink's output, kept in memory.
-#[derive(Clone, Default)]
-struct Collected(Arc<Mutex<Vec<u8>>>);
-
-impl Collected {
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-    }
-}
-
-impl Write for Collected {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

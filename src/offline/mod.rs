@@ -20,5 +20,5 @@ pub use report::{BadError, BadRecord, RunError, Summary};
 pub use run::{Observer, OnError, Options, Payload, Quiet, RunInput, run, run_inputs};
 pub use sink::{
     BatchEncoder, CollectSink, Format, IpcMessage, IpcSink, ParquetCodec, ParquetOptions, ParquetSink, Prepared,
-    ResponsesSink, Sink, SinkError, SinkHelper, buffered,
+    ResponsesSink, SharedBuf, Sink, SinkError, SinkHelper, buffered,
 };

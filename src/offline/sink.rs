@@ -606,6 +606,29 @@ pub fn buffered(out: impl Write + Send + 'static) -> Box<dyn Write + Send> {
 /// `buffered`'s buffer size.
 const OUTPUT_BUFFER: usize = 64 << 10;
 
+/// Bytes a sink writes to memory, shared with whoever reads them after the
+/// run (`take`): `fex.run` without a file, the near-line `compute`.
+#[derive(Clone, Default)]
+pub struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    /// What was written, leaving the buffer empty.
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+}
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Framed `fex.v1.ExtractResponse` records.
 pub struct ResponsesSink {
     out: Box<dyn Write + Send>,
