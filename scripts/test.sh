@@ -86,16 +86,17 @@ timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f flink/pom.xml \
 # the download is not inside a test's wait; a second run is offline.
 timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
 
-# The near-line label join on a real Apache Flink (PyFlink's local
-# mini-cluster, Java 17): emission rules against a reference, streaming and
-# batch, `fex extract` on its joined output, kill and restore from a
-# checkpoint. Its own virtualenv (target/venv-flink, about 850 MB); a JDK
-# builds fex's connector jar (installed with apt-get when missing, as root).
-fex_java_env
+# The near-line label join on a real Apache Flink: the jar built above
+# (flink/target/fex-flink.jar, the JNI library inside) run by
+# `python -m fex.nearline` on a local mini-cluster, and submitted with
+# `flink run` to a standalone cluster the test starts: emission rules
+# against a reference, streaming and batch, `fex extract` on its joined
+# output, kill and restore from a checkpoint. The apache-flink wheel is the
+# Flink distribution (bin/, lib/); its own virtualenv (target/venv-flink).
 FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
 FLINK_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$FLINK_PY" -m pip install --quiet --force-reinstall --no-deps ./python
-FEX_CLI=target/debug/fex XDG_CACHE_HOME="$PWD/target/cache" \
+FEX_CLI=target/debug/fex FEX_NEARLINE_JAR="$PWD/flink/target/fex-flink.jar" \
     timeout --kill-after=30s 15m "$FLINK_PY" -m pytest -q -p no:cacheprovider tests/nearline
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered

@@ -1,12 +1,14 @@
 """The near-line label join: fex-server's request logs joined with what
-users then did, emitted as training samples, on Apache Flink (PyFlink).
+users then did, emitted as training samples, on Apache Flink.
 
-``python -m fex.nearline`` runs the job locally (a Flink mini-cluster in
-this process) over files and prints a summary; ``fex.nearline.job.build``
-wires the same job onto any ``StreamExecutionEnvironment``, for a cluster
-or for Kafka sources and sinks. The rules are ``fex.nearline.rules``.
-Needs the ``apache-flink`` package (``pip install 'fex[nearline]'``) and,
-once, a JDK to build fex's small connector jar.
+The job is Java (``fex.nearline.Job`` in fex's Flink jar; its rules and
+state in the JVM, the library called through JNI once per emitted
+request). ``python -m fex.nearline`` runs it locally (a Flink mini-cluster
+in a JVM of its own) over files and prints a summary; ``flink run
+fex-flink.jar`` submits it to a cluster. This module reads what the job
+wrote: its committed part files and manifest. Needs Java 17 and a Flink
+distribution (``FLINK_HOME``, or ``pip install 'fex[nearline]'`` for the
+apache-flink wheel's).
 """
 
 from __future__ import annotations

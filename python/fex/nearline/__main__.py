@@ -1,5 +1,9 @@
 """``python -m fex.nearline``: the label join, run locally on files.
 
+The job is Java (fex.nearline.Job in fex's Flink jar, see job.py): this
+module checks the arguments, runs the jar on a local Flink mini-cluster in
+a JVM of its own, and prints the summary from the manifest.
+
     python -m fex.nearline --config model.yaml --requests LOGDIR \\
         --actions actions.jsonl --out OUT [--batch] [--table OUT.parquet]
 
@@ -50,14 +54,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-dir", help="keep checkpoints here, to restore after a crash (streaming mode; default OUT/_checkpoints)")
     p.add_argument("--restore", metavar="CHECKPOINT", help="start from this checkpoint (a chk-N directory)")
     p.add_argument("--monitor", type=duration_ms, metavar="DURATION", help="streaming: keep watching the inputs for new files at this interval (runs until stopped)")
-    p.add_argument(
-        "--python-executable", metavar="PATH",
-        help="the Python the job's workers run (default: this one; on a cluster, the TaskManagers' Python with fex and apache-flink)",
-    )
-    p.add_argument(
-        "--jars", nargs="+", default=[], metavar="JAR",
-        help="more jars to ship with the job (a cluster whose lib/ lacks flink-python: its opt/flink-python-*.jar)",
-    )
+    p.add_argument("--python-executable", metavar="PATH", help=argparse.SUPPRESS)  # unused since the job is Java
+    p.add_argument("--jars", nargs="+", default=[], metavar="JAR", help="more jars for the job's classpath")
     p.add_argument("--restart-attempts", type=int, default=0, metavar="N", help="restart a failed job N times, 10 s apart (default 0: fail with the cause)")
     p.add_argument(
         "--idleness", type=duration_ms, metavar="DURATION",
@@ -172,55 +170,50 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EX_USAGE
-    try:
-        import pyflink  # noqa: F401
-    except ImportError:
-        print("error: the near-line job needs Apache Flink's Python package: pip install 'fex[nearline]'", file=sys.stderr)
-        return EX_USAGE
+    from . import job
 
-    from .job import file_job, jar_path
+    out_local = args.out[len("file://"):] if args.out.startswith("file://") else args.out
+    if "://" in out_local:
+        import tempfile
 
+        logs = tempfile.mkdtemp(prefix="fex-nearline-logs-")
+    else:
+        logs = os.path.join(out_local, "_logs")
+        os.makedirs(logs, exist_ok=True)
+    job_args = ["--config", os.path.abspath(args.config), "--requests", *requests, "--actions", *actions,
+                "--out", args.out, "--parallelism", str(args.parallelism),
+                "--checkpoint-interval-ms", str(args.checkpoint_interval),
+                "--restart-attempts", str(args.restart_attempts)]
+    if args.batch:
+        job_args.append("--batch")
+    if args.checkpoint_dir:
+        job_args += ["--checkpoint-dir", args.checkpoint_dir]
+    if args.restore:
+        job_args += ["--restore", args.restore]
+    if args.monitor:
+        job_args += ["--monitor-ms", str(args.monitor)]
+    idleness = args.idleness if args.idleness is not None else (60_000 if args.monitor else None)
+    if idleness:
+        job_args += ["--idleness-ms", str(idleness)]
     try:
-        jar_path()
+        cmd = job.command(job_args, log_file=os.path.join(logs, "flink.log"), jars=args.jars)
     except (OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EX_USAGE
 
     started = time.monotonic()
     stop = threading.Event()
-    watcher = None
     if not args.quiet:
-        watcher = threading.Thread(target=progress, args=(args.out, stop, started), daemon=True)
-        watcher.start()
-    try:
-        env = file_job(
-            os.path.abspath(args.config),
-            requests,
-            actions,
-            args.out,
-            batch=args.batch,
-            parallelism=args.parallelism,
-            checkpoint_ms=args.checkpoint_interval,
-            checkpoint_dir=args.checkpoint_dir,
-            restore=args.restore,
-            monitor_ms=args.monitor,
-            python_executable=args.python_executable,
-            restart_attempts=args.restart_attempts,
-            jars=args.jars,
-            idleness_ms=args.idleness if args.idleness is not None else (60_000 if args.monitor else None),
-        )
-        env.execute("fex label join")
-    except Exception as e:  # the Flink job's failure, with its Java cause
-        stop.set()
-        print(f"error: the Flink job failed: {_cause(e)}", file=sys.stderr)
-        return EX_SOFTWARE
-    finally:
-        stop.set()
+        threading.Thread(target=progress, args=(args.out, stop, started), daemon=True).start()
+    code = run_jvm(cmd, os.path.join(logs, "flink.log"))
+    stop.set()
+    if code != 0:
+        return code
     seconds = time.monotonic() - started
     if "://" in args.out and not args.out.startswith("file://"):
         print(f"done in {seconds:.1f} s; output in {args.out} (the summary reads local output only)")
         return 0
-    args.out = args.out[len("file://"):] if args.out.startswith("file://") else args.out
+    args.out = out_local
     summary = summarize(read_manifest(args.out))
     if args.table:
         try:
@@ -255,11 +248,41 @@ def write_table(plan, args, summary: Summary) -> int:
     return 0
 
 
-def _cause(e: BaseException) -> str:
-    text = str(e)
-    # Py4J wraps the Java exception: its last "Caused by" is the cause.
-    causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by:")]
-    return causes[-1] if causes else text.splitlines()[0] if text else type(e).__name__
+def run_jvm(cmd, log_file: str) -> int:
+    """Runs the job's JVM to its end and returns the exit status to give:
+    the job's own (0, 64, 70; it prints its error), or 70 when the JVM
+    died otherwise. A launcher stopped by SIGTERM or Ctrl-C stops the JVM
+    too, within a bounded wait."""
+    import signal
+    import subprocess
+
+    try:
+        child = subprocess.Popen(cmd)
+    except OSError as e:
+        print(f"error: cannot start {cmd[0]}: {e}", file=sys.stderr)
+        return EX_USAGE
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupted)
+    try:
+        code = child.wait()
+    except KeyboardInterrupt:
+        child.terminate()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        print("error: stopped; restore from the last checkpoint with --restore", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if code in (0, EX_USAGE, EX_SOFTWARE):
+        return code
+    why = f"signal {-code}" if code < 0 else f"status {code}"
+    print(f"error: the Flink job's JVM ended with {why}; its log: {log_file}", file=sys.stderr)
+    return EX_SOFTWARE
 
 
 if __name__ == "__main__":

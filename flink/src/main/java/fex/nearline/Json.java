@@ -42,8 +42,13 @@ final class Json {
 
     /** The source, index and offset a request was read at, when known. */
     Json where(Request r) {
-        if (!r.source.isEmpty()) {
-            put("file", r.source).put("index", r.index).put("offset", r.offset);
+        return where(r.source, r.index, r.offset);
+    }
+
+    /** A place in a file (path, record index, byte offset), when known ({@code source} not empty). */
+    Json where(String source, long index, long offset) {
+        if (!source.isEmpty()) {
+            put("file", source).put("index", index).put("offset", offset);
         }
         return this;
     }

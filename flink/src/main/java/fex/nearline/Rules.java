@@ -46,7 +46,7 @@ public final class Rules {
     private Rules() {}
 
     /** What the rules need of a model's {@code label_join:} section. */
-    public record Settings(int requestsBack, long afterMs, long retentionMs) {}
+    public record Settings(int requestsBack, long afterMs, long retentionMs) implements java.io.Serializable {}
 
     /** An ordered request of the user's recent ones (a POJO for Flink's serializer). */
     public static class Recent {

@@ -1,0 +1,71 @@
+package fex.nearline;
+
+import fex.jni.Computed;
+import fex.jni.FexException;
+import fex.jni.Plan;
+import java.nio.file.Path;
+import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.metrics.Counter;
+import org.apache.flink.streaming.api.functions.ProcessFunction;
+import org.apache.flink.util.Collector;
+import org.apache.flink.util.OutputTag;
+
+/**
+ * An emitted request's samples: one call into the library per emitted request attaches its actions and runs the
+ * model's {@code offline:} transforms and extraction. The main output is the joined records (framed, what {@code fex
+ * extract} reads), {@link #SAMPLES} the framed ExtractResponse records {@code fex extract --format responses} writes
+ * for them, and the request's manifest line goes to {@link LabelJoin#MANIFEST}. A request whose samples the library
+ * refuses is reported there, where it was read, and the job goes on.
+ */
+final class Compute extends ProcessFunction<Joined, byte[]> {
+    private static final long serialVersionUID = 1L;
+    static final OutputTag<byte[]> SAMPLES =
+            new OutputTag<>("samples", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
+
+    private final String yaml;
+    private final String baseDir;
+    private transient Plan plan;
+    private transient Counter rows;
+
+    Compute(String yaml, String baseDir) {
+        this.yaml = yaml;
+        this.baseDir = baseDir;
+    }
+
+    @Override
+    public void open(OpenContext context) {
+        plan = Plan.fromYaml(yaml, Path.of(baseDir));
+        rows = getRuntimeContext().getMetricGroup().counter("rows_written");
+    }
+
+    @Override
+    public void close() {
+        if (plan != null) {
+            plan.close();
+        }
+    }
+
+    @Override
+    public void processElement(Joined j, Context ctx, Collector<byte[]> out) {
+        Computed c;
+        try {
+            c = plan.compute(j.logged, j.rows());
+        } catch (FexException e) {
+            ctx.output(LabelJoin.MANIFEST, new Json().where(j.source, j.index, j.offset).put("kind", Parse.BAD_REQUEST)
+                    .put("request_id", j.requestId).put("user_id", j.userId).put("error", Parse.clip(e.getMessage()))
+                    .toString());
+            return;
+        }
+        rows.inc(c.rowsWritten());
+        Json line = new Json().put("kind", LabelJoin.EMITTED).put("request_id", j.requestId).put("user_id", j.userId)
+                .put("time", j.timeMs).put("emitted_at", j.dueMs).put("rule", j.rule).put("payload", c.payload())
+                .put("rows", j.rowLengths.length).put("rows_written", c.rowsWritten()).raw("actions", j.joinedJson);
+        if (j.lateRequest) {
+            line.put("late_request", true);
+        }
+        out.collect(c.joined());
+        ctx.output(SAMPLES, c.samples());
+        ctx.output(LabelJoin.MANIFEST, line.toString());
+    }
+}

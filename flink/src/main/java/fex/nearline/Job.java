@@ -1,0 +1,325 @@
+package fex.nearline;
+
+import fex.jni.FexException;
+import fex.jni.Plan;
+import fex.nearline.Rules.Settings;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.api.common.RuntimeExecutionMode;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.serialization.Encoder;
+import org.apache.flink.api.common.serialization.SimpleStringEncoder;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.file.sink.FileSink;
+import org.apache.flink.connector.file.src.FileSource;
+import org.apache.flink.connector.file.src.reader.TextLineInputFormat;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.filesystem.OutputFileConfig;
+import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.BasePathBucketAssigner;
+import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
+
+/**
+ * The near-line label join as a Flink job over files: fex-server's request logs (PBDataset-framed LoggedRequest
+ * records) and action files (JSON lines) in; under {@code --out}, through Flink's FileSink (part files committed on
+ * checkpoints, so a restored job writes no row twice):
+ *
+ * <ul>
+ *   <li>{@code joined/}: the emitted requests' samples with their actions in LineId.actions, framed, what {@code fex
+ *       extract} reads;
+ *   <li>{@code samples/}: those through the model's {@code offline:} transforms and extraction, framed
+ *       {@code fex.v1.ExtractResponse} records, the bytes {@code fex extract --format responses} writes for them;
+ *   <li>{@code manifest/}: one JSON line per emitted request, late, unmatched or unknown-item action, duplicate
+ *       request and bad input record;
+ *   <li>{@code corrections/} ({@code late_actions: correction}): one JSON line per late action.
+ * </ul>
+ *
+ * <p>{@code python -m fex.nearline} runs it on a local mini-cluster and prints the summary; {@code flink run
+ * fex-flink.jar --config ... } submits it to a cluster. Exit status of {@link #main}: 0 done, 64 arguments or a config
+ * that cannot be used, 70 the job failed (its cause on stderr).
+ */
+public final class Job {
+    public static final int EX_USAGE = 64;
+    public static final int EX_SOFTWARE = 70;
+
+    /** The command line, as {@code python -m fex.nearline} passes it (durations in milliseconds). */
+    public static final class Options {
+        public Path config;
+        public List<String> requests = new ArrayList<>();
+        public List<String> actions = new ArrayList<>();
+        public String out;
+        public boolean batch;
+        public int parallelism = 1;
+        public long checkpointMs = 5000;
+        public String checkpointDir;
+        public String restore;
+        public long monitorMs;
+        public long idlenessMs;
+        public int restartAttempts;
+        public long maxRecordBytes = 64L << 20;
+        public String stateBackend = "rocksdb";
+
+        static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
+                + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
+                + "[--restore CHECKPOINT] [--monitor-ms MS] [--idleness-ms MS] [--restart-attempts N] "
+                + "[--max-record-bytes N] [--state-backend rocksdb|hashmap]";
+
+        public static Options parse(String[] args) {
+            Options o = new Options();
+            for (int i = 0; i < args.length; i++) {
+                String flag = args[i];
+                if (flag.equals("--batch")) {
+                    o.batch = true;
+                    continue;
+                }
+                if (flag.equals("--requests") || flag.equals("--actions")) {
+                    List<String> to = flag.equals("--requests") ? o.requests : o.actions;
+                    while (i + 1 < args.length && !args[i + 1].startsWith("--")) {
+                        to.add(args[++i]);
+                    }
+                    if (to.isEmpty()) {
+                        throw new IllegalArgumentException(flag + " needs at least one path");
+                    }
+                    continue;
+                }
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException(flag + " needs a value");
+                }
+                String v = args[++i];
+                switch (flag) {
+                    case "--config" -> o.config = Path.of(v);
+                    case "--out" -> o.out = v;
+                    case "--parallelism" -> o.parallelism = (int) number(flag, v, 1, 1 << 15);
+                    case "--checkpoint-interval-ms" -> o.checkpointMs = number(flag, v, 10, Long.MAX_VALUE);
+                    case "--checkpoint-dir" -> o.checkpointDir = v;
+                    case "--restore" -> o.restore = v;
+                    case "--monitor-ms" -> o.monitorMs = number(flag, v, 1, Long.MAX_VALUE);
+                    case "--idleness-ms" -> o.idlenessMs = number(flag, v, 1, Long.MAX_VALUE);
+                    case "--restart-attempts" -> o.restartAttempts = (int) number(flag, v, 0, Integer.MAX_VALUE);
+                    case "--max-record-bytes" -> o.maxRecordBytes = number(flag, v, 1, Integer.MAX_VALUE - (1 << 16));
+                    case "--state-backend" -> {
+                        if (!v.equals("rocksdb") && !v.equals("hashmap")) {
+                            throw new IllegalArgumentException("--state-backend is rocksdb or hashmap, not " + v);
+                        }
+                        o.stateBackend = v;
+                    }
+                    default -> throw new IllegalArgumentException("unknown flag " + flag);
+                }
+            }
+            List<String> missing = new ArrayList<>();
+            if (o.config == null) {
+                missing.add("--config");
+            }
+            if (o.requests.isEmpty()) {
+                missing.add("--requests");
+            }
+            if (o.actions.isEmpty()) {
+                missing.add("--actions");
+            }
+            if (o.out == null) {
+                missing.add("--out");
+            }
+            if (!missing.isEmpty()) {
+                throw new IllegalArgumentException("missing " + String.join(", ", missing));
+            }
+            if (o.batch && (o.monitorMs > 0 || o.restore != null || o.checkpointDir != null)) {
+                throw new IllegalArgumentException(
+                        "--monitor-ms, --restore and --checkpoint-dir are for streaming execution, not --batch");
+            }
+            return o;
+        }
+
+        private static long number(String flag, String v, long min, long max) {
+            long n;
+            try {
+                n = Long.parseLong(v);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(flag + " takes a whole number, not " + v);
+            }
+            if (n < min || n > max) {
+                throw new IllegalArgumentException(flag + " must be in " + min + ".." + max + ", not " + n);
+            }
+            return n;
+        }
+    }
+
+    private Job() {}
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.err));
+    }
+
+    /** Runs the job to its end; returns the exit status, errors written to {@code err}. */
+    public static int run(String[] args, PrintStream err) {
+        Options o;
+        StreamExecutionEnvironment env;
+        try {
+            o = Options.parse(args);
+            env = build(o);
+        } catch (IllegalArgumentException | IOException | FexException e) {
+            err.println("error: " + e.getMessage());
+            if (e instanceof IllegalArgumentException && !(e instanceof FexException)) {
+                err.println(Options.USAGE);
+            }
+            return EX_USAGE;
+        } catch (RuntimeException e) {
+            err.println("error: the Flink job could not be built: " + cause(e));
+            return EX_SOFTWARE;
+        }
+        try {
+            env.execute("fex label join");
+        } catch (Exception e) {
+            err.println("error: the Flink job failed: " + cause(e));
+            return EX_SOFTWARE;
+        }
+        return 0;
+    }
+
+    /** The innermost cause's message: the reason, not the layers of Flink that passed it on. */
+    static String cause(Throwable e) {
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String m = root.getMessage();
+        return root.getClass().getName() + ": " + (m == null ? "" : m);
+    }
+
+    /** A path for Flink: a URI (hdfs://, s3://, file://) as given, a local path made absolute. */
+    static String location(String path) {
+        return path.contains("://") ? path : Path.of(path).toAbsolutePath().toString();
+    }
+
+    private static String uri(String path) {
+        return path.contains("://") ? path : Path.of(path).toAbsolutePath().toUri().toString();
+    }
+
+    /** The job's environment, configured and with its graph, ready to execute. */
+    public static StreamExecutionEnvironment build(Options o) throws IOException {
+        String yaml = Files.readString(o.config, StandardCharsets.UTF_8);
+        Path base = o.config.toAbsolutePath().getParent();
+        String baseDir = base == null ? "." : base.toString();
+        fex.jni.LabelJoin section;
+        try (Plan plan = Plan.fromYaml(yaml, Path.of(baseDir))) {
+            section = plan.labelJoin();
+        } catch (FexException e) {
+            throw new IllegalArgumentException(o.config + ": " + e.getMessage());
+        }
+        if (section == null) {
+            throw new IllegalArgumentException(o.config + ": the model config has no label_join: section");
+        }
+
+        Map<String, String> conf = new HashMap<>();
+        // By default a failure (a torn file) ends the job with its cause instead of restarting it forever.
+        if (o.restartAttempts > 0) {
+            conf.put("restart-strategy.type", "fixed-delay");
+            conf.put("restart-strategy.fixed-delay.attempts", Integer.toString(o.restartAttempts));
+            conf.put("restart-strategy.fixed-delay.delay", "10 s");
+        } else {
+            conf.put("restart-strategy.type", "none");
+        }
+        conf.put("state.backend.type", o.stateBackend);
+        if (!o.batch) {
+            // Checkpoints go to files, under OUT/_checkpoints unless told where, and are kept when the job dies so
+            // that it can be restored (--restore).
+            String dir = o.checkpointDir != null ? o.checkpointDir : location(o.out).replaceAll("/+$", "") + "/_checkpoints";
+            conf.put("execution.checkpointing.dir", uri(dir));
+            conf.put("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+            conf.put("execution.checkpointing.interval", o.checkpointMs + " ms");
+        }
+        if (o.restore != null) {
+            conf.put("execution.state-recovery.path", uri(o.restore));
+        }
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(conf));
+        env.setParallelism(o.parallelism);
+        env.setRuntimeMode(o.batch ? RuntimeExecutionMode.BATCH : RuntimeExecutionMode.STREAMING);
+
+        FileSource.FileSourceBuilder<byte[]> requests = FileSource.forBulkFileFormat(
+                new FramedRecords(o.maxRecordBytes), paths(o.requests));
+        FileSource.FileSourceBuilder<String> actions = FileSource.forRecordStreamFormat(
+                new TextLineInputFormat(), paths(o.actions));
+        // Files in name order (request logs are named by time), so event time moves forward with the reading.
+        requests.setSplitAssigner(OrderedSplitAssigner.provider());
+        actions.setSplitAssigner(OrderedSplitAssigner.provider());
+        if (o.monitorMs > 0) {
+            requests.monitorContinuously(Duration.ofMillis(o.monitorMs));
+            actions.monitorContinuously(Duration.ofMillis(o.monitorMs));
+        }
+        DataStream<byte[]> requestStream =
+                env.fromSource(requests.build(), WatermarkStrategy.noWatermarks(), "request logs");
+        DataStream<String> actionStream =
+                env.fromSource(actions.build(), WatermarkStrategy.noWatermarks(), "actions");
+
+        Outputs outputs = wire(yaml, baseDir, section, o.batch, o.idlenessMs, requestStream, actionStream);
+        String out = location(o.out).replaceAll("/+$", "");
+        outputs.joined.sinkTo(sink(out + "/joined", new RawBytesEncoder(), ".pb")).name("joined");
+        outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples");
+        outputs.manifest.sinkTo(sink(out + "/manifest", new SimpleStringEncoder<>(), ".jsonl")).name("manifest");
+        outputs.corrections.sinkTo(sink(out + "/corrections", new SimpleStringEncoder<>(), ".jsonl"))
+                .name("corrections");
+        return env;
+    }
+
+    private static org.apache.flink.core.fs.Path[] paths(List<String> given) {
+        return given.stream().map(p -> new org.apache.flink.core.fs.Path(location(p)))
+                .toArray(org.apache.flink.core.fs.Path[]::new);
+    }
+
+    private static <T> FileSink<T> sink(String dir, Encoder<T> encoder, String suffix) {
+        return FileSink.forRowFormat(new org.apache.flink.core.fs.Path(dir), encoder)
+                .withBucketAssigner(new BasePathBucketAssigner<>())
+                .withRollingPolicy(OnCheckpointRollingPolicy.build())
+                .withOutputFileConfig(OutputFileConfig.builder().withPartPrefix("part").withPartSuffix(suffix).build())
+                .build();
+    }
+
+    /** What the join writes: joined and sample records (framed bytes), manifest and correction lines. */
+    public record Outputs(
+            DataStream<byte[]> joined, DataStream<byte[]> samples, DataStream<String> manifest,
+            DataStream<String> corrections) {}
+
+    /**
+     * The join between any request source (elements of {@link FramedRecords}) and any action source (JSON lines):
+     * parse, key by user, the rules in {@link LabelJoin}, the samples through the library in {@link Compute}.
+     */
+    public static Outputs wire(String yaml, String baseDir, fex.jni.LabelJoin section, boolean batch, long idlenessMs,
+            DataStream<byte[]> requests, DataStream<String> actions) {
+        Settings settings = new Settings(section.requestsBack(), section.afterMs(), section.retentionMs());
+        boolean correction = section.lateActions().equals("correction");
+        TypeInformation<Event> eventType = TypeInformation.of(Event.class);
+        SingleOutputStreamOperator<Event> parsedRequests =
+                requests.process(new Parse.Requests(yaml, baseDir, batch), eventType).name("parse requests");
+        SingleOutputStreamOperator<Event> parsedActions =
+                actions.process(new Parse.Actions(batch), eventType).name("parse actions");
+        WatermarkStrategy<Event> watermarks = WatermarkStrategy
+                .<Event>forBoundedOutOfOrderness(Duration.ofMillis(section.watermarkDelayMs()))
+                .withTimestampAssigner((e, t) -> e.time);
+        if (idlenessMs > 0) {
+            watermarks = watermarks.withIdleness(Duration.ofMillis(idlenessMs));
+        }
+        DataStream<Event> events = parsedRequests.assignTimestampsAndWatermarks(watermarks)
+                .union(parsedActions.assignTimestampsAndWatermarks(watermarks));
+        SingleOutputStreamOperator<Joined> joined = events.keyBy((Event e) -> e.userId, org.apache.flink.api.common.typeinfo.Types.STRING)
+                .process(new LabelJoin(settings, correction, batch), TypeInformation.of(Joined.class))
+                .name("label join");
+        SingleOutputStreamOperator<byte[]> computed = joined.process(new Compute(yaml, baseDir),
+                org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO)
+                .name("sample computation");
+        DataStream<String> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(
+                joined.getSideOutput(LabelJoin.MANIFEST),
+                parsedRequests.getSideOutput(LabelJoin.MANIFEST),
+                parsedActions.getSideOutput(LabelJoin.MANIFEST));
+        return new Outputs(computed, computed.getSideOutput(Compute.SAMPLES), manifest,
+                joined.getSideOutput(LabelJoin.CORRECTIONS));
+    }
+}
