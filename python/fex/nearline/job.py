@@ -83,11 +83,19 @@ def java_opts(home: str) -> List[str]:
 
 def command(job_args: List[str], *, log_file: str, jars: Optional[List[str]] = None) -> List[str]:
     """The ``java`` command running ``fex.nearline.Job`` with ``job_args``
-    on a local mini-cluster, Flink's log in ``log_file``."""
+    on a local mini-cluster, Flink's log in ``log_file``. ``FEX_JNI_LIBRARY``
+names a JNI library to load instead of the one in the jar."""
     home = flink_home()
     classpath = [jar_path(), *(jars or []), os.path.join(home, "lib", "*")]
     log4j = os.path.join(home, "conf", "log4j.properties")
     opts = java_opts(home)
     if os.path.isfile(log4j):
         opts += [f"-Dlog4j.configurationFile=file:{log4j}", f"-Dlog.file={log_file}"]
+    library = os.environ.get("FEX_JNI_LIBRARY")
+    if library:
+        # fex's JNI library built elsewhere (another platform, a release
+        # build) instead of the copy the jar bundles.
+        if not os.path.isfile(library):
+            raise FileNotFoundError(f"FEX_JNI_LIBRARY={library}: no such file")
+        opts.append(f"-Dfex.jni.library={os.path.abspath(library)}")
     return [java(), *opts, "-cp", os.pathsep.join(classpath), "fex.nearline.Job", *job_args]
