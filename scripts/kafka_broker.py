@@ -255,6 +255,11 @@ def main():
     p.add_argument("--fetch-only", action="store_true", help="fetch the jars into target/m2 and exit")
     p.add_argument("--until-stdin-closes", action="store_true", help="stop when standard input closes")
     p.add_argument("--heap", default="512m", help="the broker JVM's heap")
+    p.add_argument(
+        "--feature", action="append", default=[], metavar="NAME=LEVEL",
+        help="a feature level to format with, e.g. transaction.version=1 (Flink's exactly-once Kafka sink "
+        "recovers its transactions under version 1 only; see docs/src/training/nearline.md)",
+    )
     args = p.parse_args()
 
     run_dir, proc, log = None, None, None
@@ -269,7 +274,8 @@ def main():
         port, controller_port = free_port(), free_port()
         config, log, log4j = write_config(run_dir, port, controller_port)
         java = java_cmd(cp, log4j, args.heap)
-        run_tool(java + ["kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", config],
+        features = [a for f in args.feature for a in ("--feature", f)]
+        run_tool(java + ["kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", config, *features],
                  max(1.0, deadline - time.monotonic()), "formatting the log directory")
         with open(os.path.join(run_dir, "stdout.log"), "w") as out:
             proc = subprocess.Popen(java + ["kafka.Kafka", config], stdout=out, stderr=subprocess.STDOUT,

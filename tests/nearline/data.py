@@ -145,6 +145,14 @@ def generate(seed: int, users: int, requests_per_user: int, start_ms: int = 1_76
     return requests, actions
 
 
+def logged(requests, model="nearline_ranker"):
+    """(user id, LoggedRequest bytes) per request, as fex-server logs them."""
+    return [
+        (str(r["uid"]), logged_request(model, example_batch(r["uid"], r["items"], r["refresh"]), r["time"] * 1000, r["request_id"]))
+        for r in requests
+    ]
+
+
 def write_inputs(directory, requests, actions, model="nearline_ranker", files=3):
     """Request logs split into `files` framed files (as fex-server rotates
     them) and one JSON-lines action file."""

@@ -8,8 +8,9 @@ a JVM of its own, and prints the summary from the manifest.
         --actions actions.jsonl --out OUT [--batch] [--table OUT.parquet]
 
 Exit status: 0 done, 2 bad arguments (argparse), 64 a config or input that
-cannot be used, 65 --table over joined requests of both payload kinds, 70
-the Flink job failed (its cause is printed).
+cannot be used, 65 --table over joined requests of both payload kinds, 69
+Kafka brokers that cannot be reached, 70 the Flink job failed (its cause is
+printed).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 
 from . import Summary, committed, expand, read_manifest, summarize
 
-EX_USAGE, EX_DATAERR, EX_SOFTWARE = 64, 65, 70
+EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE = 64, 65, 69, 70
 
 
 def duration_ms(text: str) -> int:
@@ -64,6 +65,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--table", metavar="FILE", help="after a bounded run, also write the joined samples as a table, as `fex extract` does")
     p.add_argument("--table-format", choices=["parquet", "arrow"], default="parquet")
     p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON too")
+    p.add_argument(
+        "--brokers", metavar="HOST:PORT,...",
+        help="Kafka's bootstrap servers: --requests kafka://TOPIC and --actions kafka://TOPIC read topics, "
+        "--out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, PREFIX.manifest (and PREFIX.corrections) "
+        "in transactions committed on checkpoints",
+    )
+    p.add_argument("--bounded", action="store_true", help="read Kafka topics up to their end at the start, then finish")
+    p.add_argument(
+        "--kafka-timeout", type=duration_ms, default=30_000, metavar="DURATION",
+        help="how long to wait for the brokers at the start (default 30s)",
+    )
+    p.add_argument("--kafka-group", metavar="ID", help="the Kafka consumer group prefix (default fex-nearline)")
+    p.add_argument(
+        "--transactional-id-prefix", metavar="PREFIX",
+        help="Kafka transactional ids of the output (default fex-nearline-PREFIX; distinct per job)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -145,6 +162,9 @@ def main(argv=None) -> int:
     if plan.label_join is None:
         print(f"error: {args.config}: the model config has no label_join: section", file=sys.stderr)
         return EX_USAGE
+    if args.table and "://" in args.out and not args.out.startswith("file://"):
+        print("error: --table reads the joined records from a local --out", file=sys.stderr)
+        return EX_USAGE
     if args.table and args.monitor:
         print("error: --table needs a bounded run (no --monitor)", file=sys.stderr)
         return EX_USAGE
@@ -176,7 +196,12 @@ def main(argv=None) -> int:
     if "://" in out_local:
         import tempfile
 
-        logs = tempfile.mkdtemp(prefix="fex-nearline-logs-")
+        # Output in Kafka or a remote file system: the log goes beside the checkpoints when they are local.
+        if args.checkpoint_dir and "://" not in args.checkpoint_dir:
+            logs = os.path.join(args.checkpoint_dir, "_logs")
+            os.makedirs(logs, exist_ok=True)
+        else:
+            logs = tempfile.mkdtemp(prefix="fex-nearline-logs-")
     else:
         logs = os.path.join(out_local, "_logs")
         os.makedirs(logs, exist_ok=True)
@@ -192,6 +217,14 @@ def main(argv=None) -> int:
         job_args += ["--restore", args.restore]
     if args.monitor:
         job_args += ["--monitor-ms", str(args.monitor)]
+    if args.brokers:
+        job_args += ["--brokers", args.brokers, "--kafka-timeout-ms", str(args.kafka_timeout)]
+    if args.bounded:
+        job_args.append("--bounded")
+    if args.kafka_group:
+        job_args += ["--kafka-group", args.kafka_group]
+    if args.transactional_id_prefix:
+        job_args += ["--transactional-id-prefix", args.transactional_id_prefix]
     idleness = args.idleness if args.idleness is not None else (60_000 if args.monitor else None)
     if idleness:
         job_args += ["--idleness-ms", str(idleness)]
@@ -278,7 +311,7 @@ def run_jvm(cmd, log_file: str) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    if code in (0, EX_USAGE, EX_SOFTWARE):
+    if code in (0, EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE):
         return code
     why = f"signal {-code}" if code < 0 else f"status {code}"
     print(f"error: the Flink job's JVM ended with {why}; its log: {log_file}", file=sys.stderr)

@@ -5,7 +5,7 @@ import fex.jni.FexException;
 import fex.jni.Plan;
 import java.nio.file.Path;
 import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
+import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
@@ -18,10 +18,9 @@ import org.apache.flink.util.OutputTag;
  * for them, and the request's manifest line goes to {@link LabelJoin#MANIFEST}. A request whose samples the library
  * refuses is reported there, where it was read, and the job goes on.
  */
-final class Compute extends ProcessFunction<Joined, byte[]> {
+final class Compute extends ProcessFunction<Joined, Keyed> {
     private static final long serialVersionUID = 1L;
-    static final OutputTag<byte[]> SAMPLES =
-            new OutputTag<>("samples", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
+    static final OutputTag<Keyed> SAMPLES = new OutputTag<>("samples", TypeInformation.of(Keyed.class));
 
     private final String yaml;
     private final String baseDir;
@@ -47,7 +46,7 @@ final class Compute extends ProcessFunction<Joined, byte[]> {
     }
 
     @Override
-    public void processElement(Joined j, Context ctx, Collector<byte[]> out) {
+    public void processElement(Joined j, Context ctx, Collector<Keyed> out) {
         Computed c;
         try {
             c = plan.compute(j.logged, j.rows());
@@ -64,8 +63,8 @@ final class Compute extends ProcessFunction<Joined, byte[]> {
         if (j.lateRequest) {
             line.put("late_request", true);
         }
-        out.collect(c.joined());
-        ctx.output(SAMPLES, c.samples());
+        out.collect(new Keyed(j.userId, c.joined()));
+        ctx.output(SAMPLES, new Keyed(j.userId, c.samples()));
         ctx.output(LabelJoin.MANIFEST, line.toString());
     }
 }

@@ -8,6 +8,8 @@ public class Event {
     public static final String REQUEST = "r";
     public static final String ACTION = "a";
     public static final String END = "end";
+    /** A record that did not parse: {@link #bad} is its manifest line. */
+    public static final String BAD = "bad";
 
     public String kind;
     public String userId;
@@ -15,6 +17,7 @@ public class Event {
     public long time;
     public Request request;
     public Action action;
+    public String bad;
 
     public Event() {}
 
@@ -33,6 +36,15 @@ public class Event {
         e.userId = a.userId;
         e.time = a.eventTime;
         e.action = a;
+        return e;
+    }
+
+    public static Event bad(String manifestLine) {
+        Event e = new Event();
+        e.kind = BAD;
+        e.userId = "";
+        e.time = Long.MIN_VALUE;
+        e.bad = manifestLine;
         return e;
     }
 

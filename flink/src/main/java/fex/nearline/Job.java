@@ -21,7 +21,6 @@ import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.file.sink.FileSink;
 import org.apache.flink.connector.file.src.FileSource;
-import org.apache.flink.connector.file.src.reader.TextLineInputFormat;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -30,9 +29,10 @@ import org.apache.flink.streaming.api.functions.sink.filesystem.bucketassigners.
 import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.OnCheckpointRollingPolicy;
 
 /**
- * The near-line label join as a Flink job over files: fex-server's request logs (PBDataset-framed LoggedRequest
- * records) and action files (JSON lines) in; under {@code --out}, through Flink's FileSink (part files committed on
- * checkpoints, so a restored job writes no row twice):
+ * The near-line label join as a Flink job: fex-server's request logs (PBDataset-framed LoggedRequest records, files or
+ * a Kafka topic) and actions (JSON lines, files or a Kafka topic) in; under {@code --out}, through Flink's FileSink
+ * (part files committed on checkpoints, so a restored job writes no row twice), or to Kafka topics {@code PREFIX.NAME}
+ * in transactions committed on checkpoints ({@link Kafka}):
  *
  * <ul>
  *   <li>{@code joined/}: the emitted requests' samples with their actions in LineId.actions, framed, what {@code fex
@@ -46,11 +46,12 @@ import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.
  *
  * <p>{@code python -m fex.nearline} runs it on a local mini-cluster and prints the summary; {@code flink run
  * fex-flink.jar --config ... } submits it to a cluster. Exit status of {@link #main}: 0 done, 64 arguments or a config
- * that cannot be used, 70 the job failed (its cause on stderr).
+ * that cannot be used, 69 Kafka brokers that cannot be reached, 70 the job failed (its cause on stderr).
  */
 public final class Job {
     public static final int EX_USAGE = 64;
     public static final int EX_SOFTWARE = 70;
+    public static final int EX_UNAVAILABLE = 69;
 
     /** The command line, as {@code python -m fex.nearline} passes it (durations in milliseconds). */
     public static final class Options {
@@ -68,11 +69,21 @@ public final class Job {
         public int restartAttempts;
         public long maxRecordBytes = 64L << 20;
         public String stateBackend = "rocksdb";
+        /** Kafka's bootstrap servers, for kafka://TOPIC inputs and a kafka://PREFIX output. */
+        public String brokers;
+        public String kafkaGroup = "fex-nearline";
+        public String transactionalIdPrefix;
+        /** Kafka inputs are read up to their end at the start, then the job finishes. */
+        public boolean bounded;
+        public long kafkaTimeoutMs = 30_000;
 
         static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
                 + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
                 + "[--restore CHECKPOINT] [--monitor-ms MS] [--idleness-ms MS] [--restart-attempts N] "
-                + "[--max-record-bytes N] [--state-backend rocksdb|hashmap]";
+                + "[--max-record-bytes N] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
+                + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS]\n"
+                + "  a path kafka://TOPIC reads a topic; --out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, "
+                + "PREFIX.manifest (and PREFIX.corrections)";
 
         public static Options parse(String[] args) {
             Options o = new Options();
@@ -80,6 +91,10 @@ public final class Job {
                 String flag = args[i];
                 if (flag.equals("--batch")) {
                     o.batch = true;
+                    continue;
+                }
+                if (flag.equals("--bounded")) {
+                    o.bounded = true;
                     continue;
                 }
                 if (flag.equals("--requests") || flag.equals("--actions")) {
@@ -107,6 +122,10 @@ public final class Job {
                     case "--idleness-ms" -> o.idlenessMs = number(flag, v, 1, Long.MAX_VALUE);
                     case "--restart-attempts" -> o.restartAttempts = (int) number(flag, v, 0, Integer.MAX_VALUE);
                     case "--max-record-bytes" -> o.maxRecordBytes = number(flag, v, 1, Integer.MAX_VALUE - (1 << 16));
+                    case "--brokers" -> o.brokers = v;
+                    case "--kafka-group" -> o.kafkaGroup = v;
+                    case "--transactional-id-prefix" -> o.transactionalIdPrefix = v;
+                    case "--kafka-timeout-ms" -> o.kafkaTimeoutMs = number(flag, v, 1, Long.MAX_VALUE);
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend is rocksdb or hashmap, not " + v);
@@ -135,6 +154,35 @@ public final class Job {
             if (o.batch && (o.monitorMs > 0 || o.restore != null || o.checkpointDir != null)) {
                 throw new IllegalArgumentException(
                         "--monitor-ms, --restore and --checkpoint-dir are for streaming execution, not --batch");
+            }
+            List<String> kafka = new ArrayList<>();
+            for (String p : o.requests) {
+                if (Kafka.named(p)) {
+                    kafka.add(p);
+                }
+            }
+            for (String p : o.actions) {
+                if (Kafka.named(p)) {
+                    kafka.add(p);
+                }
+            }
+            if (Kafka.named(o.out)) {
+                kafka.add(o.out);
+            }
+            if (!kafka.isEmpty() && o.brokers == null) {
+                throw new IllegalArgumentException(String.join(", ", kafka) + ": Kafka needs --brokers");
+            }
+            for (List<String> given : List.of(o.requests, o.actions)) {
+                if (given.stream().anyMatch(Kafka::named) && given.size() > 1) {
+                    throw new IllegalArgumentException("a Kafka topic is read alone, not with other paths: " + given);
+                }
+            }
+            if (Kafka.named(o.out) && !o.batch && o.checkpointDir == null) {
+                throw new IllegalArgumentException("--out " + o.out + " needs --checkpoint-dir: a streaming job "
+                        + "writing Kafka commits its transactions on checkpoints, kept there");
+            }
+            if (o.batch && !kafka.isEmpty()) {
+                o.bounded = true;
             }
             return o;
         }
@@ -166,6 +214,9 @@ public final class Job {
         try {
             o = Options.parse(args);
             env = build(o);
+        } catch (Kafka.Unavailable e) {
+            err.println("error: " + e.getMessage());
+            return EX_UNAVAILABLE;
         } catch (IllegalArgumentException | IOException | FexException e) {
             err.println("error: " + e.getMessage());
             if (e instanceof IllegalArgumentException && !(e instanceof FexException)) {
@@ -219,6 +270,21 @@ public final class Job {
             throw new IllegalArgumentException(o.config + ": the model config has no label_join: section");
         }
 
+        boolean correction = section.lateActions().equals("correction");
+        List<String> topics = new ArrayList<>();
+        for (String p : o.requests.size() == 1 && Kafka.named(o.requests.get(0)) ? o.requests : List.<String>of()) {
+            topics.add(Kafka.topic(p));
+        }
+        for (String p : o.actions.size() == 1 && Kafka.named(o.actions.get(0)) ? o.actions : List.<String>of()) {
+            topics.add(Kafka.topic(p));
+        }
+        if (Kafka.named(o.out)) {
+            topics.addAll(Kafka.outputs(Kafka.topic(o.out), correction));
+        }
+        if (!topics.isEmpty()) {
+            Kafka.check(o.brokers, topics, Duration.ofMillis(o.kafkaTimeoutMs));
+        }
+
         Map<String, String> conf = new HashMap<>();
         // By default a failure (a torn file) ends the job with its cause instead of restarting it forever.
         if (o.restartAttempts > 0) {
@@ -244,23 +310,26 @@ public final class Job {
         env.setParallelism(o.parallelism);
         env.setRuntimeMode(o.batch ? RuntimeExecutionMode.BATCH : RuntimeExecutionMode.STREAMING);
 
-        FileSource.FileSourceBuilder<byte[]> requests = FileSource.forBulkFileFormat(
-                new FramedRecords(o.maxRecordBytes), paths(o.requests));
-        FileSource.FileSourceBuilder<String> actions = FileSource.forRecordStreamFormat(
-                new TextLineInputFormat(), paths(o.actions));
-        // Files in name order (request logs are named by time), so event time moves forward with the reading.
-        requests.setSplitAssigner(OrderedSplitAssigner.provider());
-        actions.setSplitAssigner(OrderedSplitAssigner.provider());
-        if (o.monitorMs > 0) {
-            requests.monitorContinuously(Duration.ofMillis(o.monitorMs));
-            actions.monitorContinuously(Duration.ofMillis(o.monitorMs));
+        WatermarkStrategy<Event> watermarks = watermarks(section, o.idlenessMs);
+        DataStream<Event> requestStream = input(env, o, o.requests, true, yaml, baseDir, watermarks);
+        DataStream<Event> actionStream = input(env, o, o.actions, false, yaml, baseDir, watermarks);
+        Outputs outputs = wire(yaml, baseDir, section, o.batch, requestStream, actionStream);
+        if (Kafka.named(o.out)) {
+            String prefix = Kafka.topic(o.out);
+            // One transactional id prefix per output; stable across restores of this job, distinct between jobs
+            // writing the same brokers (--transactional-id-prefix when two jobs write one PREFIX).
+            String tx = o.transactionalIdPrefix != null ? o.transactionalIdPrefix : "fex-nearline-" + prefix;
+            outputs.joined.sinkTo(Kafka.sink(o.brokers, prefix + ".joined", tx + "-joined")).name("joined");
+            outputs.samples.sinkTo(Kafka.sink(o.brokers, prefix + ".samples", tx + "-samples")).name("samples");
+            outputs.manifest.map(Job::unkeyed, TypeInformation.of(Keyed.class)).name("manifest records")
+                    .sinkTo(Kafka.sink(o.brokers, prefix + ".manifest", tx + "-manifest")).name("manifest");
+            if (correction) {
+                outputs.corrections.map(Job::unkeyed, TypeInformation.of(Keyed.class)).name("correction records")
+                        .sinkTo(Kafka.sink(o.brokers, prefix + ".corrections", tx + "-corrections"))
+                        .name("corrections");
+            }
+            return env;
         }
-        DataStream<byte[]> requestStream =
-                env.fromSource(requests.build(), WatermarkStrategy.noWatermarks(), "request logs");
-        DataStream<String> actionStream =
-                env.fromSource(actions.build(), WatermarkStrategy.noWatermarks(), "actions");
-
-        Outputs outputs = wire(yaml, baseDir, section, o.batch, o.idlenessMs, requestStream, actionStream);
         String out = location(o.out).replaceAll("/+$", "");
         outputs.joined.sinkTo(sink(out + "/joined", new RawBytesEncoder(), ".pb")).name("joined");
         outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples");
@@ -268,6 +337,43 @@ public final class Job {
         outputs.corrections.sinkTo(sink(out + "/corrections", new SimpleStringEncoder<>(), ".jsonl"))
                 .name("corrections");
         return env;
+    }
+
+    private static Keyed unkeyed(String line) {
+        return new Keyed(null, line.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Events of a Kafka topic, or of files read in name order, parsed ({@code requests}: logged requests, else action
+     * lines) and with event-time watermarks.
+     */
+    private static DataStream<Event> input(StreamExecutionEnvironment env, Options o, List<String> given,
+            boolean requests, String yaml, String baseDir, WatermarkStrategy<Event> watermarks) {
+        String name = requests ? "requests" : "actions";
+        if (Kafka.named(given.get(0))) {
+            String topic = Kafka.topic(given.get(0));
+            return env.fromSource(Kafka.source(o.brokers, topic, o.kafkaGroup + "-" + name, o.bounded, requests, yaml,
+                    baseDir, o.batch), watermarks, name + " (kafka " + topic + ")");
+        }
+        LocatedRecords format = requests ? new FramedRecords(o.maxRecordBytes) : new JsonLines(o.maxRecordBytes);
+        FileSource.FileSourceBuilder<byte[]> files = FileSource.forBulkFileFormat(format, paths(given));
+        // Files in name order (request logs are named by time), so event time moves forward with the reading.
+        files.setSplitAssigner(OrderedSplitAssigner.provider());
+        if (o.monitorMs > 0) {
+            files.monitorContinuously(Duration.ofMillis(o.monitorMs));
+        }
+        return env.fromSource(files.build(), WatermarkStrategy.noWatermarks(), name + " (files)")
+                .process(new Parse.Events(requests, yaml, baseDir, o.batch), TypeInformation.of(Event.class))
+                .name("parse " + name)
+                .assignTimestampsAndWatermarks(watermarks);
+    }
+
+    /** Event time: at most {@code watermark_delay} out of order; {@code idlenessMs} lets a quiet input go. */
+    static WatermarkStrategy<Event> watermarks(fex.jni.LabelJoin section, long idlenessMs) {
+        WatermarkStrategy<Event> w = WatermarkStrategy
+                .<Event>forBoundedOutOfOrderness(Duration.ofMillis(section.watermarkDelayMs()))
+                .withTimestampAssigner((e, t) -> e.time);
+        return idlenessMs > 0 ? w.withIdleness(Duration.ofMillis(idlenessMs)) : w;
     }
 
     private static org.apache.flink.core.fs.Path[] paths(List<String> given) {
@@ -285,40 +391,32 @@ public final class Job {
 
     /** What the join writes: joined and sample records (framed bytes), manifest and correction lines. */
     public record Outputs(
-            DataStream<byte[]> joined, DataStream<byte[]> samples, DataStream<String> manifest,
+            DataStream<Keyed> joined, DataStream<Keyed> samples, DataStream<String> manifest,
             DataStream<String> corrections) {}
 
     /**
-     * The join between any request source (elements of {@link FramedRecords}) and any action source (JSON lines):
-     * parse, key by user, the rules in {@link LabelJoin}, the samples through the library in {@link Compute}.
+     * The join of request and action events (parsed, with watermarks; bad records as {@link Event#BAD} events): the
+     * rules in {@link LabelJoin} keyed by user, the samples through the library in {@link Compute}.
      */
-    public static Outputs wire(String yaml, String baseDir, fex.jni.LabelJoin section, boolean batch, long idlenessMs,
-            DataStream<byte[]> requests, DataStream<String> actions) {
+    public static Outputs wire(String yaml, String baseDir, fex.jni.LabelJoin section, boolean batch,
+            DataStream<Event> requests, DataStream<Event> actions) {
         Settings settings = new Settings(section.requestsBack(), section.afterMs(), section.retentionMs());
         boolean correction = section.lateActions().equals("correction");
         TypeInformation<Event> eventType = TypeInformation.of(Event.class);
-        SingleOutputStreamOperator<Event> parsedRequests =
-                requests.process(new Parse.Requests(yaml, baseDir, batch), eventType).name("parse requests");
-        SingleOutputStreamOperator<Event> parsedActions =
-                actions.process(new Parse.Actions(batch), eventType).name("parse actions");
-        WatermarkStrategy<Event> watermarks = WatermarkStrategy
-                .<Event>forBoundedOutOfOrderness(Duration.ofMillis(section.watermarkDelayMs()))
-                .withTimestampAssigner((e, t) -> e.time);
-        if (idlenessMs > 0) {
-            watermarks = watermarks.withIdleness(Duration.ofMillis(idlenessMs));
-        }
-        DataStream<Event> events = parsedRequests.assignTimestampsAndWatermarks(watermarks)
-                .union(parsedActions.assignTimestampsAndWatermarks(watermarks));
+        SingleOutputStreamOperator<Event> goodRequests =
+                requests.process(new Parse.Route(), eventType).name("bad requests out");
+        SingleOutputStreamOperator<Event> goodActions =
+                actions.process(new Parse.Route(), eventType).name("bad actions out");
+        DataStream<Event> events = goodRequests.union(goodActions);
         SingleOutputStreamOperator<Joined> joined = events.keyBy((Event e) -> e.userId, org.apache.flink.api.common.typeinfo.Types.STRING)
                 .process(new LabelJoin(settings, correction, batch), TypeInformation.of(Joined.class))
                 .name("label join");
-        SingleOutputStreamOperator<byte[]> computed = joined.process(new Compute(yaml, baseDir),
-                org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO)
-                .name("sample computation");
+        SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir),
+                TypeInformation.of(Keyed.class)).name("sample computation");
         DataStream<String> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(
                 joined.getSideOutput(LabelJoin.MANIFEST),
-                parsedRequests.getSideOutput(LabelJoin.MANIFEST),
-                parsedActions.getSideOutput(LabelJoin.MANIFEST));
+                goodRequests.getSideOutput(LabelJoin.MANIFEST),
+                goodActions.getSideOutput(LabelJoin.MANIFEST));
         return new Outputs(computed, computed.getSideOutput(Compute.SAMPLES), manifest,
                 joined.getSideOutput(LabelJoin.CORRECTIONS));
     }

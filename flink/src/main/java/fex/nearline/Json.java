@@ -45,13 +45,21 @@ final class Json {
         return where(r.source, r.index, r.offset);
     }
 
-    /** A place in a file (path, record index, byte offset), when known ({@code source} not empty). */
+    /**
+     * Where a record was, when known ({@code source} not empty): a file's path, the record's index and byte offset;
+     * or a Kafka topic ({@code kafka:TOPIC}), partition and offset.
+     */
     Json where(String source, long index, long offset) {
-        if (!source.isEmpty()) {
+        if (source.startsWith(KAFKA)) {
+            put("topic", source.substring(KAFKA.length())).put("partition", index).put("offset", offset);
+        } else if (!source.isEmpty()) {
             put("file", source).put("index", index).put("offset", offset);
         }
         return this;
     }
+
+    /** How a record's source names a Kafka topic. */
+    static final String KAFKA = "kafka:";
 
     /** An action's fields, as parse_action reads them. */
     Json action(Action a) {

@@ -7,10 +7,12 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.metrics.MetricGroup;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonProcessingException;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.databind.ObjectMapper;
@@ -19,8 +21,10 @@ import org.apache.flink.util.Collector;
 
 /**
  * The job's two parsers: logged requests (read with the model's {@code label_join:} keys, through the library) and
- * action lines (JSON). A record that does not parse becomes a manifest line saying where it was and why, and the job
- * goes on. In batch execution each record is followed by its user's {@link Event#END}.
+ * action lines (JSON). A record that does not parse becomes a {@link Event#BAD} event holding the manifest line that
+ * says where it was and why ({@link Route} sends it to the manifest), and the job goes on. In batch execution each
+ * record is followed by its user's {@link Event#END}. Files are parsed by {@link Events} after their source; Kafka
+ * records inside the source ({@link Kafka}), so that event time is tracked per partition.
  */
 final class Parse {
     /** Event times are bounded so that a time plus {@code after} or {@code retention} stays a long. */
@@ -36,28 +40,81 @@ final class Parse {
         return text.length() <= 300 ? text : text.substring(0, 300) + "...";
     }
 
-    /** A request element of {@link FramedRecords}: where it was, and the LoggedRequest bytes. */
-    static Request located(byte[] element) {
+    /** An element of {@link LocatedRecords}: where the record was, and its bytes. */
+    record Located(String source, long index, long offset, byte[] payload) {}
+
+    static Located located(byte[] element) {
         ByteBuffer b = ByteBuffer.wrap(element).order(ByteOrder.LITTLE_ENDIAN);
         int n = b.getInt();
-        Request r = new Request();
-        r.source = new String(element, 4, n, StandardCharsets.UTF_8);
-        r.index = b.getLong(4 + n);
-        r.offset = b.getLong(4 + n + 8);
-        r.logged = Arrays.copyOfRange(element, 4 + n + 16, element.length);
-        return r;
+        return new Located(new String(element, 4, n, StandardCharsets.UTF_8), b.getLong(4 + n), b.getLong(4 + n + 8),
+                Arrays.copyOfRange(element, 4 + n + 16, element.length));
     }
 
-    /** Logged requests (elements of {@link FramedRecords}) to events. */
-    static final class Requests extends ProcessFunction<byte[], Event> {
+    /** A logged request (an element of {@link LocatedRecords}) as an event, or a {@link Event#BAD} one. */
+    static Event request(Plan plan, byte[] element) {
+        Located at = located(element);
+        Request r = new Request();
+        r.source = at.source();
+        r.index = at.index();
+        r.offset = at.offset();
+        r.logged = at.payload();
+        RequestKeys k;
+        try {
+            k = plan.requestKeys(r.logged);
+        } catch (FexException e) {
+            Json line = new Json().where(r).put("kind", BAD_REQUEST).put("error", clip(e.getMessage()));
+            if (e.offset() >= 0) {
+                line.put("offset_in_record", e.offset());
+            }
+            return Event.bad(line.toString());
+        }
+        if (k.timeMs() < 0 || k.timeMs() >= MAX_TIME_MS) {
+            return Event.bad(new Json().where(r).put("kind", BAD_REQUEST)
+                    .put("error", "request time " + k.timeMs() + " ms is outside [0, 2^62)").toString());
+        }
+        r.requestId = k.requestId();
+        r.userId = k.userId();
+        r.timeMs = k.timeMs();
+        r.refresh = k.refresh();
+        r.itemIds = new ArrayList<>(k.itemIds());
+        return Event.of(r);
+    }
+
+    /** An action line (an element of {@link LocatedRecords}) as an event, or a {@link Event#BAD} one. */
+    static Event action(ObjectMapper json, byte[] element) {
+        Located at = located(element);
+        String line = new String(at.payload(), StandardCharsets.UTF_8);
+        try {
+            return Event.of(action(json, line));
+        } catch (IllegalArgumentException e) {
+            return Event.bad(new Json().where(at.source(), at.index(), at.offset()).put("kind", BAD_ACTION)
+                    .put("error", e.getMessage()).put("line", clip(line)).toString());
+        }
+    }
+
+    /**
+     * Gives an event, and in batch execution the end of its user's input after it: sorted after every record of
+     * theirs, one per record, as no operator here knows a user's last one (a user may have actions and no request:
+     * their actions are still reported, unmatched, at the end).
+     */
+    static void emit(Event e, boolean batch, Collector<Event> out) {
+        out.collect(e);
+        if (batch && !Event.BAD.equals(e.kind)) {
+            out.collect(Event.end(e.userId));
+        }
+    }
+
+    /** Elements of {@link LocatedRecords} to events: logged requests ({@code requests}) or action lines. */
+    static final class Events extends ProcessFunction<byte[], Event> {
         private static final long serialVersionUID = 1L;
+        private final boolean requests;
         private final String yaml;
         private final String baseDir;
         private final boolean batch;
-        private transient Plan plan;
-        private transient Counter read;
+        private transient Parser parser;
 
-        Requests(String yaml, String baseDir, boolean batch) {
+        Events(boolean requests, String yaml, String baseDir, boolean batch) {
+            this.requests = requests;
             this.yaml = yaml;
             this.baseDir = baseDir;
             this.batch = batch;
@@ -65,8 +122,37 @@ final class Parse {
 
         @Override
         public void open(OpenContext context) {
-            plan = Plan.fromYaml(yaml, Path.of(baseDir));
-            read = getRuntimeContext().getMetricGroup().counter("requests_read");
+            parser = new Parser(requests, yaml, baseDir, getRuntimeContext().getMetricGroup());
+        }
+
+        @Override
+        public void close() {
+            if (parser != null) {
+                parser.close();
+            }
+        }
+
+        @Override
+        public void processElement(byte[] element, Context ctx, Collector<Event> out) {
+            emit(parser.parse(element), batch, out);
+        }
+    }
+
+    /** What a parsing task holds: the plan (for requests) or a JSON reader, and its count of records read. */
+    static final class Parser implements AutoCloseable {
+        private final Plan plan;
+        private final ObjectMapper json;
+        private final Counter read;
+
+        Parser(boolean requests, String yaml, String baseDir, MetricGroup metrics) {
+            plan = requests ? Plan.fromYaml(yaml, Path.of(baseDir)) : null;
+            json = requests ? null : new ObjectMapper();
+            read = metrics.counter(requests ? "requests_read" : "actions_read");
+        }
+
+        Event parse(byte[] element) {
+            read.inc();
+            return plan != null ? request(plan, element) : action(json, element);
         }
 
         @Override
@@ -75,73 +161,18 @@ final class Parse {
                 plan.close();
             }
         }
-
-        @Override
-        public void processElement(byte[] element, Context ctx, Collector<Event> out) {
-            read.inc();
-            Request r = located(element);
-            RequestKeys k;
-            try {
-                k = plan.requestKeys(r.logged);
-            } catch (FexException e) {
-                Json line = new Json().where(r).put("kind", BAD_REQUEST).put("error", clip(e.getMessage()));
-                if (e.offset() >= 0) {
-                    line.put("offset_in_record", e.offset());
-                }
-                ctx.output(LabelJoin.MANIFEST, line.toString());
-                return;
-            }
-            if (k.timeMs() < 0 || k.timeMs() >= MAX_TIME_MS) {
-                ctx.output(LabelJoin.MANIFEST, new Json().where(r).put("kind", BAD_REQUEST)
-                        .put("error", "request time " + k.timeMs() + " ms is outside [0, 2^62)").toString());
-                return;
-            }
-            r.requestId = k.requestId();
-            r.userId = k.userId();
-            r.timeMs = k.timeMs();
-            r.refresh = k.refresh();
-            r.itemIds = new java.util.ArrayList<>(k.itemIds());
-            out.collect(Event.of(r));
-            if (batch) {
-                // The end of this user's input, sorted after every record of theirs; one per record, as no
-                // operator here knows a user's last one.
-                out.collect(Event.end(r.userId));
-            }
-        }
     }
 
-    /** Action lines (JSON objects) to events. */
-    static final class Actions extends ProcessFunction<String, Event> {
+    /** Bad records leave for the manifest ({@link LabelJoin#MANIFEST}); the rest go on to the join. */
+    static final class Route extends ProcessFunction<Event, Event> {
         private static final long serialVersionUID = 1L;
-        private final boolean batch;
-        private transient ObjectMapper json;
-        private transient Counter read;
-
-        Actions(boolean batch) {
-            this.batch = batch;
-        }
 
         @Override
-        public void open(OpenContext context) {
-            json = new ObjectMapper();
-            read = getRuntimeContext().getMetricGroup().counter("actions_read");
-        }
-
-        @Override
-        public void processElement(String line, Context ctx, Collector<Event> out) {
-            read.inc();
-            Action a;
-            try {
-                a = action(json, line);
-            } catch (IllegalArgumentException e) {
-                ctx.output(LabelJoin.MANIFEST, new Json().put("kind", BAD_ACTION).put("error", e.getMessage())
-                        .put("line", clip(line)).toString());
-                return;
-            }
-            out.collect(Event.of(a));
-            if (batch) {
-                // A user may have actions and no request: their actions are still reported (unmatched) at the end.
-                out.collect(Event.end(a.userId));
+        public void processElement(Event e, Context ctx, Collector<Event> out) {
+            if (Event.BAD.equals(e.kind)) {
+                ctx.output(LabelJoin.MANIFEST, e.bad);
+            } else {
+                out.collect(e);
             }
         }
     }

@@ -1,0 +1,214 @@
+"""The near-line job with Kafka on both sides, against a real broker
+(scripts/kafka_broker.py: a KRaft node from Maven Central's Kafka jars on
+127.0.0.1, started and stopped here): requests and actions read from
+topics, joined records, samples and the manifest written in Kafka
+transactions, read back by a `read_committed` consumer (confluent-kafka).
+The output equals the file run's; a job killed with SIGKILL and restored
+from its checkpoint leaves every joined request exactly once; bad records
+are reported by topic, partition and offset; unreachable brokers and
+missing topics are refused at the start."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from fex.nearline import committed, read_manifest
+from conftest import MODEL, RUN_TIMEOUT, records
+import data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(scope="module")
+def broker():
+    """One broker for the module; each test makes its own topics."""
+    p = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "scripts", "kafka_broker.py"), "--until-stdin-closes", "--timeout", "150"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        line = p.stdout.readline()  # the script's own --timeout bounds this wait
+        if not line:
+            pytest.fail(f"the Kafka broker did not start:\n{p.stderr.read()[-4000:]}")
+        yield json.loads(line)["bootstrap"]
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def topics(bootstrap, *specs):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(name, num_partitions=n, replication_factor=1) for name, n in specs])
+    for f in futures.values():
+        f.result(timeout=60)
+
+
+def produce(bootstrap, topic, keyed):
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for key, value in keyed:
+        p.produce(topic, key=key.encode() if key is not None else None, value=value)
+    assert p.flush(60) == 0
+
+
+def consume(bootstrap, topic, timeout=90):
+    """Every committed record of `topic`, as (partition, key, value), read
+    with isolation.level=read_committed up to each partition's end."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}-{time.monotonic_ns()}",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        parts = c.list_topics(topic, timeout=30).topics[topic].partitions
+        tps = [TopicPartition(topic, p, 0) for p in parts]
+        c.assign(tps)
+        ends = {tp.partition: c.get_watermark_offsets(tp, timeout=30)[1] for tp in tps}
+        out, deadline = [], time.monotonic() + timeout
+        while True:
+            pos = {tp.partition: tp.offset for tp in c.position(tps)}
+            if all(pos[p] >= 0 and pos[p] >= ends[p] or ends[p] == 0 for p in ends):
+                return out
+            assert time.monotonic() < deadline, f"{topic}: not at its end in {timeout} s: {pos} of {ends}"
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            out.append((m.partition(), m.key().decode() if m.key() else None, m.value()))
+    finally:
+        c.close()
+
+
+def framed_records(blob):
+    """The records of one framed output element (u64 little-endian lengths)."""
+    out, at = [], 0
+    while at < len(blob):
+        n = int.from_bytes(blob[at:at + 8], "little")
+        out.append(blob[at + 8:at + 8 + n])
+        at += 8 + n
+    return out
+
+
+def nearline(*args, timeout=RUN_TIMEOUT, check=True):
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-6000:]}")
+    return p
+
+
+def feed(bootstrap, prefix, reqs, acts, partitions=2):
+    topics(bootstrap, (f"{prefix}.requests", partitions), (f"{prefix}.actions", partitions),
+           (f"{prefix}.out.joined", 2), (f"{prefix}.out.samples", 2), (f"{prefix}.out.manifest", 1),
+           (f"{prefix}.out.corrections", 1))
+    produce(bootstrap, f"{prefix}.requests", data.logged(reqs))
+    produce(bootstrap, f"{prefix}.actions", [(a["user_id"], json.dumps(a).encode()) for a in acts])
+
+
+def test_kafka_in_and_out_gives_what_the_files_give(broker, inputs, streaming, tmp_path):
+    feed(broker, "same", inputs["reqs"], inputs["acts"])
+    p = nearline("--requests", "kafka://same.requests", "--actions", "kafka://same.actions",
+                 "--out", "kafka://same.out", "--brokers", broker, "--bounded",
+                 "--checkpoint-interval", "1s", "--checkpoint-dir", str(tmp_path / "chk"))
+    assert "output in kafka://same.out" in p.stdout, p.stdout
+    for name in ("joined", "samples"):
+        got = consume(broker, f"same.out.{name}")
+        want = Counter(r for f in committed(os.path.join(streaming, name)) for r in records(f))
+        assert Counter(r for _, _, v in got for r in framed_records(v)) == want, name
+        # Keyed by user: each user's records in one partition.
+        users = {}
+        for part, key, _ in got:
+            assert users.setdefault(key, part) == part, (name, key)
+        assert set(users) == {str(r["uid"]) for r in inputs["reqs"]}
+    manifest = Counter(json.dumps(json.loads(v), sort_keys=True) for _, _, v in consume(broker, "same.out.manifest"))
+    files = Counter(json.dumps(l, sort_keys=True) for l in read_manifest(streaming))
+    assert manifest == files, (sorted(manifest - files)[:6], sorted(files - manifest)[:6])
+    corrections = [json.loads(v) for _, _, v in consume(broker, "same.out.corrections")]
+    assert len(corrections) == sum(1 for l in read_manifest(streaming) if l["kind"] == "late") > 0
+
+
+def test_killed_and_restored_with_kafka_on_both_sides_every_request_once(broker, tmp_path):
+    """SIGKILL the job once a checkpoint has committed some output to the
+    topics, restore from its last completed checkpoint: a read_committed
+    consumer sees every joined request exactly once."""
+    reqs, acts = data.generate(seed=5, users=60, requests_per_user=60)
+    feed(broker, "kill", reqs, acts)
+    checkpoints = str(tmp_path / "checkpoints")
+    args = ["--requests", "kafka://kill.requests", "--actions", "kafka://kill.actions", "--out", "kafka://kill.out",
+            "--brokers", broker, "--bounded", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints]
+    log_path = tmp_path / "first.log"
+
+    def completed():
+        found = glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata"))
+        return sorted((os.path.dirname(f) for f in found), key=lambda d: int(d.rsplit("-", 1)[1]))
+
+    with open(log_path, "w") as log:
+        first = subprocess.Popen([sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", *args],
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 180
+    try:
+        while True:
+            assert first.poll() is None, "the job ended before it could be killed:\n" + log_path.read_text()[-4000:]
+            assert time.monotonic() < deadline, "no committed output in 180 s:\n" + log_path.read_text()[-4000:]
+            if completed() and consume(broker, "kill.out.manifest"):
+                break
+            time.sleep(0.2)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    before = sum(1 for _, _, v in consume(broker, "kill.out.manifest") if json.loads(v)["kind"] == "emitted")
+    assert 0 < before < len(reqs), f"killed too late to prove a restore ({before} of {len(reqs)} emitted)"
+    nearline(*args, "--restore", completed()[-1])
+    emitted = [json.loads(v) for _, _, v in consume(broker, "kill.out.manifest")]
+    emitted = Counter(l["request_id"] for l in emitted if l["kind"] == "emitted")
+    assert set(emitted) == {r["request_id"] for r in reqs}
+    assert max(emitted.values()) == 1, [rid for rid, n in emitted.items() if n > 1][:10]
+    joined = Counter(v for _, _, v in consume(broker, "kill.out.joined"))
+    assert sum(joined.values()) == len(reqs) and max(joined.values()) == 1
+    assert len(consume(broker, "kill.out.samples")) == len(reqs)
+
+
+def test_bad_kafka_records_are_reported_by_topic_partition_and_offset(broker, inputs, tmp_path):
+    reqs = inputs["reqs"][:10]
+    acts = [a for a in inputs["acts"] if a["request_id"] in {r["request_id"] for r in reqs}]
+    topics(broker, ("bad.requests", 1), ("bad.actions", 1), ("bad.out.joined", 1), ("bad.out.samples", 1),
+           ("bad.out.manifest", 1), ("bad.out.corrections", 1))
+    produce(broker, "bad.requests", data.logged(reqs) + [("1", b"\x0a\x05abc")])
+    produce(broker, "bad.actions", [(a["user_id"], json.dumps(a).encode()) for a in acts] + [("1", b"not json")])
+    nearline("--requests", "kafka://bad.requests", "--actions", "kafka://bad.actions", "--out", "kafka://bad.out",
+             "--brokers", broker, "--batch")
+    lines = [json.loads(v) for _, _, v in consume(broker, "bad.out.manifest")]
+    (request,) = [l for l in lines if l["kind"] == "bad_request"]
+    assert (request["topic"], request["partition"], request["offset"]) == ("bad.requests", 0, len(reqs)), request
+    assert request["offset_in_record"] >= 0 and request["error"], request
+    (action,) = [l for l in lines if l["kind"] == "bad_action"]
+    assert (action["topic"], action["partition"], action["offset"]) == ("bad.actions", 0, len(acts)), action
+    assert action["line"] == "not json" and action["error"].startswith("not JSON: "), action
+    assert sum(1 for l in lines if l["kind"] == "emitted") == len(reqs)
+
+
+def test_unreachable_brokers_and_missing_topics_are_refused_at_the_start(broker, inputs, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nobody = f"127.0.0.1:{s.getsockname()[1]}"
+    p = nearline("--requests", "kafka://x.requests", "--actions", inputs["actions"], "--out", str(tmp_path / "o"),
+                 "--brokers", nobody, "--kafka-timeout", "3s", check=False, timeout=120)
+    assert p.returncode == 69, p.stderr[-3000:]
+    assert f"cannot reach the Kafka brokers {nobody}" in p.stderr, p.stderr[-3000:]
+    p = nearline("--requests", "kafka://absent.requests", "--actions", inputs["actions"], "--out", "kafka://absent.out",
+                 "--brokers", broker, "--checkpoint-dir", str(tmp_path / "c"), check=False, timeout=120)
+    assert p.returncode == 64, p.stderr[-3000:]
+    assert "no such Kafka topic" in p.stderr and "absent.requests" in p.stderr and "absent.out.joined" in p.stderr, (
+        p.stderr[-3000:])
