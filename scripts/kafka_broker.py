@@ -257,8 +257,7 @@ def main():
     p.add_argument("--heap", default="512m", help="the broker JVM's heap")
     p.add_argument(
         "--feature", action="append", default=[], metavar="NAME=LEVEL",
-        help="a feature level to format with, e.g. transaction.version=1 (Flink's exactly-once Kafka sink "
-        "recovers its transactions under version 1 only; see docs/src/training/nearline.md)",
+        help="a feature level to format with, e.g. transaction.version=1 (an older transaction protocol)",
     )
     args = p.parse_args()
 
