@@ -1,26 +1,45 @@
 #!/usr/bin/env python3
-"""Throughput of the near-line label join (python -m fex.nearline, a local
-Flink mini-cluster) against `fex extract` on the same joined records.
+"""Throughput, memory and state size of the near-line label join
+(python -m fex.nearline: fex.nearline.Job in a JVM of its own, a local
+Flink mini-cluster), against `fex extract` on the same joined records.
 
-Generates request logs and actions (tests/nearline/data.py, more rows per
-request), runs the job in batch and streaming mode with 1 and 2 task
-slots, then `fex extract --format responses` over the job's joined output,
-and prints per run: wall time, CPU seconds of the whole process tree (the
-Python client, the JVM, the Python workers), joined rows per second and
-per CPU second, and the tree's peak RSS. Run it from the repository with
-the venv that has fex and apache-flink (scripts/test.sh makes
-target/venv-flink):
+Generates request logs and actions with the tests' generator
+(tests/nearline/data.py, more rows per request) and prints, per run:
+wall time, CPU seconds of the whole process tree (the Python launcher and
+the JVM), joined rows per second and per CPU second, and the tree's peak
+RSS. The runs:
 
-    cargo build --release -p fex-cli
-    flock target/bench.lock target/venv-flink/bin/python scripts/nearline_bench.py \\
-        --fex target/release/fex --users 400 --requests-per-user 50
+- the job over empty inputs, batch and streaming: what starting the JVM
+  and the mini-cluster and stopping them costs, whatever the data;
+- the job in batch and streaming execution (checkpoints every 10 s,
+  RocksDB) with 1 and 2 task slots, `--repeat` times, interleaved;
+- `fex extract --format responses`, one thread, over the joined records;
+- with `--state`, the checkpoint size per 1,000 waiting requests (see
+  `state_size`).
+
+The job loads the JNI library in FEX_JNI_LIBRARY (default: the release
+build, target/release/libfex_jni.so) and the jar in FEX_NEARLINE_JAR
+(default: flink/target/fex-flink.jar). Each timed run holds `--lock`
+(flock(2), the lock `flock(1)` takes) while it runs, and only then. From
+the repository, with the venv that has fex and apache-flink (scripts/test.sh
+makes target/venv-flink):
+
+    cargo build --release -p fex-jni -p fex-cli
+    mvn -q -f flink/pom.xml -Dmaven.repo.local=target/m2 package -DskipTests
+    target/venv-flink/bin/python scripts/nearline_bench.py --lock target/bench.lock \\
+        --users 400 --requests-per-user 50 --state
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
+import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,6 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "nearline"))
 import data  # noqa: E402
 
 MODEL = os.path.join(ROOT, "tests", "nearline", "model.yaml")
+RETENTION_MS = 2 * 3_600_000  # model.yaml: retention
 TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -56,13 +76,15 @@ def tree(root: int):
 
 
 def sample(pids):
-    """(cpu seconds, rss bytes) per pid that is still there."""
+    """(cpu seconds, rss bytes) per pid that is still there. A process's
+    own time only: its waited-for children's is theirs (the launcher waits
+    for the JVM, and counting both would count the JVM twice)."""
     out = {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            cpu = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / TICK
+            cpu = (int(fields[11]) + int(fields[12])) / TICK
             with open(f"/proc/{pid}/statm") as f:
                 rss = int(f.read().split()[1]) * PAGE
             out[pid] = (cpu, rss)
@@ -71,77 +93,245 @@ def sample(pids):
     return out
 
 
-def measured(cmd):
-    """Runs cmd, sampling its process tree every 100 ms: wall seconds, CPU
-    seconds (each process's last sample, children's waited-for time
-    included), peak RSS of the tree."""
+@contextlib.contextmanager
+def locked(path):
+    """Holds an exclusive flock on path (nothing when path is None)."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def measured(cmd, env, lock):
+    """Runs cmd under the lock, sampling its process tree every 100 ms:
+    wall seconds, CPU seconds, peak RSS of the tree."""
     import resource
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    last, peak = {}, 0
-    while p.poll() is None:
-        now = sample(tree(p.pid))
-        for pid, (cpu, _) in now.items():
-            last[pid] = max(cpu, last.get(pid, (0, 0))[0]), 0
-        peak = max(peak, sum(rss for _, rss in now.values()))
-        time.sleep(0.1)
-    wall = time.monotonic() - started
-    out, err = p.communicate()
+    with locked(lock):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        last, peak = {}, 0
+        while p.poll() is None:
+            now = sample(tree(p.pid))
+            for pid, (cpu, _) in now.items():
+                last[pid] = max(cpu, last.get(pid, 0))
+            peak = max(peak, sum(rss for _, rss in now.values()))
+            time.sleep(0.1)
+        wall = time.monotonic() - started
+        out, err = p.communicate()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} exited {p.returncode}:\n{err[-4000:]}")
-    # Samples miss a process's last 100 ms; rusage misses children their
-    # parent never waited for (PyFlink's JVM): the larger of the two.
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        sys.exit(f"{' '.join(cmd)} exited {p.returncode}:\n{out[-2000:]}\n{err[-4000:]}")
+    # The launcher waits for its JVM, so rusage holds the whole tree's CPU
+    # time; the samples (each process's last, 100 ms apart) are a floor.
     reaped = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    cpu = max(reaped, sum(c for c, _ in last.values()))
+    cpu = max(reaped, sum(last.values()))
     return wall, cpu, peak, out
+
+
+def job_env(args):
+    env = dict(os.environ)
+    env["FEX_JNI_LIBRARY"] = os.path.abspath(args.jni_library)
+    env["FEX_NEARLINE_JAR"] = os.path.abspath(args.jar)
+    # An installed fex older than FEX_JNI_LIBRARY would run the jar's own
+    # (debug) build of the library without a word.
+    from fex.nearline import job
+
+    os.environ.update(env)
+    if f"-Dfex.jni.library={env['FEX_JNI_LIBRARY']}" not in job.command([], log_file=os.devnull):
+        sys.exit(f"{job.__file__} does not pass FEX_JNI_LIBRARY to the JVM: install this tree's fex (pip install ./python)")
+    return env
+
+
+def job_cmd(requests, actions, out, mode, slots, extra=()):
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests,
+           "--actions", actions, "--out", out, "--quiet", "--parallelism", str(slots),
+           "--summary-json", out + ".json", *extra]
+    if mode == "batch":
+        cmd.append("--batch")
+    else:
+        cmd += ["--checkpoint-interval", "10s"]
+    return cmd
+
+
+def startup(work, args, env):
+    """The job over an empty request log and an empty action file."""
+    inputs = os.path.join(work, "empty")
+    os.makedirs(os.path.join(inputs, "requests"), exist_ok=True)
+    open(os.path.join(inputs, "requests", "requests-0.log"), "wb").close()
+    open(os.path.join(inputs, "actions.jsonl"), "w").close()
+    results = []
+    for r in range(args.repeat):
+        for mode in args.modes:
+            out = os.path.join(work, f"out-empty-{mode}-{r}")
+            cmd = job_cmd(os.path.join(inputs, "requests"), os.path.join(inputs, "actions.jsonl"), out, mode, 1)
+            wall, cpu, peak, _ = measured(cmd, env, args.lock)
+            results.append((f"empty input, {mode}, 1 slot", wall, cpu, peak, 0))
+    return results
+
+
+def throughput(work, args, env, requests, actions):
+    results = []
+    for r in range(args.repeat):
+        for mode in args.modes:
+            for slots in args.slots:
+                out = os.path.join(work, f"out-{mode}-{slots}-{r}")
+                wall, cpu, peak, _ = measured(job_cmd(requests, actions, out, mode, slots), env, args.lock)
+                emitted = json.load(open(out + ".json"))["rows_emitted"]
+                results.append((f"{mode}, {slots} slot{'s' if slots > 1 else ''}", wall, cpu, peak, emitted))
+    return results
+
+
+def checkpoint_bytes(chk):
+    """Bytes of a checkpoint: its chk-N directory, and the shared/ files
+    an incremental one refers to (none unless incremental checkpoints are
+    on)."""
+    total = 0
+    for top in (chk, os.path.join(os.path.dirname(chk), "shared")):
+        for root, _, files in os.walk(top):
+            total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def newest_checkpoint(directory):
+    found = []
+    for root, dirs, _ in os.walk(directory):
+        for d in dirs:
+            if d.startswith("chk-") and os.path.isfile(os.path.join(root, d, "_metadata")):
+                found.append((int(d[4:]), os.path.join(root, d)))
+    return max(found) if found else None
+
+
+def state_size(work, args, env, reqs, acts):
+    """Checkpoint bytes per 1,000 waiting requests.
+
+    The inputs are the generated ones cut at the middle of their time
+    span: every user is then mid-stream, with requests that wait for their
+    emission (the event and time rules need later requests or a later
+    watermark than the input has). The job watches the inputs
+    (--monitor), so it reads them all and keeps running with that state;
+    once two checkpoints in a row find the same committed manifest, the
+    newest checkpoint is its state at rest. Waiting requests are those
+    read and not emitted in the committed manifest. The checkpoint also
+    holds the emitted requests' ids for `retention` (to tell late actions
+    from unmatched ones), the actions still waiting for their request,
+    the timers, and the sources' and sinks' own state: these are counted
+    and printed beside it.
+    """
+    times = sorted(r["time"] for r in reqs)
+    cut = times[0] + (times[-1] - times[0]) // 2
+    cut_reqs = [r for r in reqs if r["time"] < cut]
+    cut_acts = [a for a in acts if a["event_time"] < cut]
+    requests, actions = data.write_inputs(os.path.join(work, "in-cut"), cut_reqs, cut_acts, files=8)
+    out = os.path.join(work, "out-state")
+    checkpoints = os.path.join(work, "checkpoints-state")
+    cmd = job_cmd(requests, actions, out, "streaming", 1, ["--monitor", "1s", "--checkpoint-dir", checkpoints])
+    with locked(args.lock):  # not timed, but it would disturb someone else's timed run
+        seen = watch(cmd, env, out, checkpoints)
+    _, path, size, manifest = seen[-1]
+    emitted = [m for m in manifest if m["kind"] == "emitted"]
+    waiting = len(cut_reqs) - len(emitted)
+    accounted = sum(len(m["actions"]) for m in emitted) + sum(
+        m["kind"] in ("late", "unmatched", "unknown_item") for m in manifest
+    )
+    watermark = cut - 60_000  # the last event time less the watermark delay, about
+    kept = sum(m["emitted_at"] + RETENTION_MS >= watermark for m in emitted)
+    return {
+        "checkpoint": os.path.basename(path), "bytes": size, "requests": len(cut_reqs), "waiting": waiting,
+        "emitted_kept": kept, "actions_waiting": len(cut_acts) - accounted, "actions": len(cut_acts),
+    }
+
+
+def watch(cmd, env, out, checkpoints):
+    """Runs the job until two checkpoints in a row find the same committed
+    manifest; (checkpoint number, path, bytes, manifest lines) per
+    checkpoint seen."""
+    from fex.nearline import read_manifest
+
+    err = tempfile.TemporaryFile(mode="w+")
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, text=True, env=env)
+    seen = []
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline and p.poll() is None:
+            time.sleep(1)
+            chk = newest_checkpoint(checkpoints)
+            if chk is None or (seen and seen[-1][0] == chk[0]):
+                continue
+            time.sleep(1)  # the checkpoint's part files are committed once it completes
+            manifest = list(read_manifest(out))
+            seen.append((chk[0], chk[1], checkpoint_bytes(chk[1]), manifest))
+            if len(seen) >= 2 and len(seen[-2][3]) == len(manifest) and manifest:
+                break
+        else:
+            err.seek(0)
+            sys.exit(f"the state run did not settle ({'ended' if p.poll() is not None else 'timed out'}): {err.read()[-4000:]}")
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=60)
+    return seen
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fex", default=os.path.join(ROOT, "target", "release", "fex"))
+    ap.add_argument("--jar", default=os.environ.get("FEX_NEARLINE_JAR", os.path.join(ROOT, "flink", "target", "fex-flink.jar")))
+    ap.add_argument("--jni-library", default=os.environ.get("FEX_JNI_LIBRARY", os.path.join(ROOT, "target", "release", "libfex_jni.so")))
     ap.add_argument("--users", type=int, default=400)
     ap.add_argument("--requests-per-user", type=int, default=50)
     ap.add_argument("--rows", type=int, nargs=2, default=[20, 41], metavar=("MIN", "MAX"), help="rows per request")
     ap.add_argument("--slots", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--modes", nargs="+", default=["batch", "streaming"])
+    ap.add_argument("--repeat", type=int, default=3, help="rounds of every run, interleaved (medians are printed)")
+    ap.add_argument("--no-startup", action="store_true", help="skip the runs over empty inputs")
+    ap.add_argument("--state", action="store_true", help="also measure checkpoint bytes per waiting request")
+    ap.add_argument("--lock", help="flock this file around each timed run (the bench lock)")
     ap.add_argument("--keep", help="keep the data and outputs here")
     args = ap.parse_args()
 
+    env = job_env(args)
     work = args.keep or tempfile.mkdtemp(prefix="fex-nearline-bench-")
     reqs, acts = data.generate(seed=7, users=args.users, requests_per_user=args.requests_per_user, rows=tuple(args.rows))
     requests, actions = data.write_inputs(os.path.join(work, "in"), reqs, acts, files=8)
     rows = sum(len(r["items"]) for r in reqs)
     print(f"{len(reqs)} requests, {rows} rows, {len(acts)} actions; "
-          f"{sum(os.path.getsize(os.path.join(requests, f)) for f in os.listdir(requests)) / 1e6:.1f} MB of request logs")
-    results = []
-    for mode in args.modes:
-        for slots in args.slots:
-            out = os.path.join(work, f"out-{mode}-{slots}")
-            cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests,
-                   "--actions", actions, "--out", out, "--quiet", "--parallelism", str(slots),
-                   "--summary-json", out + ".json"]
-            if mode == "batch":
-                cmd.append("--batch")
-            wall, cpu, peak, _ = measured(cmd)
-            summary = json.load(open(out + ".json"))
-            emitted = summary["rows_emitted"]
-            results.append((f"flink {mode}, {slots} slot{'s' if slots > 1 else ''}", wall, cpu, peak, emitted))
+          f"{sum(os.path.getsize(os.path.join(requests, f)) for f in os.listdir(requests)) / 1e6:.1f} MB of request logs; "
+          f"JNI library {env['FEX_JNI_LIBRARY']}")
+    results = [] if args.no_startup else startup(work, args, env)
+    results += throughput(work, args, env, requests, actions)
     # fex extract on the same joined records, one thread.
-    joined_out = os.path.join(work, f"out-{args.modes[0]}-{args.slots[0]}", "joined")
-    files = sorted(os.path.join(r, f) for r, _, fs in os.walk(joined_out) for f in fs if not f.startswith("."))
+    joined = os.path.join(work, f"out-{args.modes[0]}-{args.slots[0]}-0", "joined")
+    files = sorted(os.path.join(r, f) for r, _, fs in os.walk(joined) for f in fs if not f.startswith("."))
     wall, cpu, peak, _ = measured([args.fex, "extract", *files, "--model", MODEL, "--format", "responses",
-                                   "--threads", "1", "--output", os.path.join(work, "extract.responses")])
+                                   "--threads", "1", "--output", os.path.join(work, "extract.responses")], None, args.lock)
     results.append(("fex extract, 1 thread", wall, cpu, peak, rows))
-    print(f"{'run':<28} {'wall s':>8} {'cpu s':>8} {'rows/s':>10} {'rows/cpu-s':>11} {'peak RSS MB':>12}")
-    for name, wall, cpu, peak, n in results:
-        print(f"{name:<28} {wall:8.1f} {cpu:8.1f} {n / wall:10.0f} {n / cpu:11.0f} {peak / 1e6:12.0f}")
+
+    print(f"{'run':<31} {'n':>2} {'wall s':>7} {'cpu s':>7} {'rows/s':>9} {'rows/cpu-s':>10} {'peak RSS MB':>11}"
+          "   (medians; every run's wall/cpu s)")
+    for name in dict.fromkeys(r[0] for r in results):
+        runs = [r for r in results if r[0] == name]
+        wall = statistics.median(r[1] for r in runs)
+        cpu = statistics.median(r[2] for r in runs)
+        peak = statistics.median(r[3] for r in runs)
+        n = runs[0][4]
+        each = ", ".join(f"{r[1]:.1f}/{r[2]:.1f}" for r in runs)
+        rate = f"{n / wall:9.0f} {n / cpu:10.0f}" if n else f"{'':9} {'':10}"
+        print(f"{name:<31} {len(runs):>2} {wall:7.1f} {cpu:7.1f} {rate} {peak / 1e6:11.0f}   {each}")
+    if args.state:
+        s = state_size(work, args, env, reqs, acts)
+        print(f"state: {s['checkpoint']} is {s['bytes'] / 1e6:.2f} MB with {s['waiting']} of {s['requests']} requests "
+              f"waiting: {s['bytes'] / s['waiting'] * 1000 / 1e6:.2f} MB per 1,000 waiting requests "
+              f"(it also holds {s['emitted_kept']} emitted request ids kept for retention and "
+              f"{s['actions_waiting']} of {s['actions']} actions not yet joined or reported)")
     if not args.keep:
         print(f"(data and outputs in {work}; removed)")
-        import shutil
-
         shutil.rmtree(work, ignore_errors=True)
 
 

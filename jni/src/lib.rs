@@ -12,7 +12,10 @@
 //! Every error is a `fex.jni.FexException` carrying the library's message
 //! (and, for a logged request's bytes, the offset where decoding stopped);
 //! a panic is caught at the boundary and becomes one too, never unwinding
-//! into the JVM.
+//! into the JVM. The classes returned and thrown are bound once
+//! (`classes`).
+
+mod classes;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -21,9 +24,11 @@ use std::sync::{Arc, LazyLock, Mutex};
 use fex::Plan;
 use fex::nearline::{self, ComputeError, NearlineError};
 use jni::errors::ErrorPolicy;
-use jni::objects::{JByteArray, JClass, JIntArray, JObject, JObjectArray, JString, JValue};
+use jni::objects::{JByteArray, JClass, JIntArray, JObject, JObjectArray, JString, JThrowable};
 use jni::sys::jlong;
-use jni::{Env, EnvUnowned, jni_sig, jni_str};
+use jni::{Env, EnvUnowned};
+
+use classes::{Computed, FexException, LabelJoin, RequestKeys};
 
 /// Why a call failed, as the Java side will see it.
 #[derive(Debug)]
@@ -78,12 +83,8 @@ fn throw(env: &mut Env<'_>, failure: &Failure) -> jni::errors::Result<()> {
         return Ok(());
     }
     let message = env.new_string(&failure.message)?;
-    let exception = env.new_object(
-        jni_str!("fex/jni/FexException"),
-        jni_sig!("(Ljava/lang/String;J)V"),
-        &[JValue::Object(&message), JValue::Long(failure.offset)],
-    )?;
-    let exception = env.cast_local::<jni::objects::JThrowable>(exception)?;
+    let exception = FexException::new(env, &message, failure.offset)?;
+    let exception = env.cast_local::<JThrowable>(exception)?;
     let _ = env.throw(exception);
     Ok(())
 }
@@ -212,18 +213,16 @@ pub extern "system" fn Java_fex_jni_Native_labelJoin<'l>(
             let Some(join) = plan.label_join() else { return Ok(JObject::null()) };
             let millis = |d: std::time::Duration| d.as_millis().min(i64::MAX as u128) as i64;
             let late = env.new_string(join.late_actions.as_str())?;
-            Ok(env.new_object(
-                jni_str!("fex/jni/LabelJoin"),
-                jni_sig!("(IJJJZLjava/lang/String;)V"),
-                &[
-                    JValue::Int(join.requests_back.min(i32::MAX as u32) as i32),
-                    JValue::Long(millis(join.after)),
-                    JValue::Long(millis(join.watermark_delay)),
-                    JValue::Long(millis(join.retention)),
-                    JValue::Bool(join.refresh.is_some()),
-                    JValue::Object(&late),
-                ],
-            )?)
+            let join = LabelJoin::new(
+                env,
+                join.requests_back.min(i32::MAX as u32) as i32,
+                millis(join.after),
+                millis(join.watermark_delay),
+                millis(join.retention),
+                join.refresh.is_some(),
+                &late,
+            )?;
+            Ok(join.into())
         })
         .resolve::<ThrowFex>()
 }
@@ -248,22 +247,18 @@ pub extern "system" fn Java_fex_jni_Native_requestKeys<'l>(
             }
             let (request_id, user_id) = (env.new_string(&keys.request_id)?, env.new_string(&keys.user_id)?);
             let (payload, model) = (env.new_string(keys.payload.as_str())?, env.new_string(&keys.model)?);
-            Ok(env.new_object(
-                jni_str!("fex/jni/RequestKeys"),
-                jni_sig!(
-                    "(Ljava/lang/String;Ljava/lang/String;JZ[Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;)V"
-                ),
-                &[
-                    JValue::Object(&request_id),
-                    JValue::Object(&user_id),
-                    JValue::Long(keys.time_ms),
-                    JValue::Bool(keys.refresh),
-                    JValue::Object(&items),
-                    JValue::Object(&payload),
-                    JValue::Int(keys.rows.min(i32::MAX as usize) as i32),
-                    JValue::Object(&model),
-                ],
-            )?)
+            let keys = RequestKeys::new(
+                env,
+                &request_id,
+                &user_id,
+                keys.time_ms,
+                keys.refresh,
+                &items,
+                &payload,
+                keys.rows.min(i32::MAX as usize) as i32,
+                &model,
+            )?;
+            Ok(keys.into())
         })
         .resolve::<ThrowFex>()
 }
@@ -285,16 +280,8 @@ pub extern "system" fn Java_fex_jni_Native_compute<'l>(
             let payload = env.new_string(computed.payload.as_str())?;
             let joined = env.byte_array_from_slice(&computed.joined)?;
             let samples = env.byte_array_from_slice(&computed.samples)?;
-            Ok(env.new_object(
-                jni_str!("fex/jni/Computed"),
-                jni_sig!("(Ljava/lang/String;[B[BJ)V"),
-                &[
-                    JValue::Object(&payload),
-                    JValue::Object(&joined),
-                    JValue::Object(&samples),
-                    JValue::Long(computed.rows_written.min(i64::MAX as u64) as i64),
-                ],
-            )?)
+            let rows_written = computed.rows_written.min(i64::MAX as u64) as i64;
+            Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
         })
         .resolve::<ThrowFex>()
 }

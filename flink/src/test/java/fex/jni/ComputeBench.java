@@ -14,11 +14,12 @@ import java.util.Arrays;
  *     fex.jni.ComputeBench tests/nearline/model.yaml
  * </pre>
  *
- * <p>Three calls, interleaved round by round: {@code compute} on a 30-row request (the library's sample computation
- * and the arrays both ways), {@code requestKeys} on the same bytes, and {@code close} of a handle that holds nothing (a
+ * <p>Four calls, interleaved round by round: {@code compute} on a 30-row request (the library's sample computation
+ * and the arrays both ways), {@code requestKeys} on the same bytes, {@code labelJoin} (one Java string and one object
+ * built in Rust, so mostly the cost of making an object there), and {@code close} of a handle that holds nothing (a
  * crossing with a table lookup and no arrays). Each round times a block of calls; the medians of the rounds are
- * printed in microseconds per call. `cargo bench --features offline --bench nearline` times the library's {@code compute} alone on the
- * same request.
+ * printed in microseconds per call. {@code cargo bench --features offline --bench nearline} times the library's
+ * {@code compute} and {@code request_keys} alone on the same request.
  */
 public final class ComputeBench {
     private ComputeBench() {}
@@ -42,6 +43,7 @@ public final class ComputeBench {
             }
             double[] compute = new double[rounds];
             double[] keys = new double[rounds];
+            double[] section = new double[rounds];
             double[] crossing = new double[rounds];
             for (int r = 0; r < rounds; r++) {
                 long t0 = System.nanoTime();
@@ -54,12 +56,17 @@ public final class ComputeBench {
                 }
                 long t2 = System.nanoTime();
                 for (int i = 0; i < block; i++) {
-                    sink += Native.close(-1) ? 1 : 0;
+                    sink += plan.labelJoin().requestsBack();
                 }
                 long t3 = System.nanoTime();
+                for (int i = 0; i < block; i++) {
+                    sink += Native.close(-1) ? 1 : 0;
+                }
+                long t4 = System.nanoTime();
                 compute[r] = (t1 - t0) / 1e3 / block;
                 keys[r] = (t2 - t1) / 1e3 / block;
-                crossing[r] = (t3 - t2) / 1e3 / block;
+                section[r] = (t3 - t2) / 1e3 / block;
+                crossing[r] = (t4 - t3) / 1e3 / block;
             }
             System.out.printf("request: %d rows, %d bytes logged; %d rounds of %d calls (checksum %d)%n",
                     items.length, logged.length, rounds, block, sink);
@@ -67,6 +74,8 @@ public final class ComputeBench {
                     min(compute), max(compute));
             System.out.printf("requestKeys  median %.2f us/call (min %.2f, max %.2f)%n", median(keys), min(keys),
                     max(keys));
+            System.out.printf("labelJoin    median %.3f us/call (min %.3f, max %.3f)%n", median(section),
+                    min(section), max(section));
             System.out.printf("empty call   median %.3f us/call (min %.3f, max %.3f)%n", median(crossing),
                     min(crossing), max(crossing));
         }
