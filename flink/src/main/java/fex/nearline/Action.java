@@ -12,7 +12,7 @@ public class Action implements Comparable<Action> {
     public int action;
     public String userId;
 
-    /** The join's order of actions: time, then request, item, action, user (rules.py's dataclass order). */
+    /** The join's order of actions: time, then request, item, action, user. */
     static final Comparator<Action> ORDER = Comparator.comparingLong((Action a) -> a.eventTime)
             .thenComparing(a -> a.requestId)
             .thenComparing(a -> a.itemId)

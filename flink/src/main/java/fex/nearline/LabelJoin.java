@@ -28,7 +28,7 @@ import org.apache.flink.util.OutputTag;
  * {@code pending} ones for their emission time; {@code held} actions wait for their request; {@code emitted} keeps the
  * emission time of emitted requests for {@code retention}, to tell late actions from unmatched ones. The rules are
  * {@link Rules}; this class keeps their state in Flink's keyed state (RocksDB in production) and fires them on
- * event-time timers. A port of python/fex/nearline/job.py's LabelJoin, with {@link Rules}' decisions.
+ * event-time timers.
  *
  * <p>In batch execution ({@code batch}) Flink sorts each user's records by time and timers are not needed: before each
  * record the state advances to just before its time, and the user's {@link Event#END} records close it.

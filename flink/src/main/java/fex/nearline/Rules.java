@@ -9,8 +9,7 @@ import java.util.Map;
 /**
  * The label join's rules, apart from Flink: what one user's state holds and what each event does to it. The job keeps
  * this state per user in keyed state and calls these functions; nothing here imports Flink, so the rules are tested
- * (and read) on their own. A port of python/fex/nearline/rules.py, with the decisions that job left open made, each
- * by event time alone so that streaming, batch and a restore agree:
+ * (and read) on their own. Every case is decided by event time alone, so that streaming, batch and a restore agree:
  *
  * <ul>
  *   <li>A request is <em>due</em> at its emission time E. The event rule ({@code requests_back} > 0), requests taken

@@ -44,7 +44,7 @@ class RulesTest {
 
     @Test
     void aRequestBehindTheWatermarkTakesTheTimeRuleOnly() {
-        // tests/nearline/test_nearline.py, test_a_request_behind_the_watermark_takes_the_time_rule_only.
+        // A request read behind the watermark (another server's log read late) takes the time rule only.
         Settings s = new Settings(1, 600_000, 3_600_000);
         User u = new User();
         u.add(req("A", 0, false, "1"));
