@@ -4,9 +4,12 @@ in a child process, each run bounded)."""
 
 from __future__ import annotations
 
+import glob
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -32,6 +35,33 @@ def job(out, requests, actions, *extra, timeout=RUN_TIMEOUT, check=True):
     if check and p.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-6000:]}")
     return p
+
+
+def kill_once_committed(cmd, checkpoints, committed_some, log_path, timeout=180):
+    """Starts the job `cmd` in a session of its own and SIGKILLs the whole
+    session (the launcher and its JVM) once a checkpoint under
+    `checkpoints` has completed and `committed_some()` sees output; returns
+    the newest completed checkpoint, the one to restore."""
+
+    def completed():
+        found = glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata"))
+        return sorted((os.path.dirname(f) for f in found), key=lambda d: int(d.rsplit("-", 1)[1]))
+
+    with open(log_path, "w") as log:
+        first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            assert first.poll() is None, "the job ended before it could be killed:\n" + log_path.read_text()[-4000:]
+            assert time.monotonic() < deadline, (
+                f"no checkpoint with committed output in {timeout} s:\n" + log_path.read_text()[-4000:])
+            if completed() and committed_some():
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    return completed()[-1]
 
 
 @pytest.fixture(scope="session")

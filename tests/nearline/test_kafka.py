@@ -10,10 +10,8 @@ missing topics are refused at the start."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -25,7 +23,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from fex.nearline import committed, read_manifest
-from conftest import MODEL, RUN_TIMEOUT, records
+from conftest import MODEL, RUN_TIMEOUT, kill_once_committed, records
 import data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -148,29 +146,12 @@ def test_killed_and_restored_with_kafka_on_both_sides_every_request_once(broker,
     checkpoints = str(tmp_path / "checkpoints")
     args = ["--requests", "kafka://kill.requests", "--actions", "kafka://kill.actions", "--out", "kafka://kill.out",
             "--brokers", broker, "--bounded", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints]
-    log_path = tmp_path / "first.log"
-
-    def completed():
-        found = glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata"))
-        return sorted((os.path.dirname(f) for f in found), key=lambda d: int(d.rsplit("-", 1)[1]))
-
-    with open(log_path, "w") as log:
-        first = subprocess.Popen([sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", *args],
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 180
-    try:
-        while True:
-            assert first.poll() is None, "the job ended before it could be killed:\n" + log_path.read_text()[-4000:]
-            assert time.monotonic() < deadline, "no committed output in 180 s:\n" + log_path.read_text()[-4000:]
-            if completed() and consume(broker, "kill.out.manifest"):
-                break
-            time.sleep(0.2)
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", *args]
+    restore = kill_once_committed(cmd, checkpoints, lambda: bool(consume(broker, "kill.out.manifest")),
+                                  tmp_path / "first.log")
     before = sum(1 for _, _, v in consume(broker, "kill.out.manifest") if json.loads(v)["kind"] == "emitted")
     assert 0 < before < len(reqs), f"killed too late to prove a restore ({before} of {len(reqs)} emitted)"
-    nearline(*args, "--restore", completed()[-1])
+    nearline(*args, "--restore", restore)
     emitted = [json.loads(v) for _, _, v in consume(broker, "kill.out.manifest")]
     emitted = Counter(l["request_id"] for l in emitted if l["kind"] == "emitted")
     assert set(emitted) == {r["request_id"] for r in reqs}

@@ -14,13 +14,10 @@ FEX_NEARLINE_JAR (flink/target/fex-flink.jar).
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
@@ -28,7 +25,7 @@ import pytest
 import fex
 from fex.nearline import committed, read_manifest, summarize
 
-from conftest import MODEL, job, records  # noqa: E402
+from conftest import MODEL, job, kill_once_committed, records  # noqa: E402
 import data  # noqa: E402
 
 
@@ -117,9 +114,10 @@ def test_the_summary_counts_what_the_manifest_holds(streaming, inputs):
 
 
 def test_killed_and_restored_it_writes_every_row_once(tmp_path):
-    """SIGKILL the job (the launcher and the JVM of the local cluster) once a checkpoint has committed some output, restore from its
-    last completed checkpoint, and the committed output equals an
-    uninterrupted run's: no row missing, none twice."""
+    """SIGKILL the job (the launcher and the JVM of the local cluster)
+    once a checkpoint has committed some output, restore from its last
+    completed checkpoint, and the committed output equals an uninterrupted
+    run's: no row missing, none twice."""
     reqs, acts = data.generate(seed=5, users=60, requests_per_user=60)
     requests, actions = data.write_inputs(str(tmp_path / "in"), reqs, acts, files=6)
     whole = str(tmp_path / "whole")
@@ -127,29 +125,12 @@ def test_killed_and_restored_it_writes_every_row_once(tmp_path):
     out, checkpoints = str(tmp_path / "out"), str(tmp_path / "checkpoints")
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests, "--actions", actions,
            "--out", out, "--quiet", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints]
-    log_path = tmp_path / "first.log"
-
-    def completed():
-        found = glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata"))
-        return sorted((os.path.dirname(f) for f in found), key=lambda d: int(d.rsplit("-", 1)[1]))
-
-    with open(log_path, "w") as log:
-        first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 180
-    try:
-        while True:
-            assert first.poll() is None, "the job ended before it could be killed:\n" + log_path.read_text()[-4000:]
-            assert time.monotonic() < deadline, "no checkpoint with output in 180 s:\n" + log_path.read_text()[-4000:]
-            if completed() and any(l["kind"] == "emitted" for l in read_manifest(out)):
-                break
-            time.sleep(0.05)
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
+    restore = kill_once_committed(cmd, checkpoints, lambda: any(l["kind"] == "emitted" for l in read_manifest(out)),
+                                  tmp_path / "first.log")
     before = sum(1 for l in read_manifest(out) if l["kind"] == "emitted")
     assert 0 < before < len(reqs), "killed too late to prove a restore"
     job(out, requests, actions, "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
-        "--restore", completed()[-1])
+        "--restore", restore)
     for name in ("joined", "samples"):
         want = Counter(r for p in committed(os.path.join(whole, name)) for r in records(p))
         got = Counter(r for p in committed(os.path.join(out, name)) for r in records(p))

@@ -350,10 +350,11 @@ public final class Job {
     private static DataStream<Event> input(StreamExecutionEnvironment env, Options o, List<String> given,
             boolean requests, String yaml, String baseDir, WatermarkStrategy<Event> watermarks) {
         String name = requests ? "requests" : "actions";
+        Parse.Spec spec = new Parse.Spec(requests, yaml, baseDir, o.batch);
         if (Kafka.named(given.get(0))) {
             String topic = Kafka.topic(given.get(0));
-            return env.fromSource(Kafka.source(o.brokers, topic, o.kafkaGroup + "-" + name, o.bounded, requests, yaml,
-                    baseDir, o.batch), watermarks, name + " (kafka " + topic + ")");
+            return env.fromSource(Kafka.source(o.brokers, topic, o.kafkaGroup + "-" + name, o.bounded, spec),
+                    watermarks, name + " (kafka " + topic + ")");
         }
         LocatedRecords format = requests ? new FramedRecords(o.maxRecordBytes) : new JsonLines(o.maxRecordBytes);
         FileSource.FileSourceBuilder<byte[]> files = FileSource.forBulkFileFormat(format, paths(given));
@@ -363,7 +364,7 @@ public final class Job {
             files.monitorContinuously(Duration.ofMillis(o.monitorMs));
         }
         return env.fromSource(files.build(), WatermarkStrategy.noWatermarks(), name + " (files)")
-                .process(new Parse.Events(requests, yaml, baseDir, o.batch), TypeInformation.of(Event.class))
+                .process(new Parse.Events(spec), TypeInformation.of(Event.class))
                 .name("parse " + name)
                 .assignTimestampsAndWatermarks(watermarks);
     }

@@ -102,14 +102,13 @@ final class Kafka {
      * its watermarks are per partition: Flink's Kafka source takes the least of its partitions' watermarks, and a
      * partition read ahead of another does not make the other's records late.
      */
-    static BoundedRestore<Event> source(String brokers, String topic, String group, boolean bounded, boolean requests,
-            String yaml, String baseDir, boolean batch) {
+    static BoundedRestore<Event> source(String brokers, String topic, String group, boolean bounded, Parse.Spec spec) {
         KafkaSourceBuilder<Event> b = KafkaSource.<Event>builder()
                 .setBootstrapServers(brokers)
                 .setTopics(topic)
                 .setGroupId(group)
                 .setStartingOffsets(OffsetsInitializer.earliest())
-                .setDeserializer(new Events(requests, yaml, baseDir, batch))
+                .setDeserializer(new Events(spec))
                 .setProperty("isolation.level", "read_committed")
                 // A restored job continues from its checkpoint; committed offsets only show progress.
                 .setProperty("commit.offsets.on.checkpoint", "true");
@@ -123,31 +122,24 @@ final class Kafka {
     /** Kafka records as events: each as a {@link LocatedRecords} element, then through {@link Parse}. */
     private static final class Events implements KafkaRecordDeserializationSchema<Event> {
         private static final long serialVersionUID = 1L;
-        private final boolean requests;
-        private final String yaml;
-        private final String baseDir;
-        private final boolean batch;
+        private final Parse.Spec spec;
         private transient Parse.Parser parser;
 
-        Events(boolean requests, String yaml, String baseDir, boolean batch) {
-            this.requests = requests;
-            this.yaml = yaml;
-            this.baseDir = baseDir;
-            this.batch = batch;
+        Events(Parse.Spec spec) {
+            this.spec = spec;
         }
 
         @Override
         public void open(DeserializationSchema.InitializationContext context) {
             // Held for the source reader's life: the schema has no close.
-            parser = new Parse.Parser(requests, yaml, baseDir, context.getMetricGroup());
+            parser = spec.open(context.getMetricGroup());
         }
 
         @Override
         public void deserialize(ConsumerRecord<byte[], byte[]> r, Collector<Event> out) {
             byte[] value = r.value() == null ? new byte[0] : r.value();
             byte[] source = (Json.KAFKA + r.topic()).getBytes(StandardCharsets.UTF_8);
-            Parse.emit(parser.parse(LocatedRecords.pack(source, r.partition(), r.offset(), value, 0, value.length)),
-                    batch, out);
+            parser.emit(LocatedRecords.pack(source, r.partition(), r.offset(), value, 0, value.length), out);
         }
 
         @Override

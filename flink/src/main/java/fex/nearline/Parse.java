@@ -104,25 +104,29 @@ final class Parse {
         }
     }
 
-    /** Elements of {@link LocatedRecords} to events: logged requests ({@code requests}) or action lines. */
+    /**
+     * What a parsing task is made from: logged requests ({@code requests}) or action lines, the model config (its
+     * text and the directory its relative paths start from), and whether the job runs in batch execution.
+     */
+    record Spec(boolean requests, String yaml, String baseDir, boolean batch) implements java.io.Serializable {
+        Parser open(MetricGroup metrics) {
+            return new Parser(this, metrics);
+        }
+    }
+
+    /** Elements of {@link LocatedRecords} to events (files; Kafka records are parsed in the source). */
     static final class Events extends ProcessFunction<byte[], Event> {
         private static final long serialVersionUID = 1L;
-        private final boolean requests;
-        private final String yaml;
-        private final String baseDir;
-        private final boolean batch;
+        private final Spec spec;
         private transient Parser parser;
 
-        Events(boolean requests, String yaml, String baseDir, boolean batch) {
-            this.requests = requests;
-            this.yaml = yaml;
-            this.baseDir = baseDir;
-            this.batch = batch;
+        Events(Spec spec) {
+            this.spec = spec;
         }
 
         @Override
         public void open(OpenContext context) {
-            parser = new Parser(requests, yaml, baseDir, getRuntimeContext().getMetricGroup());
+            parser = spec.open(getRuntimeContext().getMetricGroup());
         }
 
         @Override
@@ -134,25 +138,28 @@ final class Parse {
 
         @Override
         public void processElement(byte[] element, Context ctx, Collector<Event> out) {
-            emit(parser.parse(element), batch, out);
+            parser.emit(element, out);
         }
     }
 
     /** What a parsing task holds: the plan (for requests) or a JSON reader, and its count of records read. */
     static final class Parser implements AutoCloseable {
+        private final boolean batch;
         private final Plan plan;
         private final ObjectMapper json;
         private final Counter read;
 
-        Parser(boolean requests, String yaml, String baseDir, MetricGroup metrics) {
-            plan = requests ? Plan.fromYaml(yaml, Path.of(baseDir)) : null;
-            json = requests ? null : new ObjectMapper();
-            read = metrics.counter(requests ? "requests_read" : "actions_read");
+        private Parser(Spec spec, MetricGroup metrics) {
+            batch = spec.batch();
+            plan = spec.requests() ? Plan.fromYaml(spec.yaml(), Path.of(spec.baseDir())) : null;
+            json = spec.requests() ? null : new ObjectMapper();
+            read = metrics.counter(spec.requests() ? "requests_read" : "actions_read");
         }
 
-        Event parse(byte[] element) {
+        /** The element's event (with its user's end in batch execution). */
+        void emit(byte[] element, Collector<Event> out) {
             read.inc();
-            return plan != null ? request(plan, element) : action(json, element);
+            Parse.emit(plan != null ? request(plan, element) : action(json, element), batch, out);
         }
 
         @Override
