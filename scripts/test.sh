@@ -89,9 +89,11 @@ timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
 # The near-line label join on a real Apache Flink: the jar built above
 # (flink/target/fex-flink.jar, the JNI library inside) run by
 # `python -m fex.nearline` on a local mini-cluster, and submitted with
-# `flink run` to a standalone cluster the test starts: emission rules
-# against a reference, streaming and batch, `fex extract` on its joined
-# output, kill and restore from a checkpoint. The apache-flink wheel is the
+# `flink run` to a standalone cluster the test starts (and whose
+# TaskManager it kills): emission rules against a reference, streaming and
+# batch, `fex extract` on its joined output, kill and restore from a
+# checkpoint, Kafka in and out on the real broker (exactly once for
+# read_committed readers across a SIGKILL). The apache-flink wheel is the
 # Flink distribution (bin/, lib/); its own virtualenv (target/venv-flink).
 FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
 FLINK_PY="$PY" PY="$TEST_PY"
