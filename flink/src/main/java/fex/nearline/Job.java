@@ -257,7 +257,12 @@ public final class Job {
 
     /** The job's environment, configured and with its graph, ready to execute. */
     public static StreamExecutionEnvironment build(Options o) throws IOException {
-        String yaml = Files.readString(o.config, StandardCharsets.UTF_8);
+        String yaml;
+        try {
+            yaml = Files.readString(o.config, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IOException("cannot read the model config " + o.config + ": " + e, e);
+        }
         Path base = o.config.toAbsolutePath().getParent();
         String baseDir = base == null ? "." : base.toString();
         fex.jni.LabelJoin section;
