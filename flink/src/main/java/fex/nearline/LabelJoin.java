@@ -5,18 +5,19 @@ import fex.nearline.Rules.Settings;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
+import java.util.TreeMap;
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
-import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
-import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.TimerService;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -24,11 +25,21 @@ import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
 /**
- * One user's requests and actions, keyed by user id: {@code arrived} requests wait for the watermark to order them,
- * {@code pending} ones for their emission time; {@code held} actions wait for their request; {@code emitted} keeps the
- * emission time of emitted requests for {@code retention}, to tell late actions from unmatched ones. The rules are
- * {@link Rules}; this class keeps their state in Flink's keyed state (RocksDB in production) and fires them on
- * event-time timers.
+ * One user's requests and actions, keyed by user id. The rules are {@link Rules}; this class keeps their state in
+ * Flink's keyed state (RocksDB in production) and fires them on event-time timers. The state is laid out so that the
+ * common event, an action for a request that waits, costs one small read and one append:
+ *
+ * <ul>
+ *   <li>{@code waiting} (one value): the user's requests not yet emitted, without their bytes or items ({@code arrived}
+ *       ones wait for the watermark to order them, {@code pending} ones for their emission time), the recent ordered
+ *       ones ({@code requests_back}), and the times the user is next due or has something to forget.
+ *   <li>{@code bodies}: each waiting request as it was read (logged bytes, item ids, where it was read), read once, when
+ *       it is emitted.
+ *   <li>{@code held}: the actions waiting for their request, appended to; read back whole when a request is emitted or
+ *       something is to be forgotten.
+ *   <li>{@code emitted}: the emission time of each emitted request for {@code retention}, to tell late actions from
+ *       unmatched ones.
+ * </ul>
  *
  * <p>In batch execution ({@code batch}) Flink sorts each user's records by time and timers are not needed: before each
  * record the state advances to just before its time, and the user's {@link Event#END} records close it.
@@ -47,17 +58,44 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     public static final String UNKNOWN_ITEM = "unknown_item";
     public static final String DUPLICATE = "duplicate_request";
 
+    /**
+     * A user's requests that wait, as the rules need them (no bytes, no items), and the user's horizon. A POJO for
+     * Flink's serializer.
+     */
+    public static class Waiting {
+        public List<Request> arrived = new ArrayList<>();
+        public List<Request> pending = new ArrayList<>();
+        public List<Recent> recent = new ArrayList<>();
+        /** The earliest time a request is to be ordered or is due. */
+        public long nextEvent = END_OF_TIME;
+        /** The earliest time something is to be forgotten. */
+        public long nextCleanup = END_OF_TIME;
+
+        public Waiting() {}
+
+        boolean has(String requestId) {
+            for (Request r : arrived) {
+                if (r.requestId.equals(requestId)) {
+                    return true;
+                }
+            }
+            for (Request r : pending) {
+                if (r.requestId.equals(requestId)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
     private final Settings settings;
     private final boolean correction;
     private final boolean batch;
 
-    private transient MapState<String, Request> arrived;
-    private transient MapState<String, Request> pending;
+    private transient ValueState<Waiting> waiting;
+    private transient MapState<String, Request> bodies;
+    private transient ListState<Action> held;
     private transient MapState<String, Long> emitted;
-    private transient MapState<String, List<Action>> held;
-    private transient ValueState<List<Recent>> recent;
-    /** (the earliest time a request is to be ordered or is due, the earliest time something is to be forgotten). */
-    private transient ValueState<long[]> next;
     private transient Map<String, Counter> counters;
 
     public LabelJoin(Settings settings, boolean correction, boolean batch) {
@@ -69,19 +107,21 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     @Override
     public void open(OpenContext context) {
         var rc = getRuntimeContext();
-        TypeInformation<Request> request = TypeInformation.of(Request.class);
-        arrived = rc.getMapState(new MapStateDescriptor<>("arrived", Types.STRING, request));
-        pending = rc.getMapState(new MapStateDescriptor<>("pending", Types.STRING, request));
+        waiting = rc.getState(new ValueStateDescriptor<>("waiting", TypeInformation.of(Waiting.class)));
+        bodies = rc.getMapState(new MapStateDescriptor<>("bodies", Types.STRING, TypeInformation.of(Request.class)));
+        held = rc.getListState(new ListStateDescriptor<>("held", TypeInformation.of(Action.class)));
         emitted = rc.getMapState(new MapStateDescriptor<>("emitted", Types.STRING, Types.LONG));
-        held = rc.getMapState(new MapStateDescriptor<>("held", Types.STRING, new TypeHint<List<Action>>() {}.getTypeInfo()));
-        recent = rc.getState(new ValueStateDescriptor<>("recent", new TypeHint<List<Recent>>() {}.getTypeInfo()));
-        next = rc.getState(new ValueStateDescriptor<>("next", PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO));
         counters = new HashMap<>();
         for (String name : List.of("emitted_" + Rules.REFRESH, "emitted_" + Rules.REQUESTS_BACK, "emitted_" + Rules.TIME,
                 "actions_joined", "late_actions", "unmatched_actions", "unknown_item_actions", "duplicate_requests",
                 "late_requests")) {
             counters.put(name, rc.getMetricGroup().counter(name));
         }
+    }
+
+    private Waiting current() throws Exception {
+        Waiting w = waiting.value();
+        return w == null ? new Waiting() : w;
     }
 
     @Override
@@ -93,23 +133,35 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 return;
             }
         }
+        Waiting w = current();
         if (Event.REQUEST.equals(event.kind)) {
             Request r = event.request;
-            if (arrived.contains(r.requestId) || pending.contains(r.requestId) || emitted.contains(r.requestId)) {
+            if (w.has(r.requestId) || emitted.contains(r.requestId)) {
                 // The first copy stands; a duplicate is reported and counts toward nothing.
                 counters.get("duplicate_requests").inc();
                 ctx.output(MANIFEST, new Json().where(r).put("kind", DUPLICATE).put("request_id", r.requestId)
                         .put("user_id", r.userId).toString());
                 return;
             }
-            arrived.put(r.requestId, r);
-            sooner(r.timeMs, END_OF_TIME);
+            bodies.put(r.requestId, r);
+            Request light = new Request();
+            light.requestId = r.requestId;
+            light.userId = r.userId;
+            light.timeMs = r.timeMs;
+            light.refresh = r.refresh;
+            w.arrived.add(light);
+            w.nextEvent = Math.min(w.nextEvent, r.timeMs);
+            waiting.update(w);
             if (!batch) {
                 timers.registerEventTimeTimer(r.timeMs);
             }
             return;
         }
         Action a = event.action;
+        if (w.has(a.requestId)) {
+            held.add(a);
+            return;
+        }
         Long at = emitted.get(a.requestId);
         if (at != null) {
             String reason = Rules.afterEmission(settings, a, at);
@@ -120,17 +172,15 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             }
             return;
         }
-        List<Action> list = held.get(a.requestId);
-        list = list == null ? new ArrayList<>() : new ArrayList<>(list);
-        list.add(a);
-        held.put(a.requestId, list);
-        if (!(arrived.contains(a.requestId) || pending.contains(a.requestId))) {
-            // Waits for its request at most `retention`: forgotten once the watermark is past that.
-            long forget = forgetAfter(a.eventTime);
-            sooner(END_OF_TIME, forget);
-            if (!batch) {
-                timers.registerEventTimeTimer(forget);
-            }
+        // Waits for its request at most `retention`: forgotten once the watermark is past that.
+        held.add(a);
+        long forget = forgetAfter(a.eventTime);
+        if (forget < w.nextCleanup) {
+            w.nextCleanup = forget;
+            waiting.update(w);
+        }
+        if (!batch) {
+            timers.registerEventTimeTimer(forget);
         }
     }
 
@@ -144,18 +194,6 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     /** The first time something that happened at {@code t} is past {@code retention}: strictly after t + retention. */
     private long forgetAfter(long t) {
         return t + settings.retentionMs() + 1;
-    }
-
-    private long[] horizon() throws Exception {
-        long[] n = next.value();
-        return n == null ? new long[] {END_OF_TIME, END_OF_TIME} : n;
-    }
-
-    private void sooner(long event, long cleanup) throws Exception {
-        long[] h = horizon();
-        if (event < h[0] || cleanup < h[1]) {
-            next.update(new long[] {Math.min(h[0], event), Math.min(h[1], cleanup)});
-        }
     }
 
     private void late(List<Action> late, String reason, long emittedMs, Context ctx) {
@@ -175,64 +213,72 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         ctx.output(MANIFEST, new Json().action(a).put("kind", UNMATCHED).toString());
     }
 
+    /** The held actions by request id (in the order they came), read once per advance that needs them. */
+    private Map<String, List<Action>> heldByRequest() throws Exception {
+        Map<String, List<Action>> by = new TreeMap<>();
+        Iterable<Action> all = held.get();
+        if (all != null) {
+            for (Action a : all) {
+                by.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(a);
+            }
+        }
+        return by;
+    }
+
+    private boolean heldIsEmpty() throws Exception {
+        Iterable<Action> all = held.get();
+        return all == null || !all.iterator().hasNext();
+    }
+
     private void advance(TimerService timers, long now, Context ctx, Collector<Joined> out) throws Exception {
-        long[] h = horizon();
-        long nextEvent = h[0];
-        long nextCleanup = h[1];
+        Waiting w = waiting.value();
+        if (w == null) {
+            return;
+        }
+        long nextEvent = w.nextEvent;
+        long nextCleanup = w.nextCleanup;
         boolean eventsDue = nextEvent < END_OF_TIME && now >= nextEvent;
         boolean cleanupDue = nextCleanup < END_OF_TIME && now >= nextCleanup;
         if (!(eventsDue || cleanupDue)) {
             return;
         }
-        Map<String, Request> arrivedNow = null;
-        Map<String, Request> pendingNow = null;
+        Map<String, List<Action>> heldNow = null;
+        boolean heldChanged = false;
         if (eventsDue) {
-            arrivedNow = new HashMap<>();
-            for (var e : arrived.entries()) {
-                arrivedNow.put(e.getKey(), e.getValue());
+            Map<String, Request> arrivedNow = new LinkedHashMap<>();
+            for (Request r : w.arrived) {
+                arrivedNow.put(r.requestId, r);
             }
-            pendingNow = new HashMap<>();
-            Map<String, String> was = new HashMap<>();
-            for (var e : pending.entries()) {
-                pendingNow.put(e.getKey(), e.getValue());
-                was.put(e.getKey(), e.getValue().dueMs + " " + e.getValue().rule);
+            Map<String, Request> pendingNow = new LinkedHashMap<>();
+            for (Request r : w.pending) {
+                pendingNow.put(r.requestId, r);
             }
-            Set<String> arrivedBefore = new HashSet<>(arrivedNow.keySet());
-            List<Recent> recentNow = recent.value() == null ? new ArrayList<>() : new ArrayList<>(recent.value());
-            Rules.Advanced advanced = Rules.advance(settings, now, arrivedNow, pendingNow, recentNow);
+            Rules.Advanced advanced = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
             if (!batch) {
                 for (long t : new HashSet<>(advanced.wake())) {
                     timers.registerEventTimeTimer(t);
                 }
             }
-            // Only what changed goes back to the state backend.
-            recent.update(recentNow);
-            for (String k : was.keySet()) {
-                if (!pendingNow.containsKey(k)) {
-                    pending.remove(k);
-                }
-            }
-            for (String k : arrivedBefore) {
-                if (!arrivedNow.containsKey(k)) {
-                    arrived.remove(k);
-                }
-            }
-            for (var e : pendingNow.entrySet()) {
-                Request r = e.getValue();
-                if (!(r.dueMs + " " + r.rule).equals(was.get(e.getKey()))) {
-                    pending.put(e.getKey(), r);
-                }
-            }
+            w.arrived = new ArrayList<>(arrivedNow.values());
+            w.pending = new ArrayList<>(pendingNow.values());
             nextEvent = END_OF_TIME;
-            for (Request r : arrivedNow.values()) {
+            for (Request r : w.arrived) {
                 nextEvent = Math.min(nextEvent, r.timeMs);
             }
-            for (Request r : pendingNow.values()) {
+            for (Request r : w.pending) {
                 nextEvent = Math.min(nextEvent, r.dueMs);
             }
-            for (Request r : advanced.emitted()) {
-                List<Action> forIt = held.get(r.requestId);
-                held.remove(r.requestId);
+            if (!advanced.emitted().isEmpty()) {
+                heldNow = heldByRequest();
+            }
+            for (Request ordered : advanced.emitted()) {
+                Request r = bodies.get(ordered.requestId);
+                bodies.remove(ordered.requestId);
+                r.dueMs = ordered.dueMs;
+                r.rule = ordered.rule;
+                r.late = ordered.late;
+                List<Action> forIt = heldNow.remove(r.requestId);
+                heldChanged |= forIt != null;
                 Rules.Emitted e = Rules.join(settings, r, forIt == null ? List.of() : forIt);
                 counters.get("emitted_" + r.rule).inc();
                 counters.get("actions_joined").inc(e.joined().size());
@@ -271,13 +317,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             for (String k : forgotten) {
                 emitted.remove(k);
             }
-            List<Map.Entry<String, List<Action>>> waiting = new ArrayList<>();
-            for (var e : held.entries()) {
-                waiting.add(Map.entry(e.getKey(), e.getValue()));
+            if (heldNow == null) {
+                heldNow = heldByRequest();
             }
-            for (var e : waiting) {
-                String rid = e.getKey();
-                if (arrived.contains(rid) || pending.contains(rid)) {
+            for (var it = heldNow.entrySet().iterator(); it.hasNext(); ) {
+                var e = it.next();
+                if (w.has(e.getKey())) {
                     continue;
                 }
                 List<Action> rest = new ArrayList<>();
@@ -290,26 +335,40 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                         rest.add(a);
                     }
                 }
+                if (rest.size() < gone.size()) {
+                    heldChanged = true;
+                }
                 if (rest.isEmpty()) {
-                    held.remove(rid);
+                    it.remove();
                 } else {
-                    if (rest.size() < e.getValue().size()) {
-                        held.put(rid, rest);
-                    }
-                    long earliest = rest.stream().mapToLong(a -> a.eventTime).min().getAsLong();
+                    e.setValue(rest);
+                    long earliest = rest.get(0).eventTime;
                     nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
                 }
             }
         }
-        if (arrivedNow != null && arrivedNow.isEmpty() && pendingNow.isEmpty()) {
+        if (heldChanged) {
+            List<Action> rest = new ArrayList<>();
+            for (List<Action> l : heldNow.values()) {
+                rest.addAll(l);
+            }
+            if (rest.isEmpty()) {
+                held.clear();
+            } else {
+                held.update(rest);
+            }
+        }
+        if (w.arrived.isEmpty() && w.pending.isEmpty()) {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.
-            recent.clear();
-            if (held.isEmpty() && emitted.isEmpty()) {
-                next.clear();
+            w.recent = new ArrayList<>();
+            if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty()) && emitted.isEmpty()) {
+                waiting.clear();
                 return;
             }
         }
-        next.update(new long[] {nextEvent, nextCleanup});
+        w.nextEvent = nextEvent;
+        w.nextCleanup = nextCleanup;
+        waiting.update(w);
         if (!batch && Math.min(nextEvent, nextCleanup) < END_OF_TIME) {
             // A wake-up for the horizon itself, whatever the timers set per item.
             timers.registerEventTimeTimer(Math.min(nextEvent, nextCleanup));
