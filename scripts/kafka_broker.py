@@ -17,6 +17,19 @@ standard input closes: a test that dies takes its broker with it). Then the
 broker is stopped (SIGTERM, SIGKILL after 20 s) and its directory deleted.
 The JVM is also told to die with this script (PR_SET_PDEATHSIG).
 
+With --until-stdin-closes, lines on standard input stop and start the
+broker, for a test of what a broker outage does to its clients:
+
+    stop    SIGTERM (a clean shutdown; SIGKILL after 20 s)
+    kill    SIGKILL (a crash)
+    start   the broker again: the same ports, log directory and cluster, so
+            its topics, committed offsets and transactions are still there
+
+each answered with one JSON line on stdout once done: {"stopped": STATUS}
+(the JVM's exit status, negative for a signal), the line above again for
+a start (with the new JVM's pid), or {"error": "..."} (a start that failed
+within --timeout, with the log's last lines; the script keeps running).
+
 Every wait is bounded: the Maven fetch (--fetch-timeout) and the start with
 its topics (--timeout). A failure prints what failed and the tail of the
 broker's log on stderr and exits 1, so a test that starts the broker fails
@@ -196,13 +209,23 @@ def tail(path, n=40):
         return "(no log)"
 
 
-def wait_started(proc, log, port, deadline):
-    """Until the broker logs that it started and takes connections."""
+def log_size(log):
+    try:
+        return os.path.getsize(log)
+    except OSError:
+        return 0
+
+
+def wait_started(proc, log, port, deadline, since=0):
+    """Until the broker logs (after byte `since` of its log: a restarted
+    broker appends) that it started and takes connections."""
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise BrokerError(f"the broker exited with {proc.returncode} before it started")
         try:
-            started = "Kafka Server started" in open(log, errors="replace").read()
+            with open(log, errors="replace") as f:
+                f.seek(since)
+                started = "Kafka Server started" in f.read()
         except OSError:
             started = False
         if started:
@@ -223,25 +246,72 @@ def create_topics(java, bootstrap, topics, deadline):
         run_tool(cmd, max(1.0, deadline - time.monotonic()), f"creating topic {name}")
 
 
-def stop(proc):
-    if proc.poll() is None:
+def stop(proc, kill=False):
+    """Stops the broker's JVM (SIGKILL at once with `kill`); its exit status."""
+    if proc.poll() is None and not kill:
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+    if proc.poll() is None:
+        proc.kill()
+    return proc.wait()
 
 
-def wait_for_end(until_stdin_closes):
+class Broker:
+    """The broker's JVM, started (again) on the same ports and directory."""
+
+    def __init__(self, java, config, run_dir, log, port, timeout):
+        self.java, self.config, self.run_dir, self.log = java, config, run_dir, log
+        self.port, self.timeout, self.proc = port, timeout, None
+
+    def start(self, deadline):
+        since = log_size(self.log)
+        with open(os.path.join(self.run_dir, "stdout.log"), "a") as out:
+            self.proc = subprocess.Popen(self.java + ["kafka.Kafka", self.config], stdout=out,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=_die_with_parent)
+        wait_started(self.proc, self.log, self.port, deadline, since)
+
+    def ready(self):
+        return {"bootstrap": f"127.0.0.1:{self.port}", "pid": self.proc.pid, "dir": self.run_dir, "log": self.log}
+
+    def command(self, line):
+        """One line of standard input, stop, kill or start: its answer."""
+        if line in ("stop", "kill"):
+            return {"stopped": stop(self.proc, kill=line == "kill")}
+        if line == "start":
+            if self.proc.poll() is None:
+                return {"error": "the broker is running; stop it first"}
+            try:
+                self.start(time.monotonic() + self.timeout)
+            except BrokerError as e:
+                stop(self.proc, kill=True)
+                return {"error": f"{e}\n--- the broker's log ({self.log}), last lines:\n{tail(self.log)}"}
+            return self.ready()
+        return {"error": f"unknown command {line!r}: stop, kill or start"}
+
+
+def wait_for_end(until_stdin_closes, broker):
     stopping = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopping.append(1))
+    pending = b""
     while not stopping:
         if until_stdin_closes:
             ready, _, _ = select.select([sys.stdin], [], [], 0.5)
-            if ready and not os.read(sys.stdin.fileno(), 4096):
+            if not ready:
+                continue
+            chunk = os.read(sys.stdin.fileno(), 4096)
+            if not chunk:
                 return
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                if line.strip():
+                    answer = broker.command(line.decode(errors="replace").strip())
+                    print(json.dumps(answer), flush=True)
         else:
             time.sleep(0.5)
 
@@ -261,7 +331,7 @@ def main():
     )
     args = p.parse_args()
 
-    run_dir, proc, log = None, None, None
+    run_dir, broker, log = None, None, None
     try:
         cp = classpath(args.fetch_timeout)
         if args.fetch_only:
@@ -276,14 +346,11 @@ def main():
         features = [a for f in args.feature for a in ("--feature", f)]
         run_tool(java + ["kafka.tools.StorageTool", "format", "-t", cluster_id(), "-c", config, *features],
                  max(1.0, deadline - time.monotonic()), "formatting the log directory")
-        with open(os.path.join(run_dir, "stdout.log"), "w") as out:
-            proc = subprocess.Popen(java + ["kafka.Kafka", config], stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
-        wait_started(proc, log, port, deadline)
-        bootstrap = f"127.0.0.1:{port}"
-        create_topics(java, bootstrap, args.topic, deadline)
-        print(json.dumps({"bootstrap": bootstrap, "pid": proc.pid, "dir": run_dir, "log": log}), flush=True)
-        wait_for_end(args.until_stdin_closes)
+        broker = Broker(java, config, run_dir, log, port, args.timeout)
+        broker.start(deadline)
+        create_topics(java, f"127.0.0.1:{port}", args.topic, deadline)
+        print(json.dumps(broker.ready()), flush=True)
+        wait_for_end(args.until_stdin_closes, broker)
         return 0
     except BrokerError as e:
         msg = f"kafka_broker.py: {e}"
@@ -292,8 +359,8 @@ def main():
         print(msg, file=sys.stderr, flush=True)
         return 1
     finally:
-        if proc is not None:
-            stop(proc)
+        if broker is not None and broker.proc is not None:
+            stop(broker.proc)
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -117,7 +117,8 @@ took "kafka jars"
 # TaskManager it kills): emission rules against a reference, streaming and
 # batch, `fex extract` on its joined output, kill and restore from a
 # checkpoint, Kafka in and out on the real broker (exactly once for
-# read_committed readers across a SIGKILL). The apache-flink wheel is the
+# read_committed readers across a SIGKILL of the job, and across the broker
+# SIGKILLed and started again mid-run). The apache-flink wheel is the
 # Flink distribution (bin/, lib/); its own virtualenv (target/venv-flink).
 FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
 FLINK_PY="$PY" PY="$TEST_PY"

@@ -4,17 +4,23 @@
 topics, joined records, samples and the manifest written in Kafka
 transactions, read back by a `read_committed` consumer (confluent-kafka).
 The output equals the file run's; a job killed with SIGKILL and restored
-from its checkpoint leaves every joined request exactly once; bad records
-are reported by topic, partition and offset; unreachable brokers and
-missing topics are refused at the start."""
+from its checkpoint leaves every joined request exactly once; a broker
+SIGKILLed mid-run and started again on its port and log directory leaves
+the file run's output, every joined request once; bad records are
+reported by topic, partition and offset; unreachable brokers and missing
+topics are refused at the start."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import queue
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 
@@ -23,31 +29,86 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from fex.nearline import committed, read_manifest
-from conftest import MODEL, RUN_TIMEOUT, kill_once_committed, records
+from conftest import MODEL, RUN_TIMEOUT, job, kill_once_committed, records
 import data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.fixture(scope="module")
-def broker():
-    """One broker for the module; each test makes its own topics."""
-    p = subprocess.Popen(
-        [sys.executable, os.path.join(ROOT, "scripts", "kafka_broker.py"), "--until-stdin-closes", "--timeout", "150"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        line = p.stdout.readline()  # the script's own --timeout bounds this wait
-        if not line:
-            pytest.fail(f"the Kafka broker did not start:\n{p.stderr.read()[-4000:]}")
-        yield json.loads(line)["bootstrap"]
-    finally:
-        p.stdin.close()
+class Broker:
+    """scripts/kafka_broker.py's broker: its bootstrap address, and its
+    stop, kill and start commands (the script's standard input; each
+    answer a JSON line on its standard output, waited for with a bound)."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "scripts", "kafka_broker.py"), "--until-stdin-closes",
+             "--timeout", "150"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        self.lines = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(l) for l in self.proc.stdout] + [self.lines.put("")],
+                         daemon=True).start()
+        self.bootstrap = None
+        self.running = False
+
+    def answer(self, timeout):
+        """The script's next line, parsed; fails the test with its stderr when it ends or says error."""
         try:
-            p.wait(timeout=60)
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"kafka_broker.py did not answer in {timeout} s")
+        if not line:
+            pytest.fail(f"kafka_broker.py ended:\n{self.proc.stderr.read()[-4000:]}")
+        ready = json.loads(line)
+        if "error" in ready:
+            pytest.fail(f"kafka_broker.py: {ready['error']}")
+        return ready
+
+    def started(self, timeout):
+        self.bootstrap = self.answer(timeout)["bootstrap"]
+        self.running = True
+
+    def command(self, what, timeout=200):
+        """stop, kill or start (the script's --timeout, 150 s, bounds a start)."""
+        self.proc.stdin.write(what + "\n")
+        self.proc.stdin.flush()
+        if what == "start":
+            self.started(timeout)
+        else:
+            self.answer(timeout)
+            self.running = False
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    """One broker for the module; each test makes its own topics (a test
+    that stops it starts it again; `broker` does if that failed)."""
+    b = Broker()
+    try:
+        b.started(timeout=300)  # the script's own --timeout ends the start before this
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.fixture
+def broker(kafka):
+    """The module's broker's bootstrap address (the broker running)."""
+    if not kafka.running:
+        kafka.command("start")
+    return kafka.bootstrap
 
 
 def topics(bootstrap, *specs):
@@ -159,6 +220,59 @@ def test_killed_and_restored_with_kafka_on_both_sides_every_request_once(broker,
     joined = Counter(v for _, _, v in consume(broker, "kill.out.joined"))
     assert sum(joined.values()) == len(reqs) and max(joined.values()) == 1
     assert len(consume(broker, "kill.out.samples")) == len(reqs)
+
+
+def test_a_broker_killed_and_started_again_mid_run_loses_and_doubles_nothing(kafka, broker, tmp_path):
+    """SIGKILL the broker once a checkpoint has committed some of the
+    job's output, start it again some seconds later on the same port and
+    log directory: the job (with --restart-attempts, as the book advises)
+    rides the outage out or restarts from its last checkpoint, finishes,
+    and a read_committed consumer sees what an uninterrupted run over the
+    same input as files writes: every joined request exactly once."""
+    reqs, acts = data.generate(seed=11, users=60, requests_per_user=60)
+    whole = str(tmp_path / "whole")
+    requests, actions = data.write_inputs(str(tmp_path / "in"), reqs, acts)
+    job(whole, requests, actions, "--checkpoint-interval", "300ms")
+    feed(broker, "down", reqs, acts)
+    checkpoints = str(tmp_path / "checkpoints")
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", "--requests", "kafka://down.requests",
+           "--actions", "kafka://down.actions", "--out", "kafka://down.out", "--brokers", broker, "--bounded",
+           "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints, "--restart-attempts", "3"]
+    log_path = tmp_path / "run.log"
+    with open(log_path, "w") as log:
+        run = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline, manifest = time.monotonic() + 180, []
+        while not (glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata")) and manifest):
+            assert run.poll() is None, "the job ended before the broker was killed:\n" + log_path.read_text()[-4000:]
+            assert time.monotonic() < deadline, "no committed output in 180 s:\n" + log_path.read_text()[-4000:]
+            time.sleep(0.05)
+            manifest = consume(broker, "down.out.manifest")
+        kafka.command("kill")
+        before = sum(1 for _, _, v in manifest if json.loads(v)["kind"] == "emitted")
+        assert run.poll() is None and before < len(reqs), f"killed too late ({before} of {len(reqs)} emitted)"
+        time.sleep(3)  # down (and during the start, which waits out the old registration's 9 s session)
+        kafka.command("start")
+        assert run.wait(timeout=300) == 0, log_path.read_text()[-4000:]
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait(timeout=30)
+    lines = [json.loads(v) for _, _, v in consume(broker, "down.out.manifest")]
+    emitted = Counter(l["request_id"] for l in lines if l["kind"] == "emitted")
+    assert set(emitted) == {r["request_id"] for r in reqs}
+    assert max(emitted.values()) == 1, [rid for rid, n in emitted.items() if n > 1][:10]
+    for name in ("joined", "samples"):
+        got = Counter(r for _, _, v in consume(broker, f"down.out.{name}") for r in framed_records(v))
+        want = Counter(r for f in committed(os.path.join(whole, name)) for r in records(f))
+        assert got == want, f"{name}: {sum((got - want).values())} extra, {sum((want - got).values())} missing"
+    got = Counter(json.dumps(l, sort_keys=True) for l in lines)
+    want = Counter(json.dumps(l, sort_keys=True) for l in read_manifest(whole))
+    assert got == want, (sorted(got - want)[:6], sorted(want - got)[:6])
+    got = Counter(json.dumps(json.loads(v), sort_keys=True) for _, _, v in consume(broker, "down.out.corrections"))
+    want = Counter(json.dumps(json.loads(l), sort_keys=True) for f in committed(os.path.join(whole, "corrections"))
+                   for l in open(f).read().splitlines())
+    assert got == want and got, (sorted(got - want)[:6], sorted(want - got)[:6])
 
 
 def test_bad_kafka_records_are_reported_by_topic_partition_and_offset(broker, inputs, tmp_path):
