@@ -45,22 +45,23 @@ fi
 timeout --kill-after=30s 5m "$MDBOOK" build docs
 took "the book"
 
+# One dev build of every crate, test, bench and example of the workspace,
+# before anything runs: the binaries the steps below call (fex-server,
+# fex-client, fex, the criteo example, the JNI library) and the final
+# `cargo test` all come from it. Built package by package instead, each
+# with its own features, the library and arrow/parquet compiled three times.
 fex_cmake_env
-cargo build --locked -p fex-server -p fex-client
-took "build fex-server, fex-client"
+cargo build --workspace --all-targets --locked
+took "build the workspace"
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
 took "grpcio test"
 
 # Criteo preprocessing against a numpy reference, and fex's buffers as a
 # real TorchRec KeyedJaggedTensor (buffers written by the criteo example).
-cargo build --locked --example criteo
-took "build criteo example"
 timeout --kill-after=30s 10m "$PY" tests/python/test_criteo.py target/debug/examples/criteo
 took "criteo test"
 
 # `fex extract` tables read back by pyarrow and DuckDB (installed above).
-cargo build --locked -p fex-cli -p fex-client
-took "build fex-cli"
 timeout --kill-after=30s 10m "$PY" tests/python/test_tables.py target/debug/fex target/debug/fex-client
 took "tables test"
 
@@ -96,8 +97,6 @@ took "tests/triton"
 # bridge's tests load the library the way the jar bundles it, and hold its
 # samples to `fex extract` (built above) byte for byte. Maven's local
 # repository is target/m2, so a second run needs no network.
-cargo build --locked -p fex-jni
-took "build fex-jni"
 fex_maven_env
 timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f flink/pom.xml \
     -Dmaven.repo.local="$PWD/target/m2" verify
