@@ -158,7 +158,11 @@ final class Kafka {
                 // Transactional ids from a pool kept in the sink's state (FLIP-511), not one new id per checkpoint:
                 // a restore then aborts exactly the transactions the state names instead of probing for them.
                 .setTransactionNamingStrategy(TransactionNamingStrategy.POOLING)
-                .setKafkaProducerConfig(properties(Map.of("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)))
+                // A broker down for a while stalls the writers instead of failing them: records and blocked sends
+                // wait as long as the open transaction may (Kafka's defaults, 2 minutes and 1, failed the task, and
+                // the connector's writers then took the local TaskManager down with them, restarts or not).
+                .setKafkaProducerConfig(properties(Map.of("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS,
+                        "delivery.timeout.ms", TRANSACTION_TIMEOUT_MS, "max.block.ms", TRANSACTION_TIMEOUT_MS)))
                 .build();
     }
 

@@ -217,4 +217,32 @@ class LabelJoinTest {
             }
         }
     }
+
+    @Test
+    void aUsersWaitingRequestsSurviveTheirEncoding() {
+        var w = new LabelJoin.Waiting();
+        Request a = req("u", "é".repeat(40_000), 5, true);
+        Request p = req("u", "P", 7, false);
+        p.dueMs = 9;
+        p.rule = Rules.REQUESTS_BACK;
+        p.late = true;
+        w.arrived.add(a);
+        w.pending.add(p);
+        w.recent.add(new Rules.Recent("R", 3));
+        w.nextEvent = 5;
+        w.nextCleanup = LabelJoin.END_OF_TIME;
+        var back = LabelJoin.Waiting.decode(w.encode());
+        assertEquals(a.requestId, back.arrived.get(0).requestId);
+        assertEquals(List.of(5L, true), List.of(back.arrived.get(0).timeMs, back.arrived.get(0).refresh));
+        var q = back.pending.get(0);
+        assertEquals(List.of("P", 7L, false, 9L, Rules.REQUESTS_BACK, true),
+                List.of(q.requestId, q.timeMs, q.refresh, q.dueMs, q.rule, q.late));
+        assertEquals(List.of("R", 3L), List.of(back.recent.get(0).requestId, back.recent.get(0).timeMs));
+        assertEquals(List.of(5L, LabelJoin.END_OF_TIME), List.of(back.nextEvent, back.nextCleanup));
+        byte[] other = w.encode();
+        other[0] = 9;
+        var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class,
+                () -> LabelJoin.Waiting.decode(other));
+        assertEquals("a user's waiting requests in state are of encoding 9, this job reads 1", e.getMessage());
+    }
 }
