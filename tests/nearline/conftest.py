@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -31,9 +33,20 @@ def records(path):
 def job(out, requests, actions, *extra, timeout=RUN_TIMEOUT, check=True):
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests,
            "--actions", actions, "--out", out, "--quiet", *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    # A TMPDIR of the run's own: the launcher's JVM works there (Flink's
+    # mini-cluster writes about 20 MB a run to java.io.tmpdir, /tmp unless
+    # told), and leaves nothing behind, in it or in /tmp.
+    scratch = tempfile.mkdtemp(prefix="fex-nearline-test-")
+    before = set(glob.glob("/tmp/minicluster_*"))
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, TMPDIR=scratch))
+        left = os.listdir(scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     if check and p.returncode != 0:
         pytest.fail(f"{' '.join(cmd)} exited {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr[-6000:]}")
+    assert not left, f"the run left {left} in its TMPDIR"
+    assert not set(glob.glob("/tmp/minicluster_*")) - before, "the run's mini-cluster worked in /tmp, not its TMPDIR"
     return p
 
 

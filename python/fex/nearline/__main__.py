@@ -286,6 +286,20 @@ def run_jvm(cmd, log_file: str) -> int:
     the job's own (0, 64, 70; it prints its error), or 70 when the JVM
     died otherwise. A launcher stopped by SIGTERM or Ctrl-C stops the JVM
     too, within a bounded wait."""
+    import shutil
+    import tempfile
+
+    # Flink's mini-cluster works in java.io.tmpdir (RocksDB's files, its
+    # RPC jar, blobs) and leaves them there when the JVM exits: about 20 MB
+    # a run. A directory of the run's own, removed once the JVM is gone.
+    scratch = tempfile.mkdtemp(prefix="fex-nearline-")
+    try:
+        return wait_jvm([cmd[0], f"-Djava.io.tmpdir={scratch}", *cmd[1:]], log_file)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def wait_jvm(cmd, log_file: str) -> int:
     import signal
     import subprocess
 
