@@ -120,23 +120,20 @@ final class Parse {
                 String name = p.currentName();
                 JsonToken v = p.nextToken();
                 switch (name) {
-                    case "user_id", "request_id", "item_id" -> {
-                        String id = fastId(p, v);
-                        if (id == null) {
+                    // A key seen twice is left to the tree reader (the last one counts there).
+                    case "user_id" -> {
+                        if (user != null || (user = fastId(p, v)) == null) {
                             return null;
                         }
-                        String was = switch (name) {
-                            case "user_id" -> user;
-                            case "request_id" -> request;
-                            default -> item;
-                        };
-                        if (was != null) {
+                    }
+                    case "request_id" -> {
+                        if (request != null || (request = fastId(p, v)) == null) {
                             return null;
                         }
-                        switch (name) {
-                            case "user_id" -> user = id;
-                            case "request_id" -> request = id;
-                            default -> item = id;
+                    }
+                    case "item_id" -> {
+                        if (item != null || (item = fastId(p, v)) == null) {
+                            return null;
                         }
                     }
                     case "action" -> {
