@@ -1,5 +1,7 @@
 package fex.nearline;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
 import java.util.Objects;
 
@@ -27,6 +29,46 @@ public class Action implements Comparable<Action> {
         this.itemId = itemId;
         this.action = action;
         this.userId = userId;
+    }
+
+    /** The encoding's version, the first byte of {@link #encode}. */
+    static final byte VERSION = 1;
+
+    /**
+     * The bytes the join keeps a held action as: its own encoding (version, time, action, then the three ids as UTF-8
+     * with an int length), because Flink's POJO serializer goes field by field through reflection, once per action.
+     */
+    byte[] encode() {
+        byte[] request = requestId.getBytes(StandardCharsets.UTF_8);
+        byte[] item = itemId.getBytes(StandardCharsets.UTF_8);
+        byte[] user = userId.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate(1 + 8 + 4 + 12 + request.length + item.length + user.length);
+        b.put(VERSION).putLong(eventTime).putInt(action);
+        b.putInt(request.length).put(request).putInt(item.length).put(item).putInt(user.length).put(user);
+        return b.array();
+    }
+
+    static Action decode(byte[] bytes) {
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        byte version = b.get();
+        if (version != VERSION) {
+            throw new IllegalStateException("a held action in state is of encoding " + version + ", this job reads "
+                    + VERSION);
+        }
+        Action a = new Action();
+        a.eventTime = b.getLong();
+        a.action = b.getInt();
+        a.requestId = string(b);
+        a.itemId = string(b);
+        a.userId = string(b);
+        return a;
+    }
+
+    private static String string(ByteBuffer b) {
+        int n = b.getInt();
+        String s = new String(b.array(), b.position(), n, StandardCharsets.UTF_8);
+        b.position(b.position() + n);
+        return s;
     }
 
     @Override

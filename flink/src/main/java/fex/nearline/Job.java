@@ -300,6 +300,11 @@ public final class Job {
             conf.put("restart-strategy.type", "none");
         }
         conf.put("state.backend.type", o.stateBackend);
+        if (o.stateBackend.equals("rocksdb")) {
+            // Timers on the heap, snapshotted with the checkpoint: a user's wake-ups are few and bounded by what waits,
+            // and in RocksDB each registration was a write and each firing a seek.
+            conf.put("state.backend.rocksdb.timer-service.factory", "HEAP");
+        }
         if (!o.batch) {
             // Checkpoints go to files, under OUT/_checkpoints unless told where, and are kept when the job dies so
             // that it can be restored (--restore).

@@ -1,7 +1,7 @@
 package fex.nearline;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.util.Arrays;
 import org.apache.flink.connector.file.src.FileSourceSplit;
 
 /**
@@ -23,46 +23,87 @@ public final class JsonLines extends LocatedRecords {
     }
 
     private static final class Lines extends Reader {
-        private final ByteArrayOutputStream line = new ByteArrayOutputStream();
+        /** Bytes read ahead of the lines handed out: a line that lies wholly in it is packed from it, uncopied. */
+        private final byte[] buf = new byte[1 << 16];
+        private int pos;
+        private int lim;
+        /** A line that runs past the end of {@code buf}, gathered here. */
+        private byte[] carry = new byte[1 << 10];
+        // The line read last: lineLength bytes at lineFrom of lineBytes, taken bytes with its end.
+        private byte[] lineBytes;
+        private int lineFrom;
+        private int lineLength;
+        private long taken;
 
         Lines(FileSourceSplit split, long maxRecordBytes) throws IOException {
             super(split, maxRecordBytes);
         }
 
-        /** Reads the next line into {@code line}; its length with its end, or -1 at the end of the file. */
-        private long read() throws IOException {
-            line.reset();
-            long taken = 0;
-            for (int c = in.read(); c >= 0; c = in.read()) {
-                taken++;
-                if (c == '\n') {
-                    return taken;
+        /** Reads the next line (without its {@code \n}); false at the end of the file. */
+        private boolean read() throws IOException {
+            int carried = 0;
+            while (true) {
+                if (pos == lim) {
+                    pos = 0;
+                    lim = Math.max(0, in.read(buf, 0, buf.length));
+                    if (lim == 0) {
+                        if (carried == 0) {
+                            return false;
+                        }
+                        lineBytes = carry;
+                        lineFrom = 0;
+                        lineLength = carried;
+                        taken = carried;
+                        return true;
+                    }
                 }
-                if (line.size() >= maxRecordBytes) {
+                int end = pos;
+                while (end < lim && buf[end] != '\n') {
+                    end++;
+                }
+                int n = end - pos;
+                if ((long) carried + n > maxRecordBytes) {
                     throw fail("the line is longer than the limit of " + maxRecordBytes + " bytes");
                 }
-                line.write(c);
+                boolean whole = end < lim;
+                if (whole && carried == 0) {
+                    lineBytes = buf;
+                    lineFrom = pos;
+                    lineLength = n;
+                    taken = n + 1L;
+                    pos = end + 1;
+                    return true;
+                }
+                if (carried + n > carry.length) {
+                    carry = Arrays.copyOf(carry, Math.max(carried + n, 2 * carry.length));
+                }
+                System.arraycopy(buf, pos, carry, carried, n);
+                carried += n;
+                pos = end;
+                if (whole) {
+                    pos++;
+                    lineBytes = carry;
+                    lineFrom = 0;
+                    lineLength = carried;
+                    taken = carried + 1L;
+                    return true;
+                }
             }
-            return taken == 0 ? -1 : taken;
         }
 
         @Override
         byte[] next() throws IOException {
-            while (true) {
-                long taken = read();
-                if (taken < 0) {
-                    return null;
-                }
-                byte[] bytes = line.toByteArray();
-                int n = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+            while (read()) {
+                int n = lineLength > 0 && lineBytes[lineFrom + lineLength - 1] == '\r' ? lineLength - 1 : lineLength;
                 long at = offset;
                 long i = index;
                 offset += taken;
                 index++;
                 if (n > 0) {
-                    return pack(pathBytes, i, at, bytes, 0, n);
+                    return pack(pathBytes, i, at, lineBytes, lineFrom, n);
                 }
             }
+            return null;
         }
     }
 }

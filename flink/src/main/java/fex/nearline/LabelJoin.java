@@ -183,9 +183,15 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
 
     private transient ValueState<byte[]> waiting;
     private transient MapState<String, Request> bodies;
-    private transient ListState<Action> held;
+    private transient ListState<byte[]> held;
     private transient MapState<String, Long> emitted;
     private transient Map<String, Counter> counters;
+    private transient Map<String, Waiting> cache;
+
+    /** Users whose waiting requests are kept decoded between events (see {@link #load}). */
+    static final int CACHED_USERS = 50_000;
+    /** In {@link #cache}: a user with nothing waiting. */
+    private static final Waiting NOTHING = new Waiting();
 
     public LabelJoin(Settings settings, boolean correction, boolean batch) {
         this.settings = settings;
@@ -198,9 +204,17 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         var rc = getRuntimeContext();
         waiting = rc.getState(new ValueStateDescriptor<>("waiting", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
         bodies = rc.getMapState(new MapStateDescriptor<>("bodies", Types.STRING, TypeInformation.of(Request.class)));
-        held = rc.getListState(new ListStateDescriptor<>("held", TypeInformation.of(Action.class)));
+        held = rc.getListState(new ListStateDescriptor<>("held", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO));
         emitted = rc.getMapState(new MapStateDescriptor<>("emitted", Types.STRING, Types.LONG));
         counters = new HashMap<>();
+        if (!batch) {
+            cache = new LinkedHashMap<>(1024, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Waiting> eldest) {
+                    return size() > CACHED_USERS;
+                }
+            };
+        }
         for (String name : List.of("emitted_" + Rules.REFRESH, "emitted_" + Rules.REQUESTS_BACK, "emitted_" + Rules.TIME,
                 "actions_joined", "late_actions", "unmatched_actions", "unknown_item_actions", "duplicate_requests",
                 "late_requests")) {
@@ -208,9 +222,35 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
     }
 
-    private Waiting current() throws Exception {
-        byte[] w = waiting.value();
-        return w == null ? new Waiting() : Waiting.decode(w);
+    /**
+     * The user's waiting requests as last written, or null when nothing waits. Streaming keeps the users it saw last
+     * decoded ({@link #CACHED_USERS} of them, least recently used out), so an event reads RocksDB only for a user not
+     * seen lately; every change is still written through to {@code waiting}, and a restored job starts with none.
+     */
+    private Waiting load(String user) throws Exception {
+        Waiting w = cache == null ? null : cache.get(user);
+        if (w == null) {
+            byte[] stored = waiting.value();
+            w = stored == null ? NOTHING : Waiting.decode(stored);
+            if (cache != null) {
+                cache.put(user, w);
+            }
+        }
+        return w == NOTHING ? null : w;
+    }
+
+    private void store(String user, Waiting w) throws Exception {
+        waiting.update(w.encode());
+        if (cache != null) {
+            cache.put(user, w);
+        }
+    }
+
+    private void clear(String user) {
+        waiting.clear();
+        if (cache != null) {
+            cache.put(user, NOTHING);
+        }
     }
 
     @Override
@@ -222,7 +262,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 return;
             }
         }
-        Waiting w = current();
+        String user = ctx.getCurrentKey();
+        Waiting w = load(user);
+        if (w == null) {
+            w = new Waiting();
+        }
         if (Event.REQUEST.equals(event.kind)) {
             Request r = event.request;
             if (w.has(r.requestId) || emitted.contains(r.requestId)) {
@@ -240,7 +284,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             light.refresh = r.refresh;
             w.arrived.add(light);
             w.nextEvent = Math.min(w.nextEvent, r.timeMs);
-            waiting.update(w.encode());
+            store(user, w);
             if (!batch) {
                 timers.registerEventTimeTimer(r.timeMs);
             }
@@ -248,7 +292,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
         Action a = event.action;
         if (w.has(a.requestId)) {
-            held.add(a);
+            held.add(a.encode());
             return;
         }
         Long at = emitted.get(a.requestId);
@@ -262,11 +306,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return;
         }
         // Waits for its request at most `retention`: forgotten once the watermark is past that.
-        held.add(a);
+        held.add(a.encode());
         long forget = forgetAfter(a.eventTime);
         if (forget < w.nextCleanup) {
             w.nextCleanup = forget;
-            waiting.update(w.encode());
+            store(user, w);
         }
         if (!batch) {
             timers.registerEventTimeTimer(forget);
@@ -305,9 +349,10 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     /** The held actions by request id (in the order they came), read once per advance that needs them. */
     private Map<String, List<Action>> heldByRequest() throws Exception {
         Map<String, List<Action>> by = new TreeMap<>();
-        Iterable<Action> all = held.get();
+        Iterable<byte[]> all = held.get();
         if (all != null) {
-            for (Action a : all) {
+            for (byte[] bytes : all) {
+                Action a = Action.decode(bytes);
                 by.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(a);
             }
         }
@@ -315,16 +360,16 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     }
 
     private boolean heldIsEmpty() throws Exception {
-        Iterable<Action> all = held.get();
+        Iterable<byte[]> all = held.get();
         return all == null || !all.iterator().hasNext();
     }
 
     private void advance(TimerService timers, long now, Context ctx, Collector<Joined> out) throws Exception {
-        byte[] stored = waiting.value();
-        if (stored == null) {
+        String user = ctx.getCurrentKey();
+        Waiting w = load(user);
+        if (w == null) {
             return;
         }
-        Waiting w = Waiting.decode(stored);
         long nextEvent = w.nextEvent;
         long nextCleanup = w.nextCleanup;
         boolean eventsDue = nextEvent < END_OF_TIME && now >= nextEvent;
@@ -438,9 +483,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             }
         }
         if (heldChanged) {
-            List<Action> rest = new ArrayList<>();
+            List<byte[]> rest = new ArrayList<>();
             for (List<Action> l : heldNow.values()) {
-                rest.addAll(l);
+                for (Action a : l) {
+                    rest.add(a.encode());
+                }
             }
             if (rest.isEmpty()) {
                 held.clear();
@@ -452,13 +499,13 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.
             w.recent = new ArrayList<>();
             if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty()) && emitted.isEmpty()) {
-                waiting.clear();
+                clear(user);
                 return;
             }
         }
         w.nextEvent = nextEvent;
         w.nextCleanup = nextCleanup;
-        waiting.update(w.encode());
+        store(user, w);
         if (!batch && Math.min(nextEvent, nextCleanup) < END_OF_TIME) {
             // A wake-up for the horizon itself, whatever the timers set per item.
             timers.registerEventTimeTimer(Math.min(nextEvent, nextCleanup));

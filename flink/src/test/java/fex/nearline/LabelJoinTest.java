@@ -245,4 +245,14 @@ class LabelJoinTest {
                 () -> LabelJoin.Waiting.decode(other));
         assertEquals("a user's waiting requests in state are of encoding 9, this job reads 1", e.getMessage());
     }
+
+    @Test
+    void aHeldActionSurvivesItsEncoding() {
+        Action a = new Action(-7, "r-é", "item\u0000", Integer.MIN_VALUE, "用户");
+        assertEquals(a, Action.decode(a.encode()));
+        byte[] other = a.encode();
+        other[0] = 2;
+        var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> Action.decode(other));
+        assertEquals("a held action in state is of encoding 2, this job reads 1", e.getMessage());
+    }
 }
