@@ -49,10 +49,12 @@ import os
 import select
 import shutil
 import signal
+import queue
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -74,6 +76,63 @@ rootLogger.appenderRef.file.ref = file
 
 class BrokerError(Exception):
     pass
+
+
+class Child:
+    """This script run as a child process with --until-stdin-closes, for a
+    test or a benchmark: `started` waits for its first line, `command` sends
+    stop, kill or start and waits for the answer, `close` ends it (its
+    standard input closes, and the broker with it). Every wait is bounded; a
+    failure raises BrokerError with the script's message or stderr."""
+
+    def __init__(self, *args, timeout=150):
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--until-stdin-closes", "--timeout", str(timeout), *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(l) for l in self.proc.stdout] + [self.lines.put("")],
+                         daemon=True).start()
+        self.bootstrap = self.pid = None
+        self.running = False
+
+    def answer(self, timeout):
+        """The script's next line, parsed."""
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise BrokerError(f"kafka_broker.py did not answer in {timeout} s") from None
+        if not line:
+            raise BrokerError(f"kafka_broker.py ended:\n{self.proc.stderr.read()[-4000:]}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise BrokerError(f"kafka_broker.py: {answer['error']}")
+        return answer
+
+    def started(self, timeout):
+        ready = self.answer(timeout)
+        self.bootstrap, self.pid = ready["bootstrap"], ready["pid"]
+        self.running = True
+
+    def command(self, what, timeout=200):
+        """stop, kill or start (the script's --timeout bounds a start)."""
+        self.proc.stdin.write(what + "\n")
+        self.proc.stdin.flush()
+        if what == "start":
+            self.started(timeout)
+        else:
+            self.answer(timeout)
+            self.running = False
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def target_dir():

@@ -93,6 +93,39 @@ def sample(pids):
     return out
 
 
+# Groups of a JVM's threads by the start of their name (Linux keeps 15
+# bytes of it), for where the CPU went.
+THREAD_GROUPS = [
+    ("JIT compilers", ("C1 CompilerThre", "C2 CompilerThre")),
+    ("join task", ("label join",)),
+    ("sources", ("Source",)),
+    ("manifest writer", ("manifest",)),
+    ("RocksDB background", ("rocksdb:",)),
+    ("GC", ("GC Thread", "G1 ")),
+]
+
+
+def threads_of(pids):
+    """{(pid, tid): (group, cpu seconds)} for every thread of pids."""
+    out = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat.rsplit(")", 1)[1].split()
+            group = next((g for g, starts in THREAD_GROUPS if name.startswith(starts)), "other")
+            out[(pid, int(tid))] = (group, (int(fields[11]) + int(fields[12])) / TICK)
+    return out
+
+
 @contextlib.contextmanager
 def locked(path):
     """Holds an exclusive flock on path (nothing when path is None)."""
@@ -109,19 +142,25 @@ def locked(path):
 
 def measured(cmd, env, lock):
     """Runs cmd under the lock, sampling its process tree every 100 ms:
-    wall seconds, CPU seconds, peak RSS of the tree."""
+    wall seconds, CPU seconds, peak RSS of the tree, and CPU seconds by
+    group of threads (THREAD_GROUPS, sampled every 500 ms: a thread's
+    last half second may be missed)."""
     import resource
 
     with locked(lock):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        last, peak = {}, 0
+        last, peak, threads, ticks = {}, 0, {}, 0
         while p.poll() is None:
-            now = sample(tree(p.pid))
+            pids = tree(p.pid)
+            now = sample(pids)
             for pid, (cpu, _) in now.items():
                 last[pid] = max(cpu, last.get(pid, 0))
             peak = max(peak, sum(rss for _, rss in now.values()))
+            if ticks % 5 == 0:
+                threads.update(threads_of(pids))
+            ticks += 1
             time.sleep(0.1)
         wall = time.monotonic() - started
         out, err = p.communicate()
@@ -132,7 +171,10 @@ def measured(cmd, env, lock):
     # time; the samples (each process's last, 100 ms apart) are a floor.
     reaped = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     cpu = max(reaped, sum(last.values()))
-    return wall, cpu, peak, out
+    groups = {}
+    for group, seconds in threads.values():
+        groups[group] = groups.get(group, 0) + seconds
+    return wall, cpu, peak, out, groups
 
 
 def job_env(args):
@@ -171,8 +213,8 @@ def startup(work, args, env):
         for mode in args.modes:
             out = os.path.join(work, f"out-empty-{mode}-{r}")
             cmd = job_cmd(os.path.join(inputs, "requests"), os.path.join(inputs, "actions.jsonl"), out, mode, 1)
-            wall, cpu, peak, _ = measured(cmd, env, args.lock)
-            results.append((f"empty input, {mode}, 1 slot", wall, cpu, peak, 0))
+            wall, cpu, peak, _, groups = measured(cmd, env, args.lock)
+            results.append((f"empty input, {mode}, 1 slot", wall, cpu, peak, 0, groups))
     return results
 
 
@@ -182,9 +224,9 @@ def throughput(work, args, env, requests, actions):
         for mode in args.modes:
             for slots in args.slots:
                 out = os.path.join(work, f"out-{mode}-{slots}-{r}")
-                wall, cpu, peak, _ = measured(job_cmd(requests, actions, out, mode, slots), env, args.lock)
+                wall, cpu, peak, _, groups = measured(job_cmd(requests, actions, out, mode, slots), env, args.lock)
                 emitted = json.load(open(out + ".json"))["rows_emitted"]
-                results.append((f"{mode}, {slots} slot{'s' if slots > 1 else ''}", wall, cpu, peak, emitted))
+                results.append((f"{mode}, {slots} slot{'s' if slots > 1 else ''}", wall, cpu, peak, emitted, groups))
     return results
 
 
@@ -294,6 +336,7 @@ def main():
     ap.add_argument("--state", action="store_true", help="also measure checkpoint bytes per waiting request")
     ap.add_argument("--lock", help="flock this file around each timed run (the bench lock)")
     ap.add_argument("--keep", help="keep the data and outputs here")
+    ap.add_argument("--threads", action="store_true", help="also print CPU seconds by group of JVM threads")
     args = ap.parse_args()
 
     env = job_env(args)
@@ -309,21 +352,31 @@ def main():
     # fex extract on the same joined records, one thread.
     joined = os.path.join(work, f"out-{args.modes[0]}-{args.slots[0]}-0", "joined")
     files = sorted(os.path.join(r, f) for r, _, fs in os.walk(joined) for f in fs if not f.startswith("."))
-    wall, cpu, peak, _ = measured([args.fex, "extract", *files, "--model", MODEL, "--format", "responses",
+    wall, cpu, peak, _, groups = measured([args.fex, "extract", *files, "--model", MODEL, "--format", "responses",
                                    "--threads", "1", "--output", os.path.join(work, "extract.responses")], None, args.lock)
-    results.append(("fex extract, 1 thread", wall, cpu, peak, rows))
+    results.append(("fex extract, 1 thread", wall, cpu, peak, rows, groups))
 
-    print(f"{'run':<31} {'n':>2} {'wall s':>7} {'cpu s':>7} {'rows/s':>9} {'rows/cpu-s':>10} {'peak RSS MB':>11}"
-          "   (medians; every run's wall/cpu s)")
+    # "JIT s": the JVM's compiler threads, which a long-running job pays
+    # mostly once; the last column leaves them out.
+    print(f"{'run':<31} {'n':>2} {'wall s':>7} {'cpu s':>7} {'JIT s':>6} {'rows/s':>9} {'rows/cpu-s':>10} "
+          f"{'w/o JIT':>8} {'peak RSS MB':>11}   (medians; every run's wall/cpu s)")
     for name in dict.fromkeys(r[0] for r in results):
         runs = [r for r in results if r[0] == name]
         wall = statistics.median(r[1] for r in runs)
         cpu = statistics.median(r[2] for r in runs)
+        jit = statistics.median(r[5].get("JIT compilers", 0) for r in runs)
         peak = statistics.median(r[3] for r in runs)
         n = runs[0][4]
         each = ", ".join(f"{r[1]:.1f}/{r[2]:.1f}" for r in runs)
-        rate = f"{n / wall:9.0f} {n / cpu:10.0f}" if n else f"{'':9} {'':10}"
-        print(f"{name:<31} {len(runs):>2} {wall:7.1f} {cpu:7.1f} {rate} {peak / 1e6:11.0f}   {each}")
+        rate = f"{n / wall:9.0f} {n / cpu:10.0f} {n / (cpu - jit):8.0f}" if n else f"{'':9} {'':10} {'':8}"
+        print(f"{name:<31} {len(runs):>2} {wall:7.1f} {cpu:7.1f} {jit:6.1f} {rate} {peak / 1e6:11.0f}   {each}")
+    if args.threads:
+        print("CPU seconds by thread group (medians):")
+        for name in dict.fromkeys(r[0] for r in results):
+            runs = [r for r in results if r[0] == name]
+            groups = dict.fromkeys(g for r in runs for g in r[5])
+            med = {g: statistics.median(r[5].get(g, 0) for r in runs) for g in groups}
+            print(f"  {name:<29} " + ", ".join(f"{g} {v:.1f}" for g, v in sorted(med.items(), key=lambda kv: -kv[1])))
     if args.state:
         s = state_size(work, args, env, reqs, acts)
         print(f"state: {s['checkpoint']} is {s['bytes'] / 1e6:.2f} MB with {s['waiting']} of {s['requests']} requests "

@@ -70,6 +70,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import kafka_broker  # noqa: E402
 import nearline_bench as nb  # noqa: E402  (also puts tests/nearline on sys.path)
 from nearline_bench import data  # noqa: E402
 
@@ -88,34 +89,15 @@ def cpu_of(pid):
     return (int(fields[11]) + int(fields[12])) / nb.TICK
 
 
-class Broker:
-    """scripts/kafka_broker.py's broker, until this object is closed (its
-    standard input closes)."""
-
-    def __init__(self, heap):
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "kafka_broker.py"), "--until-stdin-closes", "--timeout", "150",
-             "--heap", heap],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        if not line:
-            sys.exit(f"kafka_broker.py ended:\n{self.proc.stderr.read()[-4000:]}")
-        ready = json.loads(line)
-        self.bootstrap, self.pid = ready["bootstrap"], ready["pid"]
-
-    def cpu(self):
-        return cpu_of(self.pid)
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+def broker_of(heap):
+    """scripts/kafka_broker.py's broker, until closed; exits with its error."""
+    b = kafka_broker.Child("--heap", heap)
+    try:
+        b.started(timeout=200)
+    except kafka_broker.BrokerError as e:
+        b.close()
+        sys.exit(str(e))
+    return b
 
 
 def create_topics(bootstrap, inputs=None, out=None, partitions=2):
@@ -209,9 +191,9 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         create_topics(broker.bootstrap, out=prefix)
         cmd = kafka_cmd(broker.bootstrap, "tp", prefix, "10s", os.path.join(work, f"chk-{prefix}"), bounded=True)
         with nb.locked(args.lock):
-            b0 = broker.cpu()
-            wall, cpu, peak, _ = nb.measured(cmd, env, None)
-            b1 = broker.cpu()
+            b0 = cpu_of(broker.pid)
+            wall, cpu, peak, _, _ = nb.measured(cmd, env, None)
+            b1 = cpu_of(broker.pid)
         # Outside the lock: what the job committed.
         manifest = [json.loads(v) for _, v in committed_records(broker.bootstrap, [f"{prefix}.out.manifest"],
                                                                  f"check-{prefix}")]
@@ -226,7 +208,7 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         if args.files:
             out = os.path.join(work, f"out-files-{r}")
             with nb.locked(args.lock):
-                wall, cpu, peak, _ = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1), env, None)
+                wall, cpu, peak, _, _ = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1), env, None)
             emitted = json.load(open(out + ".json"))["rows_emitted"]
             results.append(("files in, files out", wall, cpu, peak, emitted, None))
             shutil.rmtree(out, ignore_errors=True)
@@ -312,7 +294,7 @@ def latency(work, args, env, broker, prefix, interval, events):
     consumer = threading.Thread(target=consume, daemon=True)
     consumer.start()
     with nb.locked(args.lock):
-        b0 = broker.cpu()
+        b0 = cpu_of(broker.pid)
         job = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         started = time.time()
         try:
@@ -334,7 +316,7 @@ def latency(work, args, env, broker, prefix, interval, events):
                 except subprocess.TimeoutExpired:
                     os.killpg(job.pid, signal.SIGKILL)
                     job.wait()
-            b1 = broker.cpu()
+            b1 = cpu_of(broker.pid)
     stop.set()
     consumer.join(timeout=30)
     if not errors.empty():
@@ -391,13 +373,13 @@ def main():
     env = nb.job_env(args)
     work = args.keep or tempfile.mkdtemp(prefix="fex-nearline-kafka-bench-")
     os.makedirs(work, exist_ok=True)
-    broker = Broker(args.broker_heap)
+    broker = broker_of(args.broker_heap)
     print(f"broker {broker.bootstrap} (pid {broker.pid}); JNI library {env['FEX_JNI_LIBRARY']}", flush=True)
     try:
         with nb.locked(args.lock):
-            b0, t0 = broker.cpu(), time.monotonic()
+            b0, t0 = cpu_of(broker.pid), time.monotonic()
             time.sleep(10)
-            idle = (broker.cpu() - b0) / (time.monotonic() - t0)
+            idle = (cpu_of(broker.pid) - b0) / (time.monotonic() - t0)
         print(f"broker idle: {idle:.3f} CPU-s per second", flush=True)
         if args.throughput:
             reqs, acts = data.generate(seed=7, users=args.users, requests_per_user=args.requests_per_user,

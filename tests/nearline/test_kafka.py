@@ -15,12 +15,10 @@ from __future__ import annotations
 import glob
 import json
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 
@@ -33,62 +31,19 @@ from conftest import MODEL, RUN_TIMEOUT, job, kill_once_committed, records
 import data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import kafka_broker  # noqa: E402
 
 
-class Broker:
-    """scripts/kafka_broker.py's broker: its bootstrap address, and its
-    stop, kill and start commands (the script's standard input; each
-    answer a JSON line on its standard output, waited for with a bound)."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(ROOT, "scripts", "kafka_broker.py"), "--until-stdin-closes",
-             "--timeout", "150"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        self.lines = queue.Queue()
-        threading.Thread(target=lambda: [self.lines.put(l) for l in self.proc.stdout] + [self.lines.put("")],
-                         daemon=True).start()
-        self.bootstrap = None
-        self.running = False
+class Broker(kafka_broker.Child):
+    """scripts/kafka_broker.py's broker (kafka_broker.Child), its failures
+    failing the test."""
 
     def answer(self, timeout):
-        """The script's next line, parsed; fails the test with its stderr when it ends or says error."""
         try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            pytest.fail(f"kafka_broker.py did not answer in {timeout} s")
-        if not line:
-            pytest.fail(f"kafka_broker.py ended:\n{self.proc.stderr.read()[-4000:]}")
-        ready = json.loads(line)
-        if "error" in ready:
-            pytest.fail(f"kafka_broker.py: {ready['error']}")
-        return ready
-
-    def started(self, timeout):
-        self.bootstrap = self.answer(timeout)["bootstrap"]
-        self.running = True
-
-    def command(self, what, timeout=200):
-        """stop, kill or start (the script's --timeout, 150 s, bounds a start)."""
-        self.proc.stdin.write(what + "\n")
-        self.proc.stdin.flush()
-        if what == "start":
-            self.started(timeout)
-        else:
-            self.answer(timeout)
-            self.running = False
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            return super().answer(timeout)
+        except kafka_broker.BrokerError as e:
+            pytest.fail(str(e))
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ import fex.nearline.Rules.Recent;
 import fex.nearline.Rules.Settings;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -77,6 +76,15 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         public long nextCleanup = END_OF_TIME;
 
         public Waiting() {}
+
+        /**
+         * The earliest time the user needs a wake-up. Streaming keeps one timer at it (registered when the horizon
+         * moves earlier, and again after each advance), not one per request or action; a timer left behind at a
+         * later time wakes the user for nothing.
+         */
+        long horizon() {
+            return Math.min(nextEvent, nextCleanup);
+        }
 
         boolean has(String requestId) {
             for (Request r : arrived) {
@@ -187,9 +195,10 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private transient MapState<String, Long> emitted;
     private transient Map<String, Counter> counters;
     private transient Map<String, Waiting> cache;
+    private transient Map<String, Map<String, Long>> emittedCache;
 
-    /** Users whose waiting requests are kept decoded between events (see {@link #load}). */
-    static final int CACHED_USERS = 50_000;
+    /** Users whose waiting requests and emitted ids are kept on the heap between events (see {@link #load}). */
+    static final int CACHED_USERS = 20_000;
     /** In {@link #cache}: a user with nothing waiting. */
     private static final Waiting NOTHING = new Waiting();
 
@@ -208,18 +217,38 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         emitted = rc.getMapState(new MapStateDescriptor<>("emitted", Types.STRING, Types.LONG));
         counters = new HashMap<>();
         if (!batch) {
-            cache = new LinkedHashMap<>(1024, 0.75f, true) {
-                @Override
-                protected boolean removeEldestEntry(Map.Entry<String, Waiting> eldest) {
-                    return size() > CACHED_USERS;
-                }
-            };
+            cache = lru();
+            emittedCache = lru();
         }
         for (String name : List.of("emitted_" + Rules.REFRESH, "emitted_" + Rules.REQUESTS_BACK, "emitted_" + Rules.TIME,
                 "actions_joined", "late_actions", "unmatched_actions", "unknown_item_actions", "duplicate_requests",
                 "late_requests")) {
             counters.put(name, rc.getMetricGroup().counter(name));
         }
+    }
+
+    private static <V> Map<String, V> lru() {
+        return new LinkedHashMap<>(1024, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+                return size() > CACHED_USERS;
+            }
+        };
+    }
+
+    /**
+     * The user's emitted request ids with their emission times when all of them are on the heap, else null (read
+     * {@code emitted}). A user with nothing in {@code waiting} has none (the state is cleared only when nothing is
+     * left), so the heap knows a user's ids from their first request on, or from the first cleanup that reads them
+     * all; puts and removes are written through.
+     */
+    private Map<String, Long> knownEmitted(String user) {
+        return emittedCache == null ? null : emittedCache.get(user);
+    }
+
+    private Long emittedAt(String user, String requestId) throws Exception {
+        Map<String, Long> known = knownEmitted(user);
+        return known != null ? known.get(requestId) : emitted.get(requestId);
     }
 
     /**
@@ -234,6 +263,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             w = stored == null ? NOTHING : Waiting.decode(stored);
             if (cache != null) {
                 cache.put(user, w);
+                if (w == NOTHING) {
+                    emittedCache.put(user, new HashMap<>());
+                }
             }
         }
         return w == NOTHING ? null : w;
@@ -250,6 +282,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         waiting.clear();
         if (cache != null) {
             cache.put(user, NOTHING);
+            emittedCache.put(user, new HashMap<>());
         }
     }
 
@@ -269,7 +302,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
         if (Event.REQUEST.equals(event.kind)) {
             Request r = event.request;
-            if (w.has(r.requestId) || emitted.contains(r.requestId)) {
+            if (w.has(r.requestId) || emittedAt(user, r.requestId) != null) {
                 // The first copy stands; a duplicate is reported and counts toward nothing.
                 counters.get("duplicate_requests").inc();
                 ctx.output(MANIFEST, new Json().where(r).put("kind", DUPLICATE).put("request_id", r.requestId)
@@ -282,10 +315,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             light.userId = r.userId;
             light.timeMs = r.timeMs;
             light.refresh = r.refresh;
+            long horizon = w.horizon();
             w.arrived.add(light);
             w.nextEvent = Math.min(w.nextEvent, r.timeMs);
             store(user, w);
-            if (!batch) {
+            if (!batch && r.timeMs < horizon) {
                 timers.registerEventTimeTimer(r.timeMs);
             }
             return;
@@ -295,7 +329,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             held.add(a.encode());
             return;
         }
-        Long at = emitted.get(a.requestId);
+        Long at = emittedAt(user, a.requestId);
         if (at != null) {
             String reason = Rules.afterEmission(settings, a, at);
             if (reason == null) {
@@ -308,11 +342,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         // Waits for its request at most `retention`: forgotten once the watermark is past that.
         held.add(a.encode());
         long forget = forgetAfter(a.eventTime);
+        long horizon = w.horizon();
         if (forget < w.nextCleanup) {
             w.nextCleanup = forget;
             store(user, w);
         }
-        if (!batch) {
+        if (!batch && forget < horizon) {
             timers.registerEventTimeTimer(forget);
         }
     }
@@ -388,12 +423,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             for (Request r : w.pending) {
                 pendingNow.put(r.requestId, r);
             }
+            // The times the rules want to wake at are due times of pending requests: the horizon below covers them.
             Rules.Advanced advanced = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
-            if (!batch) {
-                for (long t : new HashSet<>(advanced.wake())) {
-                    timers.registerEventTimeTimer(t);
-                }
-            }
             w.arrived = new ArrayList<>(arrivedNow.values());
             w.pending = new ArrayList<>(pendingNow.values());
             nextEvent = END_OF_TIME;
@@ -418,11 +449,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 counters.get("emitted_" + r.rule).inc();
                 counters.get("actions_joined").inc(e.joined().size());
                 emitted.put(r.requestId, r.dueMs);
+                if (knownEmitted(user) != null) {
+                    knownEmitted(user).put(r.requestId, r.dueMs);
+                }
                 long forget = forgetAfter(r.dueMs);
                 nextCleanup = Math.min(nextCleanup, forget);
-                if (!batch) {
-                    timers.registerEventTimeTimer(forget);
-                }
                 late(e.late(), Rules.LATE_TIME, r.dueMs, ctx);
                 for (Action a : e.unknownItem()) {
                     counters.get("unknown_item_actions").inc();
@@ -441,16 +472,24 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             nextCleanup = END_OF_TIME;
             // Forget emitted requests past retention, and report actions that waited that long for a request
             // that never came.
-            List<String> forgotten = new ArrayList<>();
-            for (var e : emitted.entries()) {
+            Map<String, Long> all = knownEmitted(user);
+            if (all == null) {
+                all = new HashMap<>();
+                for (var e : emitted.entries()) {
+                    all.put(e.getKey(), e.getValue());
+                }
+                if (emittedCache != null) {
+                    emittedCache.put(user, all);
+                }
+            }
+            for (var it = all.entrySet().iterator(); it.hasNext(); ) {
+                var e = it.next();
                 if (forgetAfter(e.getValue()) <= now) {
-                    forgotten.add(e.getKey());
+                    emitted.remove(e.getKey());
+                    it.remove();
                 } else {
                     nextCleanup = Math.min(nextCleanup, forgetAfter(e.getValue()));
                 }
-            }
-            for (String k : forgotten) {
-                emitted.remove(k);
             }
             if (heldNow == null) {
                 heldNow = heldByRequest();
@@ -498,7 +537,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         if (w.arrived.isEmpty() && w.pending.isEmpty()) {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.
             w.recent = new ArrayList<>();
-            if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty()) && emitted.isEmpty()) {
+            Map<String, Long> known = knownEmitted(user);
+            boolean noneEmitted = known != null ? known.isEmpty() : emitted.isEmpty();
+            if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty()) && noneEmitted) {
                 clear(user);
                 return;
             }
@@ -506,9 +547,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         w.nextEvent = nextEvent;
         w.nextCleanup = nextCleanup;
         store(user, w);
-        if (!batch && Math.min(nextEvent, nextCleanup) < END_OF_TIME) {
-            // A wake-up for the horizon itself, whatever the timers set per item.
-            timers.registerEventTimeTimer(Math.min(nextEvent, nextCleanup));
+        if (!batch && w.horizon() < END_OF_TIME) {
+            // The timer for the new horizon (the one that fired, or an earlier one, woke us).
+            timers.registerEventTimeTimer(w.horizon());
         }
     }
 
