@@ -97,7 +97,7 @@ def sample(pids):
 # bytes of it), for where the CPU went.
 THREAD_GROUPS = [
     ("JIT compilers", ("C1 CompilerThre", "C2 CompilerThre")),
-    ("join task", ("label join",)),
+    ("join task", ("label join", "floor")),
     ("sources", ("Source",)),
     ("manifest writer", ("manifest",)),
     ("RocksDB background", ("rocksdb:",)),
@@ -218,9 +218,27 @@ def startup(work, args, env):
     return results
 
 
+def floor_cmd(requests, actions, out):
+    """The jar's floor (fex.nearline.Floor, the job's --floor): the same
+    sources, parsing, keyed shuffle, RocksDB and checkpoints as a streaming
+    run, one list-state append per event, nothing else; run as the
+    launcher runs the job, without the launcher."""
+    from fex.nearline import job
+
+    os.makedirs(out, exist_ok=True)
+    return job.command(["--config", MODEL, "--requests", requests, "--actions", actions, "--out", out,
+                        "--parallelism", "1", "--checkpoint-interval-ms", "10000", "--floor"],
+                       log_file=os.path.join(out, "flink.log"))
+
+
 def throughput(work, args, env, requests, actions):
     results = []
     for r in range(args.repeat):
+        if args.floor:
+            out = os.path.join(work, f"out-floor-{r}")
+            wall, cpu, peak, _, groups = measured(floor_cmd(requests, actions, out), env, args.lock)
+            # Per row of the data, as the join's runs count them.
+            results.append(("floor, streaming, 1 slot", wall, cpu, peak, args.rows_in_data, groups))
         for mode in args.modes:
             for slots in args.slots:
                 out = os.path.join(work, f"out-{mode}-{slots}-{r}")
@@ -337,6 +355,8 @@ def main():
     ap.add_argument("--lock", help="flock this file around each timed run (the bench lock)")
     ap.add_argument("--keep", help="keep the data and outputs here")
     ap.add_argument("--threads", action="store_true", help="also print CPU seconds by group of JVM threads")
+    ap.add_argument("--floor", action="store_true",
+                    help="also run the floor: the job's sources and keyed shuffle, one state append per event")
     args = ap.parse_args()
 
     env = job_env(args)
@@ -347,6 +367,7 @@ def main():
     print(f"{len(reqs)} requests, {rows} rows, {len(acts)} actions; "
           f"{sum(os.path.getsize(os.path.join(requests, f)) for f in os.listdir(requests)) / 1e6:.1f} MB of request logs; "
           f"JNI library {env['FEX_JNI_LIBRARY']}")
+    args.rows_in_data = rows
     results = [] if args.no_startup else startup(work, args, env)
     results += throughput(work, args, env, requests, actions)
     # fex extract on the same joined records, one thread.

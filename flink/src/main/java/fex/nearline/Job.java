@@ -75,12 +75,14 @@ public final class Job {
         public String transactionalIdPrefix;
         /** Kafka inputs are read up to their end at the start, then the job finishes. */
         public boolean bounded;
+        /** The benchmark's floor ({@link Floor}) instead of the join; nothing is written. */
+        public boolean floor;
         public long kafkaTimeoutMs = 30_000;
 
         static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
                 + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
                 + "[--restore CHECKPOINT] [--monitor-ms MS] [--idleness-ms MS] [--restart-attempts N] "
-                + "[--max-record-bytes N] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
+                + "[--max-record-bytes N] [--floor] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
                 + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS]\n"
                 + "  a path kafka://TOPIC reads a topic; --out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, "
                 + "PREFIX.manifest (and PREFIX.corrections)";
@@ -95,6 +97,10 @@ public final class Job {
                 }
                 if (flag.equals("--bounded")) {
                     o.bounded = true;
+                    continue;
+                }
+                if (flag.equals("--floor")) {
+                    o.floor = true;
                     continue;
                 }
                 if (flag.equals("--requests") || flag.equals("--actions")) {
@@ -154,6 +160,9 @@ public final class Job {
             if (o.batch && (o.monitorMs > 0 || o.restore != null || o.checkpointDir != null)) {
                 throw new IllegalArgumentException(
                         "--monitor-ms, --restore and --checkpoint-dir are for streaming execution, not --batch");
+            }
+            if (o.floor && (o.batch || Kafka.named(o.out))) {
+                throw new IllegalArgumentException("--floor (the benchmark's floor) is for streaming over files");
             }
             List<String> kafka = new ArrayList<>();
             for (String p : o.requests) {
@@ -323,6 +332,10 @@ public final class Job {
         WatermarkStrategy<Event> watermarks = watermarks(section, o.idlenessMs);
         DataStream<Event> requestStream = input(env, o, o.requests, true, yaml, baseDir, watermarks);
         DataStream<Event> actionStream = input(env, o, o.actions, false, yaml, baseDir, watermarks);
+        if (o.floor) {
+            Floor.wire(requestStream, actionStream);
+            return env;
+        }
         Outputs outputs = wire(yaml, baseDir, section, o.batch, requestStream, actionStream);
         if (Kafka.named(o.out)) {
             String prefix = Kafka.topic(o.out);

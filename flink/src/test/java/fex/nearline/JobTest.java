@@ -34,6 +34,8 @@ class JobTest {
         assertTrue(r.err().contains("--parallelism must be in 1..32768, not 0"), r.err());
         r = run("--config", MODEL, "--requests", "a", "--actions", "b", "--out", "o", "--batch", "--restore", "x");
         assertTrue(r.err().contains("are for streaming execution, not --batch"), r.err());
+        r = run("--config", MODEL, "--requests", "a", "--actions", "b", "--out", "o", "--floor", "--batch");
+        assertTrue(r.err().contains("--floor (the benchmark's floor) is for streaming over files"), r.err());
         r = run("--config", MODEL, "--requests", "kafka://t", "--actions", "b", "--out", "o");
         assertTrue(r.err().contains("kafka://t: Kafka needs --brokers"), r.err());
         r = run("--config", MODEL, "--requests", "a", "--actions", "b", "--out", "kafka://p", "--brokers", "h:1");
