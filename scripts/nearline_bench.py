@@ -75,6 +75,12 @@ def tree(root: int):
     return out
 
 
+def stat_cpu(stat):
+    """utime + stime in seconds, from the text of a /proc/.../stat file."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
 def sample(pids):
     """(cpu seconds, rss bytes) per pid that is still there. A process's
     own time only: its waited-for children's is theirs (the launcher waits
@@ -83,8 +89,7 @@ def sample(pids):
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            cpu = (int(fields[11]) + int(fields[12])) / TICK
+                cpu = stat_cpu(f.read())
             with open(f"/proc/{pid}/statm") as f:
                 rss = int(f.read().split()[1]) * PAGE
             out[pid] = (cpu, rss)
@@ -120,10 +125,19 @@ def threads_of(pids):
             except OSError:
                 continue
             name = stat[stat.index("(") + 1:stat.rindex(")")]
-            fields = stat.rsplit(")", 1)[1].split()
             group = next((g for g, starts in THREAD_GROUPS if name.startswith(starts)), "other")
-            out[(pid, int(tid))] = (group, (int(fields[11]) + int(fields[12])) / TICK)
+            out[(pid, int(tid))] = (group, stat_cpu(stat))
     return out
+
+
+def by_run(results):
+    """Per run name, in first-seen order: (name, its results, median wall
+    s, median CPU s, median peak RSS, rows). A result is (name, wall, cpu,
+    peak, rows, ...)."""
+    for name in dict.fromkeys(r[0] for r in results):
+        runs = [r for r in results if r[0] == name]
+        yield (name, runs, statistics.median(r[1] for r in runs), statistics.median(r[2] for r in runs),
+               statistics.median(r[3] for r in runs), runs[0][4])
 
 
 @contextlib.contextmanager
@@ -225,10 +239,14 @@ def floor_cmd(requests, actions, out):
     launcher runs the job, without the launcher."""
     from fex.nearline import job
 
-    os.makedirs(out, exist_ok=True)
-    return job.command(["--config", MODEL, "--requests", requests, "--actions", actions, "--out", out,
-                        "--parallelism", "1", "--checkpoint-interval-ms", "10000", "--floor"],
-                       log_file=os.path.join(out, "flink.log"))
+    scratch = os.path.join(out, "tmp")
+    os.makedirs(scratch, exist_ok=True)
+    cmd = job.command(["--config", MODEL, "--requests", requests, "--actions", actions, "--out", out,
+                       "--parallelism", "1", "--checkpoint-interval-ms", "10000", "--floor"],
+                      log_file=os.path.join(out, "flink.log"))
+    # The mini-cluster's working directories under the run's own, as the
+    # launcher does (run_jvm), not in /tmp.
+    return [cmd[0], f"-Djava.io.tmpdir={scratch}", *cmd[1:]]
 
 
 def throughput(work, args, env, requests, actions):
@@ -381,20 +399,14 @@ def main():
     # mostly once; the last column leaves them out.
     print(f"{'run':<31} {'n':>2} {'wall s':>7} {'cpu s':>7} {'JIT s':>6} {'rows/s':>9} {'rows/cpu-s':>10} "
           f"{'w/o JIT':>8} {'peak RSS MB':>11}   (medians; every run's wall/cpu s)")
-    for name in dict.fromkeys(r[0] for r in results):
-        runs = [r for r in results if r[0] == name]
-        wall = statistics.median(r[1] for r in runs)
-        cpu = statistics.median(r[2] for r in runs)
+    for name, runs, wall, cpu, peak, n in by_run(results):
         jit = statistics.median(r[5].get("JIT compilers", 0) for r in runs)
-        peak = statistics.median(r[3] for r in runs)
-        n = runs[0][4]
         each = ", ".join(f"{r[1]:.1f}/{r[2]:.1f}" for r in runs)
         rate = f"{n / wall:9.0f} {n / cpu:10.0f} {n / (cpu - jit):8.0f}" if n else f"{'':9} {'':10} {'':8}"
         print(f"{name:<31} {len(runs):>2} {wall:7.1f} {cpu:7.1f} {jit:6.1f} {rate} {peak / 1e6:11.0f}   {each}")
     if args.threads:
         print("CPU seconds by thread group (medians):")
-        for name in dict.fromkeys(r[0] for r in results):
-            runs = [r for r in results if r[0] == name]
+        for name, runs, *_ in by_run(results):
             groups = dict.fromkeys(g for r in runs for g in r[5])
             med = {g: statistics.median(r[5].get(g, 0) for r in runs) for g in groups}
             print(f"  {name:<29} " + ", ".join(f"{g} {v:.1f}" for g, v in sorted(med.items(), key=lambda kv: -kv[1])))

@@ -85,8 +85,7 @@ QUIET = {"log_level": 4}  # librdkafka: warnings and errors, not its info lines
 def cpu_of(pid):
     """utime + stime of a running process, in seconds (all its threads)."""
     with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / nb.TICK
+        return nb.stat_cpu(f.read())
 
 
 def broker_of(heap):
@@ -390,12 +389,7 @@ def main():
             results = throughput(work, args, env, broker, reqs, acts, requests, actions)
             print(f"{'run':<22} {'n':>2} {'wall s':>7} {'cpu s':>7} {'rows/s':>8} {'rows/cpu-s':>10} "
                   f"{'peak RSS MB':>11} {'broker cpu s':>12}   (medians; every run's wall/cpu/broker s)")
-            for name in dict.fromkeys(r[0] for r in results):
-                runs = [r for r in results if r[0] == name]
-                wall = statistics.median(r[1] for r in runs)
-                cpu = statistics.median(r[2] for r in runs)
-                peak = statistics.median(r[3] for r in runs)
-                n = runs[0][4]
+            for name, runs, wall, cpu, peak, n in nb.by_run(results):
                 bcpu = f"{statistics.median(r[5] for r in runs):12.1f}" if runs[0][5] is not None else f"{'':12}"
                 each = ", ".join(f"{r[1]:.1f}/{r[2]:.1f}" + (f"/{r[5]:.1f}" if r[5] is not None else "") for r in runs)
                 print(f"{name:<22} {len(runs):>2} {wall:7.1f} {cpu:7.1f} {n / wall:8.0f} {n / cpu:10.0f} "

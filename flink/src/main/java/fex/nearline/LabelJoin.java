@@ -423,8 +423,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             for (Request r : w.pending) {
                 pendingNow.put(r.requestId, r);
             }
-            // The times the rules want to wake at are due times of pending requests: the horizon below covers them.
-            Rules.Advanced advanced = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
+            List<Request> emittedNow = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
             w.arrived = new ArrayList<>(arrivedNow.values());
             w.pending = new ArrayList<>(pendingNow.values());
             nextEvent = END_OF_TIME;
@@ -434,10 +433,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             for (Request r : w.pending) {
                 nextEvent = Math.min(nextEvent, r.dueMs);
             }
-            if (!advanced.emitted().isEmpty()) {
+            if (!emittedNow.isEmpty()) {
                 heldNow = heldByRequest();
             }
-            for (Request ordered : advanced.emitted()) {
+            Map<String, Long> known = knownEmitted(user);
+            for (Request ordered : emittedNow) {
                 Request r = bodies.get(ordered.requestId);
                 bodies.remove(ordered.requestId);
                 r.dueMs = ordered.dueMs;
@@ -449,8 +449,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 counters.get("emitted_" + r.rule).inc();
                 counters.get("actions_joined").inc(e.joined().size());
                 emitted.put(r.requestId, r.dueMs);
-                if (knownEmitted(user) != null) {
-                    knownEmitted(user).put(r.requestId, r.dueMs);
+                if (known != null) {
+                    known.put(r.requestId, r.dueMs);
                 }
                 long forget = forgetAfter(r.dueMs);
                 nextCleanup = Math.min(nextCleanup, forget);

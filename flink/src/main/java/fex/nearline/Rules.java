@@ -69,18 +69,17 @@ public final class Rules {
 
     /**
      * Takes {@code request} as the user's newest: applies the event rule to the pending requests, then makes
-     * {@code request} pending under the time rule. Returns the requests the event rule made due. {@code recent} is the
-     * user's last {@code requestsBack + 1} ordered requests.
+     * {@code request} pending under the time rule. {@code recent} is the user's last {@code requestsBack + 1} ordered
+     * requests.
      */
-    static List<Request> order(Settings s, Request request, Map<String, Request> pending, List<Recent> recent) {
+    static void order(Settings s, Request request, Map<String, Request> pending, List<Recent> recent) {
         request.dueMs = request.timeMs + s.afterMs();
         request.rule = TIME;
         pending.put(request.requestId, request);
         if (!recent.isEmpty() && request.timeMs < recent.get(recent.size() - 1).timeMs) {
             request.late = true;
-            return List.of();
+            return;
         }
-        List<Request> madeDue = new ArrayList<>();
         if (s.requestsBack() > 0 && request.refresh) {
             List<Request> earlier = new ArrayList<>(pending.values());
             earlier.sort(ORDER);
@@ -88,7 +87,6 @@ public final class Rules {
                 if (TIME.equals(r.rule) && r != request) {
                     r.dueMs = request.timeMs;
                     r.rule = REFRESH;
-                    madeDue.add(r);
                 }
             }
         }
@@ -101,24 +99,18 @@ public final class Rules {
             if (back != null && TIME.equals(back.rule) && back != request) {
                 back.dueMs = request.timeMs;
                 back.rule = REQUESTS_BACK;
-                madeDue.add(back);
             }
         }
-        return madeDue;
     }
-
-    /** What {@link #advance} did: the requests emitted, in order, and the later times more become due (timers). */
-    public record Advanced(List<Request> emitted, List<Long> wake) {}
 
     /**
      * Moves one user's state forward to event time {@code upTo}, one event at a time in time order: the next request
-     * to order or the next request due, whichever is earlier (ordering first on a tie). Depends only on {@code upTo},
-     * never on the order timers fire in.
+     * to order or the next request due, whichever is earlier (ordering first on a tie), and returns the requests
+     * emitted, in order. Depends only on {@code upTo}, never on the order timers fire in.
      */
-    public static Advanced advance(
+    public static List<Request> advance(
             Settings s, long upTo, Map<String, Request> arrived, Map<String, Request> pending, List<Recent> recent) {
         List<Request> emitted = new ArrayList<>();
-        List<Long> wake = new ArrayList<>();
         while (true) {
             Request first = null;
             for (Request r : arrived.values()) {
@@ -134,16 +126,12 @@ public final class Rules {
             }
             if (first != null && (dueFirst == null || first.timeMs <= dueFirst.dueMs)) {
                 arrived.remove(first.requestId);
-                for (Request d : order(s, first, pending, recent)) {
-                    wake.add(d.dueMs);
-                }
-                wake.add(first.dueMs);
+                order(s, first, pending, recent);
             } else if (dueFirst != null) {
                 pending.remove(dueFirst.requestId);
                 emitted.add(dueFirst);
             } else {
-                wake.removeIf(t -> t <= upTo);
-                return new Advanced(emitted, wake);
+                return emitted;
             }
         }
     }
