@@ -213,6 +213,114 @@ impl Column {
         }
     }
 
+    /// Makes this column rows `rows` of `src` (a column of any layout, as
+    /// the writers make them: offsets that never decrease), in that order:
+    /// runs of consecutive rows are copied whole, values and offsets alike.
+    /// Keeps this column's buffers. False, and this column unspecified, when
+    /// a row is not in `src` or its buffers do not agree with its offsets.
+    pub(crate) fn take_rows(&mut self, src: &Column, rows: &[u32]) -> bool {
+        let splits = match src {
+            Self::Ragged(r) => r.splits.dtype(),
+            _ => DataType::I64,
+        };
+        self.reset(src.layout(), src.dtype(), splits);
+        let n = src.rows();
+        if rows.iter().any(|&r| r as usize >= n) {
+            return false;
+        }
+        match (self, src) {
+            (Self::Ragged(d), Self::Ragged(s)) => {
+                d.weighted = s.weighted;
+                d.width = s.width;
+                let w = s.width.unwrap_or(1);
+                let weights = !s.weights.is_empty();
+                if (weights && s.weights.len() != s.values.len()) || s.splits.get(n) * w > s.values.len() {
+                    return false;
+                }
+                let mut at = 0;
+                if d.splits.push(0).is_err() {
+                    return false;
+                }
+                for (a, b) in runs(rows) {
+                    let (from, to) = (s.splits.get(a), s.splits.get(b));
+                    for r in a..b {
+                        if d.splits.push(at + s.splits.get(r + 1) - from).is_err() {
+                            return false;
+                        }
+                    }
+                    d.values.extend_from(&s.values, from * w..to * w);
+                    if weights {
+                        d.weights.extend_from_slice(&s.weights[from * w..to * w]);
+                    }
+                    at += to - from;
+                }
+                true
+            }
+            (Self::Dense(d), Self::Dense(s)) => {
+                d.dims.clone_from(&s.dims);
+                let w: usize = s.dims.iter().product();
+                if n * w > s.values.len() {
+                    return false;
+                }
+                for (a, b) in runs(rows) {
+                    d.values.extend_from(&s.values, a * w..b * w);
+                }
+                d.rows = rows.len();
+                true
+            }
+            (Self::Strings(d), Self::Strings(s)) => {
+                d.dims.clone_from(&s.dims);
+                let end = offset(&s.offsets, n);
+                if end > s.bytes.len() {
+                    return false;
+                }
+                d.offsets.push(0);
+                for (a, b) in runs(rows) {
+                    let from = offset(&s.offsets, a);
+                    let base = d.bytes.len() as i64 - from as i64;
+                    d.offsets.extend(s.offsets[a + 1..=b].iter().map(|&o| base + o));
+                    d.bytes.extend_from_slice(&s.bytes[from..offset(&s.offsets, b)]);
+                }
+                true
+            }
+            (Self::KeyedJagged(d), Self::KeyedJagged(s)) => {
+                if d.keys != s.keys {
+                    d.keys.clone_from(&s.keys);
+                }
+                d.weighted = s.weighted;
+                d.rows = rows.len();
+                let cells = s.keys.len() * n;
+                let weights = !s.weights.is_empty();
+                if s.lengths.len() != cells
+                    || s.offsets.len() != cells + 1
+                    || (s.offsets[cells].max(0) as usize) > s.values.len()
+                    || (weights && s.weights.len() != s.values.len())
+                {
+                    return false;
+                }
+                d.offsets.push(0);
+                let mut at = 0i64;
+                for k in 0..s.keys.len() {
+                    for (a, b) in runs(rows) {
+                        let (a, b) = (k * n + a, k * n + b);
+                        let (from, to) = (s.offsets[a].max(0) as usize, s.offsets[b].max(0) as usize);
+                        d.values.extend_from(&s.values, from..to);
+                        if weights {
+                            d.weights.extend_from_slice(&s.weights[from..to]);
+                        }
+                        for &len in &s.lengths[a..b] {
+                            d.lengths.push(len);
+                            at += i64::from(len);
+                            d.offsets.push(at);
+                        }
+                    }
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Keeps the first `k` rows (of a ragged, strings or dense column).
     pub fn keep_rows(&mut self, k: usize) {
         let k = k.min(self.rows());
@@ -351,4 +459,19 @@ impl Column {
 
 fn offset(offsets: &[i64], i: usize) -> usize {
     offsets.get(i).map_or(0, |&x| x.max(0) as usize)
+}
+
+/// `rows` as runs of consecutive rows: `(first, end)` ranges, in order.
+fn runs(rows: &[u32]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let first = *rows.get(i)? as usize;
+        let mut end = first + 1;
+        i += 1;
+        while rows.get(i).is_some_and(|&r| r as usize == end) {
+            end += 1;
+            i += 1;
+        }
+        Some((first, end))
+    })
 }

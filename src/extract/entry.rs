@@ -117,6 +117,20 @@ impl Extractor {
         policy: Policy<'_>,
         out: &mut Extracted,
     ) -> Result<(), ExtractError> {
+        self.write_rows(plan, rows, policy, out, true)
+    }
+
+    /// `write`; `whole`: rows of one batch may be copied out of the batch
+    /// extracted whole (`write_from_batch`), else every row is written from
+    /// its cells.
+    pub(super) fn write_rows(
+        &mut self,
+        plan: &Plan,
+        rows: &Rows<'_>,
+        policy: Policy<'_>,
+        out: &mut Extracted,
+        whole: bool,
+    ) -> Result<(), ExtractError> {
         let policy = Policy { shared: SharedRows::Broadcast, ..policy };
         self.begin(plan, &policy)?;
         if rows.plan != plan.identity().digest || rows.sources != plan.source_names.len() {
@@ -127,12 +141,58 @@ impl Extractor {
         if rows.len() > limits.max_batch_size {
             return Err(ErrorKind::TooManyRows { found: rows.len(), limit: limits.max_batch_size }.into());
         }
+        if whole
+            && let Some(batch) = rows.whole_batch()
+            && self.write_from_batch(plan, batch, rows, policy, out)
+        {
+            return Ok(());
+        }
         let mut index = std::mem::take(&mut self.rows_index);
         rows.lay_out(&mut index, limits);
         let bufs = rows.slices();
         let result = self.run(plan, Some(&index), &bufs, &policy, out);
         self.rows_index = index;
         result
+    }
+
+    /// `write` for rows that are rows of one ExampleBatch and nothing else
+    /// (`Rows::whole_batch`): the batch is extracted whole, by the walk that
+    /// copies a canonical Feature's values as one run, and the rows are
+    /// copied out of its columns, a run of consecutive rows at once. The
+    /// outputs are row by row what writing the rows gives (every operator
+    /// computes a row from that row alone). False when the batch does not
+    /// extract whole (a dropped row may be one that fails, or the whole
+    /// batch's outputs exceed the bound): the rows are then written one by
+    /// one, which reports what is wrong with the rows kept.
+    fn write_from_batch(
+        &mut self,
+        plan: &Plan,
+        batch: &[u8],
+        rows: &Rows<'_>,
+        policy: Policy<'_>,
+        out: &mut Extracted,
+    ) -> bool {
+        let mut whole = std::mem::take(&mut self.whole);
+        let done = self.extract(plan, Input::Batch(batch), policy, &mut whole).is_ok() && {
+            let mut picks = std::mem::take(&mut self.picks);
+            picks.clear();
+            picks.extend(rows.batch_rows().map(|r| r as u32));
+            let all = picks.len() == whole.batch_size && picks.iter().enumerate().all(|(i, &r)| r as usize == i);
+            let done = if all {
+                std::mem::swap(out, &mut whole);
+                true
+            } else {
+                take_rows(&whole, &picks, out)
+            };
+            self.picks = picks;
+            done
+        };
+        if done {
+            out.batch_size = rows.len();
+            out.stats = rows.stats();
+        }
+        self.whole = whole;
+        done
     }
 
     /// Sets the call's bounds and marks the outputs it computes; refuses a
@@ -159,4 +219,26 @@ fn check_selection(plan: &Plan, outputs: &[usize]) -> Result<(), ExtractError> {
         }
     }
     Ok(())
+}
+
+/// `out` as rows `picks` of `whole`, column by column.
+fn take_rows(whole: &Extracted, picks: &[u32], out: &mut Extracted) -> bool {
+    out.columns.truncate(whole.columns.len());
+    while out.columns.len() < whole.columns.len() {
+        out.columns.push(crate::columns::NamedColumn {
+            name: String::new(),
+            shared: false,
+            column: Default::default(),
+        });
+    }
+    for (to, from) in out.columns.iter_mut().zip(&whole.columns) {
+        if to.name != from.name {
+            to.name.clone_from(&from.name);
+        }
+        to.shared = from.shared;
+        if from.shared || !to.column.take_rows(&from.column, picks) {
+            return false;
+        }
+    }
+    true
 }

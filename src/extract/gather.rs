@@ -89,6 +89,9 @@ pub(crate) struct Index {
     pub kind: InputKind,
     pub rows: usize,
     pub stats: Stats,
+    /// The last batch was gathered in one pass (`gather_batch_fast`): its
+    /// top level decoded and no needed list came twice.
+    pub fast: bool,
 }
 
 impl Index {
@@ -100,8 +103,10 @@ impl Index {
         check_size(buf)?;
         direct_sources(plan, needed, &mut self.direct);
         if let Some(rows) = self.gather_batch_fast(plan, buf, !self.cells_only) {
+            self.fast = true;
             return Ok(rows);
         }
+        self.fast = false;
         self.gather_batch_checked(plan, buf)
     }
 

@@ -94,6 +94,10 @@ pub struct Extractor {
     /// caller's `Extracted`.
     work: Vec<NamedColumn>,
     needed: Vec<bool>,
+    /// Scratch of `write` for rows of one batch: the batch's columns, and
+    /// the rows to copy out of them.
+    whole: Extracted,
+    picks: Vec<u32>,
 }
 
 impl Extractor {

@@ -54,6 +54,9 @@ struct RowMeta {
     /// An owned Example of named features that replace the sample's
     /// same-named ones (a pooled item of negative generation).
     features: Option<u32>,
+    /// A cell or the weight of the row was replaced (`set_*`, `push_with`):
+    /// the row is no longer its sample's row as the sample reads.
+    edited: bool,
 }
 
 /// Rows of one or more inputs, editable: every row holds, for each source
@@ -77,6 +80,13 @@ pub struct Rows<'a> {
     /// The last weight `set_weight` wrote and its buffer: rows given the
     /// same weight share it.
     weight_buf: Option<(u32, u32)>,
+    /// `present` is no longer the index's (a row made a source present).
+    present_changed: bool,
+    /// Rows of the input when it was indexed.
+    indexed_rows: usize,
+    /// Every row's label cell holds its `__LABEL__` Feature as splitting the
+    /// sample finds it (`label_feature`; see `label_cells`).
+    label_cells: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -98,10 +108,26 @@ pub enum RowsMismatch {
 
 impl<'a> Rows<'a> {
     pub(super) fn from_index(plan: &Plan, ix: &Index, bufs: Vec<&'a [u8]>) -> Self {
+        let bufs_first = bufs.first().copied().unwrap_or_default();
         let (rows, sources) = (ix.rows, ix.columns.len());
-        let mut cells = Vec::with_capacity(rows * sources);
-        for row in 0..rows {
-            cells.extend((0..sources).map(|s| ix.cell(s, row).unwrap_or(Cell::NONE)));
+        // Row-major, filled a source at a time: what `ix.cell(s, row)` gives
+        // (or NONE) for every row and source.
+        let mut cells = vec![Cell::NONE; rows * sources];
+        let own = |c: Cell| if c.is_none() { Cell::NONE } else { c };
+        for (s, col) in ix.columns.iter().enumerate() {
+            let targets = cells.get_mut(s..).unwrap_or_default().iter_mut().step_by(sources);
+            match (col.present, col.shared) {
+                (false, _) => {}
+                (true, true) => {
+                    if let Some(&c) = ix.cells.get(col.first).filter(|_| col.len > 0) {
+                        targets.for_each(|t| *t = own(c));
+                    }
+                }
+                (true, false) => {
+                    let column = ix.cells.get(col.first..col.first + col.len.min(rows)).unwrap_or_default();
+                    targets.zip(column).for_each(|(t, &c)| *t = own(c));
+                }
+            }
         }
         let batch = ix.kind == InputKind::Batch;
         let example_rows = if batch { vec![ExampleRow::default(); rows] } else { ix.example_rows.clone() };
@@ -126,6 +152,9 @@ impl<'a> Rows<'a> {
             bufs: bufs.into_iter().map(RowBuf::Borrowed).collect(),
             stats: ix.stats,
             weight_buf: None,
+            present_changed: false,
+            indexed_rows: rows,
+            label_cells: batch && label_cells(plan, ix, bufs_first),
         }
     }
 
@@ -274,9 +303,11 @@ impl<'a> Rows<'a> {
         }
         let buf = self.own(example);
         self.meta[at].features = Some(buf);
+        self.meta[at].edited = true;
         for &(source, start, end) in features {
             if source < self.sources {
                 self.cells[at * self.sources + source] = Cell { buf, start, end, index: 0, list: 0 };
+                self.present_changed |= !self.present[source];
                 self.present[source] = true;
             }
         }
@@ -323,6 +354,9 @@ impl<'a> Rows<'a> {
             bufs: self.bufs.into_iter().map(owned).collect(),
             stats: self.stats,
             weight_buf: self.weight_buf,
+            present_changed: self.present_changed,
+            indexed_rows: self.indexed_rows,
+            label_cells: self.label_cells,
         }
     }
 
@@ -340,6 +374,9 @@ impl<'a> Rows<'a> {
             bufs: Vec::new(),
             stats: Stats::default(),
             weight_buf: None,
+            present_changed: true,
+            indexed_rows: 0,
+            label_cells: self.label_cells,
         }
     }
 
@@ -368,6 +405,24 @@ impl<'a> Rows<'a> {
         self.meta[row].features.map(|b| self.bufs[b as usize].as_slice())
     }
 
+    /// The `__LABEL__` Feature of a row of an ExampleBatch with its byte
+    /// offset in the batch, when the index holds it (the plan reads labels,
+    /// no list of the batch comes twice, the row's labels and features are
+    /// its sample's): `Some(None)` when the row has none. `None` when the
+    /// index does not know, and the sample must be read.
+    pub fn label_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
+        let m = self.meta.get(row)?;
+        if !self.label_cells || m.labels.is_some() || m.features.is_some() {
+            return None;
+        }
+        let c = self.cells[row * self.sources + self.reserved.label?];
+        if c.is_none() {
+            return Some(None);
+        }
+        let bytes = self.bufs[c.buf as usize].as_slice().get(c.start as usize..c.end as usize)?;
+        Some(Some((bytes, c.start as usize)))
+    }
+
     /// Replaces the row's labels: what the plan's label outputs write.
     pub fn set_labels(&mut self, row: usize, labels: &[f32]) {
         self.meta[row].labels = Some(labels.into());
@@ -389,6 +444,7 @@ impl<'a> Rows<'a> {
 
     /// Replaces the row's instance weight.
     pub fn set_weight(&mut self, row: usize, weight: f32) {
+        self.meta[row].edited = true;
         self.example_rows[row].weight = weight;
         let Some(source) = self.reserved.weight else { return };
         // A float_list of one value: 6 bytes, the same for every row of
@@ -426,8 +482,10 @@ impl<'a> Rows<'a> {
     }
 
     fn set_cell(&mut self, row: usize, source: Option<usize>, cell: Option<Cell>) {
+        self.meta[row].edited = true;
         if let Some(s) = source {
             self.cells[row * self.sources + s] = cell.unwrap_or(Cell::NONE);
+            self.present_changed |= cell.is_some() && !self.present[s];
             self.present[s] |= cell.is_some();
         }
     }
@@ -484,11 +542,42 @@ impl<'a> Rows<'a> {
             line_id: m.line_id.map(|b| adopt(self, b)),
             labels: m.labels.clone(),
             features: m.features.map(|b| adopt(self, b)),
+            edited: m.edited,
         };
         self.meta.push(meta);
         for (mine, theirs) in self.present.iter_mut().zip(&other.present) {
+            self.present_changed |= *theirs && !*mine;
             *mine |= *theirs;
         }
+    }
+
+    /// The ExampleBatch every row is a row of, when the rows are nothing
+    /// else: rows of that one batch (dropped, reordered or repeated), none
+    /// given another label, LineId, weight or Feature, the sources present
+    /// as the batch has them. `write` then extracts the batch whole and
+    /// copies the rows out ([`Self::batch_rows`]), which gives what writing
+    /// these rows gives.
+    pub(super) fn whole_batch(&self) -> Option<&[u8]> {
+        // Extracting the whole batch costs about what writing two thirds of
+        // its rows one by one does (benches/README, "With transforms").
+        if self.kind != InputKind::Batch || self.present_changed || 3 * self.len() < 2 * self.indexed_rows {
+            return None;
+        }
+        let sample = self.meta.first()?.sample;
+        let plain = |m: &RowMeta| {
+            m.sample == sample && !m.edited && m.line_id.is_none() && m.labels.is_none() && m.features.is_none()
+        };
+        self.meta.iter().all(plain).then(|| self.bufs[sample as usize].as_slice())
+    }
+
+    /// Each row's row in its batch, in order.
+    pub(super) fn batch_rows(&self) -> impl Iterator<Item = usize> + '_ {
+        self.meta.iter().map(|m| m.batch_row as usize)
+    }
+
+    /// What indexing the rows' inputs read.
+    pub(super) fn stats(&self) -> Stats {
+        self.stats
     }
 
     /// Lays the rows out column by column, as extraction reads them.
@@ -517,4 +606,27 @@ impl<'a> Rows<'a> {
         ix.example_rows.clear();
         ix.example_rows.extend_from_slice(&self.example_rows);
     }
+}
+
+/// Whether the index of an ExampleBatch holds each row's `__LABEL__`
+/// Feature as splitting the batch finds it (`transforms::row::Split`): the
+/// batch was gathered in one pass (its top level decodes, no needed list
+/// came twice, every list has the batch's length), the plan has a label
+/// output and reads SHARED lists as SHARED (not `compat: monolith`, whose
+/// label writer reads them row by row), and every Feature of the label list
+/// parses (splitting parses the whole list, and fails on any of them).
+fn label_cells(plan: &Plan, ix: &Index, batch: &[u8]) -> bool {
+    let Some(source) = plan.label_source else { return false };
+    if !ix.fast || plan.compat == crate::config::Compat::Monolith {
+        return false;
+    }
+    let col = ix.columns[source];
+    if !col.present {
+        return true;
+    }
+    let cells = ix.cells.get(col.first..col.first + col.len).unwrap_or_default();
+    cells.iter().all(|c| {
+        let bytes = batch.get(c.start as usize..c.end as usize);
+        bytes.is_some_and(|b| crate::view::FeatureView::parse(b, c.start as usize).is_ok())
+    })
 }

@@ -139,3 +139,71 @@ fn the_line_id_memo_stays_within_the_output_limit() {
     assert!(err.to_string().starts_with("output would take"), "{err}");
     assert!(!ex.memo.borrow().was_built(), "100 rows x 101 values would pass 1000 bytes");
 }
+
+const OPS_MODEL: &str = "name: m\nfeatures:
+  - {name: a, kind: sparse}
+  - {name: b, kind: sparse, splits: i32, shared: once}
+  - {name: d, kind: dense, shape: [2], default: 0.5}
+  - {name: e, kind: dense, shape: [1]}
+  - {name: z, kind: string}
+  - {name: h, op: hash, input: a, buckets: 7}
+  - {name: ab, op: cross, inputs: [a, b]}
+  - {name: de, op: concat, inputs: [d, e]}
+  - {name: k, op: kjt, inputs: [a, b, h]}
+";
+
+proptest! {
+    /// Rows of one batch (dropped, reordered, repeated) copied out of the
+    /// batch extracted whole give what writing each row from its cells
+    /// gives, results and errors alike, whichever way `write` goes.
+    #[test]
+    fn rows_of_a_batch_write_what_their_cells_give(
+        buf in batch(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..16),
+        all in any::<bool>(),
+    ) {
+        let plan = Plan::from_yaml(OPS_MODEL).unwrap();
+        let mut ex = Extractor::new();
+        let Ok(mut rows) = ex.index(&plan, Input::Batch(&buf), None) else { return Ok(()) };
+        if !all && !rows.is_empty() {
+            let order: Vec<usize> = picks.iter().map(|i| i.index(rows.len())).collect();
+            rows.select(&order).unwrap();
+        }
+        let mut write = |whole: bool| {
+            let mut out = Extracted::default();
+            ex.write_rows(&plan, &rows, Policy::default(), &mut out, whole).map(|()| out).map_err(|e| e.to_string())
+        };
+        let (copied, written) = (write(true), write(false));
+        prop_assert_eq!(copied, written);
+    }
+}
+
+/// The comparison above means something only if rows are copied out of the
+/// whole batch: a batch's rows, all of them or most, are.
+#[test]
+fn most_rows_of_a_batch_are_copied_out_of_it() {
+    let plan = Plan::from_yaml(OPS_MODEL).unwrap();
+    let fids = |v: &[u64]| pb::Feature { r#type: Some(Type::FidV2List(pb::FidList { value: v.to_vec() })) };
+    let list = |name: &str, feature, shared| pb::NamedFeatureList { name: name.into(), feature, r#type: shared, id: 0 };
+    let a = vec![fids(&[1, 2]), fids(&[3]), fids(&[]), fids(&[4, 5, 6])];
+    let batch = pb::ExampleBatch {
+        named_feature_list: vec![list("a", a, 0), list("b", vec![fids(&[9])], 1)],
+        batch_size: 4,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut ex = Extractor::new();
+    let mut rows = ex.index(&plan, Input::Batch(&batch), None).unwrap();
+    rows.select(&[3, 0, 1]).unwrap();
+    let mut out = Extracted::default();
+    ex.write(&plan, &rows, Policy::default(), &mut out).unwrap();
+    assert_eq!(ex.whole.batch_size, 4, "the batch was extracted whole");
+    assert_eq!(out.batch_size, 3);
+    assert_eq!(out.tensor("a").unwrap().ragged_u64(), vec![vec![4, 5, 6], vec![1, 2], vec![3]]);
+    assert_eq!(out.tensor("b").unwrap().ragged_u64(), vec![vec![9]; 3]);
+    // One row of four: written from its cells.
+    rows.select(&[1]).unwrap();
+    let mut ex = Extractor::new();
+    ex.write(&plan, &rows, Policy::default(), &mut out).unwrap();
+    assert_eq!((ex.whole.batch_size, out.tensor("a").unwrap().ragged_u64()), (0, vec![vec![1, 2]]));
+}

@@ -114,7 +114,8 @@ pub struct Transforms {
     /// The first ordered stage's config and place when it is negative_gen:
     /// what it reads of each row is read beside the free transforms
     /// ([`Transforms::prepare`]).
-    first_negative: Option<(usize, NegativeGen)>,
+    /// The first ordered transform, when negative_gen, with its item features' sources.
+    first_negative: Option<(usize, NegativeGen, Vec<Option<usize>>)>,
     /// compat: monolith: the plan, to index ExampleBatch rows again as the
     /// Examples Monolith's transforms see (`Transforms::as_examples`).
     examples_plan: Option<Plan>,
@@ -160,7 +161,7 @@ impl Transforms {
         let examples_plan = (plan.compat == crate::Compat::Monolith && !names.is_empty()).then(|| plan.clone());
         let first_negative = match stages.first() {
             Some((i, Stage::NegativeGen(_))) => match &plan.offline.transforms[*i] {
-                SampleTransform::NegativeGen(n) => Some((*i, n.clone())),
+                SampleTransform::NegativeGen(n) => Some((*i, n.clone(), negative::item_sources(plan, n))),
                 _ => None,
             },
             _ => None,
@@ -244,8 +245,8 @@ impl Transforms {
     /// [`Transforms::apply_prepared`] with the same rows, its in-order
     /// part is shorter.
     pub fn prepare(&self, rows: &Rows<'_>) -> Result<Option<Prepared>, TransformError> {
-        let Some((index, t)) = &self.first_negative else { return Ok(None) };
-        let facts = negative::read_facts(t, rows).map_err(|e| self.error(*index, e))?;
+        let Some((index, t, item_sources)) = &self.first_negative else { return Ok(None) };
+        let facts = negative::read_facts(t, item_sources, rows).map_err(|e| self.error(*index, e))?;
         Ok(Some(Prepared(facts)))
     }
 

@@ -79,12 +79,25 @@ pub(super) struct Seen {
     /// (empty for other rows).
     line_id: Vec<u8>,
     labels: Vec<f32>,
+    /// A cacheable row's item features, as the pool would keep them (made
+    /// here, off the in-order path; taken when the item joins the pool).
+    item: Option<ItemBytes>,
 }
 
-/// The facts of every row of `rows`, in order.
-pub(super) fn read_facts(t: &NegativeGen, rows: &Rows<'_>) -> Result<Vec<Seen>, (usize, DecodeError)> {
+/// Each item feature's source in the plan, if the plan reads it.
+pub(super) fn item_sources(plan: &crate::config::Plan, t: &NegativeGen) -> Vec<Option<usize>> {
+    t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect()
+}
+
+/// The facts of every row of `rows`, in order. `item_sources`: see
+/// [`item_sources`].
+pub(super) fn read_facts(
+    t: &NegativeGen,
+    item_sources: &[Option<usize>],
+    rows: &Rows<'_>,
+) -> Result<Vec<Seen>, (usize, DecodeError)> {
     let mut split = Split::default();
-    (0..rows.len()).map(|row| read(t, &mut split, rows, row).map_err(|e| (row, e))).collect()
+    (0..rows.len()).map(|row| read(t, item_sources, &mut split, rows, row).map_err(|e| (row, e))).collect()
 }
 
 /// A negative, decided while the rows are read and appended after.
@@ -109,7 +122,7 @@ enum Placed {
 impl NegativeGenState {
     pub fn new(plan: &crate::config::Plan, t: NegativeGen) -> Self {
         let rng = Rng::new(t.seed);
-        let item_sources: Vec<Option<usize>> = t.item_features.iter().map(|n| plan.source_of(n.as_bytes())).collect();
+        let item_sources = item_sources(plan, &t);
         let item_cells = item_sources.iter().flatten().copied().collect();
         Self { t, item_sources, item_cells, channels: HashMap::default(), order: Vec::new(), rng, generated: 0 }
     }
@@ -129,16 +142,16 @@ impl NegativeGenState {
     /// `facts`, when given, are `read_facts` of these very rows.
     pub fn apply(&mut self, rows: &mut Rows<'_>, facts: Option<Vec<Seen>>) -> Result<u64, (usize, DecodeError)> {
         let n = rows.len();
-        let facts = match facts {
+        let mut facts = match facts {
             Some(f) if f.len() == n => f,
-            _ => read_facts(&self.t, rows)?,
+            _ => read_facts(&self.t, &self.item_sources, rows)?,
         };
         let mut negatives = Vec::new();
         let mut placed = Vec::with_capacity(n);
         let mut dropped = 0;
         {
             let mut split = Split::default();
-            for (row, s) in facts.iter().enumerate() {
+            for (row, s) in facts.iter_mut().enumerate() {
                 if s.cacheable {
                     self.save(s, &mut split, rows, row).map_err(|e| (row, e))?;
                 }
@@ -189,7 +202,13 @@ impl NegativeGenState {
     }
 }
 
-fn read<'r>(t: &NegativeGen, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<Seen, DecodeError> {
+fn read<'r>(
+    t: &NegativeGen,
+    item_sources: &[Option<usize>],
+    split: &mut Split<'r>,
+    rows: &'r Rows<'_>,
+    row: usize,
+) -> Result<Seen, DecodeError> {
     let line_id = split.line_id(rows, row)?;
     let acts = actions(line_id.as_ref())?;
     let labels = split.labels(rows, row)?;
@@ -216,52 +235,64 @@ fn read<'r>(t: &NegativeGen, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usi
     {
         gid = g;
     }
-    // A row that may join the pool has item features that read: checked
-    // here, on any thread, so a bad one fails its record before the pool
-    // changes (a batch's lists are parsed once).
-    if cacheable {
-        for name in &t.item_features {
-            split.named(rows, row, name.as_bytes(), |_| {})?;
-        }
-    }
+    // A row that may join the pool has its item read here, on any thread,
+    // so a bad feature fails its record before the pool changes (a batch's
+    // lists are parsed once).
+    let item = if cacheable { Some(item_of(t, item_sources, split, rows, row)?) } else { None };
     let (line_id, labels) = match positive {
         true => (line_id.map_or_else(Vec::new, |l| l.bytes().to_vec()), labels),
         false => (Vec::new(), Vec::new()),
     };
-    Ok(Seen { positive, gid, cid, cacheable, line_id, labels })
+    Ok(Seen { positive, gid, cid, cacheable, line_id, labels, item })
+}
+
+/// The row's item features as a small owned Example: each item feature
+/// once, in the order `item_features` names them, with no Feature when
+/// the row has none.
+fn item_of<'r>(
+    t: &NegativeGen,
+    item_sources: &[Option<usize>],
+    split: &mut Split<'r>,
+    rows: &'r Rows<'_>,
+    row: usize,
+) -> Result<ItemBytes, DecodeError> {
+    let mut parts: Vec<(usize, Option<&'r [u8]>)> = Vec::with_capacity(t.item_features.len());
+    for (i, name) in t.item_features.iter().enumerate() {
+        if t.item_features[..i].contains(name) {
+            continue;
+        }
+        let before = parts.len();
+        split.named(rows, row, name.as_bytes(), |f| parts.push((i, Some(f.bytes()))))?;
+        // An item feature the item lacks is named with no Feature: a row
+        // read through `Split` then has none, as the kernel's negative
+        // has none (it holds only the cached item's features,
+        // negative_gen_dataset_kernel.cc lines 427-433 and 512-519).
+        if parts.len() == before {
+            parts.push((i, None));
+        }
+    }
+    let size = parts.iter().map(|&(i, f)| named_len(t.item_features[i].len(), f)).sum();
+    let mut example = Vec::with_capacity(size);
+    let mut cells = Vec::new();
+    for (i, feature) in parts {
+        let end = push_named(&mut example, t.item_features[i].as_bytes(), feature);
+        if let (Some(f), Some(source)) = (feature, item_sources.get(i).copied().flatten()) {
+            cells.push((source, end - f.len() as u32, end));
+        }
+    }
+    Ok((Bytes::from(example), cells))
 }
 
 impl NegativeGenState {
-    /// The row's item features as a small owned Example.
-    fn item<'r>(&self, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<ItemBytes, DecodeError> {
-        let mut example = Vec::new();
-        let mut cells = Vec::new();
-        for (i, name) in self.t.item_features.iter().enumerate() {
-            if self.t.item_features[..i].contains(name) {
-                continue;
-            }
-            let mut found = false;
-            split.named(rows, row, name.as_bytes(), |f| {
-                found = true;
-                let end = push_named(&mut example, name.as_bytes(), Some(f.bytes()));
-                if let Some(source) = self.item_sources[i] {
-                    cells.push((source, end - f.bytes().len() as u32, end));
-                }
-            })?;
-            // An item feature the item lacks is named with no Feature: a row
-            // read through `Split` then has none, as the kernel's negative
-            // has none (it holds only the cached item's features,
-            // negative_gen_dataset_kernel.cc lines 427-433 and 512-519).
-            if !found {
-                push_named(&mut example, name.as_bytes(), None);
-            }
-        }
-        Ok((Bytes::from(example), cells))
-    }
-
     /// `CacheWithGid::Push`: a new item joins the back; an item already
     /// there is left as it is; past `max_item_num` the oldest leaves.
-    fn save<'r>(&mut self, s: &Seen, split: &mut Split<'r>, rows: &'r Rows<'_>, row: usize) -> Result<(), DecodeError> {
+    fn save<'r>(
+        &mut self,
+        s: &mut Seen,
+        split: &mut Split<'r>,
+        rows: &'r Rows<'_>,
+        row: usize,
+    ) -> Result<(), DecodeError> {
         let t = &self.t;
         if s.cid == 0 {
             return Ok(());
@@ -277,7 +308,11 @@ impl NegativeGenState {
         // The item is copied only when it joins the pool (`read` found its
         // features readable), before the pool changes.
         let known = self.channels.get(&s.cid).is_some_and(|c| c.items.contains_key(&s.gid));
-        let item = if known { None } else { Some(self.item(split, rows, row)?) };
+        let item = match (known, s.item.take()) {
+            (true, _) => None,
+            (false, Some(item)) => Some(item),
+            (false, None) => Some(item_of(&self.t, &self.item_sources, split, rows, row)?),
+        };
         let max = self.t.max_item_num;
         let channel = match self.channels.entry(s.cid) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -470,9 +505,8 @@ fn most_prior(line_id: Option<&LineIdView<'_>>, priority: &[i32]) -> Result<Opti
 /// Appends an Example's NamedFeature (field 1): the name, and the Feature's
 /// bytes as they are when there is one. Returns where the Feature ends.
 fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32 {
-    use prost::encoding::{encode_varint, encoded_len_varint};
-    let field = |len: usize| 1 + encoded_len_varint(len as u64) + len;
-    let len = field(name.len()) + feature.map_or(0, |f| field(f.len()));
+    use prost::encoding::encode_varint;
+    let len = field_len(name.len()) + feature.map_or(0, |f| field_len(f.len()));
     example.push(1 << 3 | 2);
     encode_varint(len as u64, example);
     example.push(1 << 3 | 2);
@@ -484,4 +518,14 @@ fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32
         example.extend_from_slice(f);
     }
     example.len() as u32
+}
+
+/// Bytes of a length-delimited field of `len` bytes with a one-byte key.
+fn field_len(len: usize) -> usize {
+    1 + prost::encoding::encoded_len_varint(len as u64) + len
+}
+
+/// Bytes `push_named` appends.
+fn named_len(name: usize, feature: Option<&[u8]>) -> usize {
+    field_len(field_len(name) + feature.map_or(0, |f| field_len(f.len())))
 }

@@ -22,13 +22,24 @@ struct Lists<'r> {
 impl<'r> Lists<'r> {
     /// List `i`'s name and its Feature for `row` (a SHARED list's first).
     fn feature(&mut self, i: usize, row: usize) -> Result<Option<(&'r [u8], FeatureView<'r>)>, DecodeError> {
-        if self.parsed[i].is_none() {
-            self.parsed[i] = Some(self.entries[i].1.features()?);
-        }
-        let (ty, features) = self.parsed[i].as_ref().expect("parsed above");
-        let at = if *ty == ListType::Shared { 0 } else { row };
-        Ok(features.get(at).map(|f| (self.entries[i].0, *f)))
+        feature_of(&self.entries, &mut self.parsed, i, row)
     }
+}
+
+/// `Lists::feature` over the parts of a `Lists`, so that a caller may hold
+/// its `by_name` meanwhile.
+fn feature_of<'r>(
+    entries: &[(&'r [u8], ListEntry<'r>)],
+    parsed: &mut [Option<(ListType, Vec<FeatureView<'r>>)>],
+    i: usize,
+    row: usize,
+) -> Result<Option<(&'r [u8], FeatureView<'r>)>, DecodeError> {
+    if parsed[i].is_none() {
+        parsed[i] = Some(entries[i].1.features()?);
+    }
+    let (ty, features) = parsed[i].as_ref().expect("parsed above");
+    let at = if *ty == ListType::Shared { 0 } else { row };
+    Ok(features.get(at).map(|f| (entries[i].0, *f)))
 }
 
 /// The batches of some rows, split once per call.
@@ -104,11 +115,9 @@ impl<'r> Split<'r> {
         }
         match rows.sample(row) {
             Sample::BatchRow { batch, row } => {
-                let lists = self.lists(batch)?;
-                let count = lists.by_name.get(name).map_or(0, Vec::len);
-                for k in 0..count {
-                    let i = lists.by_name[name][k];
-                    if let Some((_, feature)) = lists.feature(i, row)? {
+                let Lists { entries, parsed, by_name } = self.lists(batch)?;
+                for &i in by_name.get(name).map_or(&[][..], Vec::as_slice) {
+                    if let Some((_, feature)) = feature_of(entries, parsed, i, row)? {
                         f(&feature);
                     }
                 }
@@ -207,10 +216,27 @@ impl<'r> Split<'r> {
     /// The row's labels: Example field 101, then a `__LABEL__` float_list, as
     /// the label writer reads them.
     pub fn labels(&mut self, rows: &'r Rows<'_>, row: usize) -> Result<Vec<f32>, DecodeError> {
+        self.labels_from(rows, row, true)
+    }
+
+    /// `labels`; `cells`: a Feature the index found may stand for the split
+    /// (tests compare the two).
+    fn labels_from(&mut self, rows: &'r Rows<'_>, row: usize, cells: bool) -> Result<Vec<f32>, DecodeError> {
         if let Some(l) = rows.labels_override(row) {
             return Ok(l.to_vec());
         }
         let mut out = Vec::new();
+        if let Some(known) = rows.label_feature(row).filter(|_| cells) {
+            // The index found the row's `__LABEL__` Feature: no need to
+            // split the batch for it.
+            if let Some((bytes, at)) = known {
+                let f = FeatureView::parse(bytes, at)?;
+                if f.kind() == Some(FeatureKind::FloatList) {
+                    f.float_runs(|run| out.extend(run.chunks_exact(4).map(crate::view::le_f32)))?;
+                }
+            }
+            return Ok(out);
+        }
         if let Sample::Example(bytes) = rows.sample(row) {
             ExampleView::parse(bytes, 0)?.labels(|v| out.push(v))?;
         }
@@ -219,7 +245,7 @@ impl<'r> Split<'r> {
         if let Some(f) = list
             && f.kind() == Some(FeatureKind::FloatList)
         {
-            out.extend(f.floats()?);
+            f.float_runs(|run| out.extend(run.chunks_exact(4).map(crate::view::le_f32)))?;
         }
         Ok(out)
     }
@@ -275,4 +301,88 @@ pub(super) fn example_of<'r>(split: &mut Split<'r>, rows: &'r Rows<'_>, row: usi
         example.extend(w.to_le_bytes());
     }
     Ok(example)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use prost::Message;
+
+    use super::Split;
+    use crate::Plan;
+    use crate::extract::{Extractor, Input};
+    use crate::proto::monolith_pb::{self as pb, feature::Type};
+
+    fn feature() -> impl Strategy<Value = pb::Feature> {
+        prop_oneof![
+            prop::collection::vec(-2.0f32..2.0, 0..4).prop_map(|value| Type::FloatList(pb::FloatList { value })),
+            prop::collection::vec(any::<u64>(), 0..3).prop_map(|value| Type::FidV2List(pb::FidList { value })),
+        ]
+        .prop_map(|t| pb::Feature { r#type: Some(t) })
+    }
+
+    fn batch() -> impl Strategy<Value = Vec<u8>> {
+        let name = prop::sample::select(vec!["__LABEL__", "__LABEL__", "a"]);
+        let list = (name, prop::collection::vec(feature(), 0..5), any::<bool>());
+        (prop::collection::vec(list, 0..4), 0..5i32, any::<usize>(), any::<u8>(), any::<bool>()).prop_map(
+            |(lists, batch_size, at, byte, damage)| {
+                let named_feature_list = lists
+                    .into_iter()
+                    .map(|(name, feature, shared)| pb::NamedFeatureList {
+                        name: name.into(),
+                        feature,
+                        r#type: i32::from(shared),
+                        id: 0,
+                    })
+                    .collect();
+                let mut buf = pb::ExampleBatch { named_feature_list, batch_size, ..Default::default() }.encode_to_vec();
+                if damage && !buf.is_empty() {
+                    let i = at % buf.len();
+                    buf[i] = byte;
+                }
+                buf
+            },
+        )
+    }
+
+    proptest! {
+        /// A row's labels read from the index's `__LABEL__` cell are what
+        /// splitting its batch gives, value for value and error for error.
+        #[test]
+        fn labels_from_the_index_are_the_split_labels(buf in batch(), monolith in any::<bool>()) {
+            let compat = if monolith { "monolith" } else { "native" };
+            let plan = Plan::from_yaml(&format!(
+                "name: m\ncompat: {compat}\nfeatures:\n  - {{name: a, kind: sparse}}\n  - {{name: label, kind: label, shape: [1]}}\n"
+            ))
+            .unwrap();
+            let mut ex = Extractor::new();
+            let Ok(rows) = ex.index(&plan, Input::Batch(&buf), None) else { return Ok(()) };
+            for row in 0..rows.len() {
+                let read = |cells: bool| {
+                    let labels = Split::default().labels_from(&rows, row, cells).map_err(|e| e.to_string())?;
+                    Ok::<_, String>(labels.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+                };
+                prop_assert_eq!(read(true), read(false), "row {}", row);
+            }
+        }
+    }
+
+    /// The comparison above means something only if the index is read.
+    #[test]
+    fn a_regular_batch_has_its_labels_in_the_index() {
+        let plan = Plan::from_yaml("name: m\nfeatures:\n  - {name: label, kind: label, shape: [1]}\n").unwrap();
+        let floats = |v: f32| pb::Feature { r#type: Some(Type::FloatList(pb::FloatList { value: vec![v] })) };
+        let list = pb::NamedFeatureList {
+            name: "__LABEL__".into(),
+            feature: vec![floats(1.0), floats(0.0)],
+            r#type: 0,
+            id: 0,
+        };
+        let buf =
+            pb::ExampleBatch { named_feature_list: vec![list], batch_size: 2, ..Default::default() }.encode_to_vec();
+        let mut ex = Extractor::new();
+        let rows = ex.index(&plan, Input::Batch(&buf), None).unwrap();
+        assert!(matches!(rows.label_feature(1), Some(Some(_))));
+        assert_eq!(Split::default().labels(&rows, 1).unwrap(), vec![0.0]);
+    }
 }
