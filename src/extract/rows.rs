@@ -85,8 +85,10 @@ pub struct Rows<'a> {
     /// Rows of the input when it was indexed.
     indexed_rows: usize,
     /// Every row's label cell holds its `__LABEL__` Feature as splitting the
-    /// sample finds it (`label_feature`; see `label_cells`).
+    /// sample finds it (`label_feature`; see `split_exact`).
     label_cells: bool,
+    /// The same for the LineId cell and `__LINE_ID__` (`line_id_feature`).
+    line_id_cells: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +156,8 @@ impl<'a> Rows<'a> {
             weight_buf: None,
             present_changed: false,
             indexed_rows: rows,
-            label_cells: batch && label_cells(plan, ix, bufs_first),
+            label_cells: batch && split_exact(plan, ix, bufs_first, plan.label_source),
+            line_id_cells: batch && split_exact(plan, ix, bufs_first, plan.line_id_source),
         }
     }
 
@@ -169,6 +172,13 @@ impl<'a> Rows<'a> {
     /// The buffers the rows point into, as `write` hands them to the writers.
     pub(super) fn slices(&self) -> Vec<&[u8]> {
         self.bufs.iter().map(RowBuf::as_slice).collect()
+    }
+
+    /// Room for `additional` more rows without reallocating.
+    pub fn reserve(&mut self, additional: usize) {
+        self.cells.reserve(additional * self.sources);
+        self.example_rows.reserve(additional);
+        self.meta.reserve(additional);
     }
 
     /// Keeps the rows for which `keep(row)` is true, in order.
@@ -357,6 +367,7 @@ impl<'a> Rows<'a> {
             present_changed: self.present_changed,
             indexed_rows: self.indexed_rows,
             label_cells: self.label_cells,
+            line_id_cells: self.line_id_cells,
         }
     }
 
@@ -377,6 +388,7 @@ impl<'a> Rows<'a> {
             present_changed: true,
             indexed_rows: 0,
             label_cells: self.label_cells,
+            line_id_cells: self.line_id_cells,
         }
     }
 
@@ -406,16 +418,26 @@ impl<'a> Rows<'a> {
     }
 
     /// The `__LABEL__` Feature of a row of an ExampleBatch with its byte
-    /// offset in the batch, when the index holds it (the plan reads labels,
-    /// no list of the batch comes twice, the row's labels and features are
-    /// its sample's): `Some(None)` when the row has none. `None` when the
-    /// index does not know, and the sample must be read.
+    /// offset in the batch, when the index holds it as splitting the batch
+    /// finds it (the plan reads labels, the batch was gathered in one pass,
+    /// the row's labels, LineId and features are its sample's): `Some(None)`
+    /// when the row has none. `None` when the index does not know, and the
+    /// sample must be read.
     pub fn label_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
+        self.known_feature(row, self.reserved.label, self.label_cells)
+    }
+
+    /// `label_feature` for `__LINE_ID__`.
+    pub fn line_id_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
+        self.known_feature(row, self.reserved.line_id, self.line_id_cells)
+    }
+
+    fn known_feature(&self, row: usize, source: Option<usize>, known: bool) -> Option<Option<(&[u8], usize)>> {
         let m = self.meta.get(row)?;
-        if !self.label_cells || m.labels.is_some() || m.features.is_some() {
+        if !known || m.labels.is_some() || m.line_id.is_some() || m.features.is_some() {
             return None;
         }
-        let c = self.cells[row * self.sources + self.reserved.label?];
+        let c = self.cells[row * self.sources + source?];
         if c.is_none() {
             return Some(None);
         }
@@ -608,15 +630,16 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Whether the index of an ExampleBatch holds each row's `__LABEL__`
-/// Feature as splitting the batch finds it (`transforms::row::Split`): the
-/// batch was gathered in one pass (its top level decodes, no needed list
-/// came twice, every list has the batch's length), the plan has a label
-/// output and reads SHARED lists as SHARED (not `compat: monolith`, whose
-/// label writer reads them row by row), and every Feature of the label list
-/// parses (splitting parses the whole list, and fails on any of them).
-fn label_cells(plan: &Plan, ix: &Index, batch: &[u8]) -> bool {
-    let Some(source) = plan.label_source else { return false };
+/// Whether the index of an ExampleBatch holds each row's Feature of the
+/// reserved `source` (`__LABEL__`, `__LINE_ID__`) as splitting the batch
+/// finds it (`transforms::row::Split`): the batch was gathered in one pass
+/// (its top level decodes, no needed list came twice, every list has the
+/// batch's length), the plan reads the source and reads SHARED lists as
+/// SHARED (not `compat: monolith`, whose writers read reserved lists row
+/// by row), and every Feature of its list parses (splitting parses the
+/// whole list, and fails on any of them).
+fn split_exact(plan: &Plan, ix: &Index, batch: &[u8], source: Option<usize>) -> bool {
+    let Some(source) = source else { return false };
     if !ix.fast || plan.compat == crate::config::Compat::Monolith {
         return false;
     }
@@ -625,8 +648,14 @@ fn label_cells(plan: &Plan, ix: &Index, batch: &[u8]) -> bool {
         return true;
     }
     let cells = ix.cells.get(col.first..col.first + col.len).unwrap_or_default();
+    let canonical = if Some(source) == plan.label_source { Some(crate::view::FeatureKind::FloatList) } else { None };
     cells.iter().all(|c| {
         let bytes = batch.get(c.start as usize..c.end as usize);
-        bytes.is_some_and(|b| crate::view::FeatureView::parse(b, c.start as usize).is_ok())
+        // A list Feature in the canonical layout parses; anything else is
+        // asked of the parser.
+        bytes.is_some_and(|b| {
+            canonical.is_some_and(|k| crate::view::packed_run(b, k).is_some())
+                || crate::view::FeatureView::parse(b, c.start as usize).is_ok()
+        })
     })
 }

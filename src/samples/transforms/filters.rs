@@ -90,12 +90,12 @@ pub(super) fn keep_by_label<'r>(
     rows: &'r Rows<'_>,
     row: usize,
 ) -> Result<bool, DecodeError> {
-    let labels = split.labels(rows, row)?;
-    if labels.len() < t.label_threshold.len() {
-        // The kernel logs "Label size should be >= label_threshold size" and drops.
-        return Ok(false);
-    }
-    Ok(t.label_threshold.iter().zip(&labels).any(|(&th, &l)| l > th || (l == th && !t.filter_equal)))
+    split.with_labels(rows, row, |labels| {
+        // The kernel logs "Label size should be >= label_threshold size" and
+        // drops a row with fewer labels.
+        labels.len() >= t.label_threshold.len()
+            && t.label_threshold.iter().zip(labels).any(|(&th, &l)| l > th || (l == th && !t.filter_equal))
+    })
 }
 
 pub(super) fn keep_by_value<'r>(

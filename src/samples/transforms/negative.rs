@@ -180,6 +180,7 @@ impl NegativeGenState {
                 }
             }
         }
+        rows.reserve(negatives.len());
         for neg in negatives {
             let at = rows.len();
             rows.push_with(neg.base, neg.example, &neg.cells, &self.item_cells);
@@ -211,11 +212,16 @@ fn read<'r>(
 ) -> Result<Seen, DecodeError> {
     let line_id = split.line_id(rows, row)?;
     let acts = actions(line_id.as_ref())?;
-    let labels = split.labels(rows, row)?;
-    let positive = if !t.positive_actions.is_empty() {
-        most_prior(line_id.as_ref(), &t.action_priority)?.is_some_and(|a| t.positive_actions.contains(&a))
+    let by_label = split.with_labels(rows, row, |labels| {
+        let positive = labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32);
+        (positive, positive.then(|| labels.to_vec()))
+    })?;
+    let (positive, labels) = if !t.positive_actions.is_empty() {
+        let positive =
+            most_prior(line_id.as_ref(), &t.action_priority)?.is_some_and(|a| t.positive_actions.contains(&a));
+        (positive, if positive { split.labels(rows, row)? } else { Vec::new() })
     } else {
-        labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32)
+        (by_label.0, by_label.1.unwrap_or_default())
     };
     let cacheable =
         !t.cache_only_pos || positive || t.cache_negative_actions.iter().any(|a| acts.contains(&i64::from(*a)));

@@ -7,7 +7,9 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::extract::{Rows, Sample};
-use crate::view::{ExampleBatchView, ExampleView, FeatureKind, FeatureView, LineIdView, ListEntry, ListType};
+use crate::view::{
+    ExampleBatchView, ExampleView, FeatureKind, FeatureView, LineIdView, ListEntry, ListType, packed_run,
+};
 use crate::wire::DecodeError;
 use crate::wire::len_field;
 
@@ -51,6 +53,8 @@ pub(super) struct Split<'r> {
     /// Each row's place among the rows of the same sample (copies of a
     /// row: 0, 1, ...), made on first use.
     occurrences: Vec<u32>,
+    /// Labels read for `with_labels`, kept between rows.
+    labels: Vec<f32>,
 }
 
 impl<'r> Split<'r> {
@@ -194,8 +198,23 @@ impl<'r> Split<'r> {
     /// bytes_list holding it), else an Example's field 100, as the LineId
     /// writer finds it.
     pub fn line_id(&mut self, rows: &'r Rows<'_>, row: usize) -> Result<Option<LineIdView<'r>>, DecodeError> {
+        self.line_id_from(rows, row, true)
+    }
+
+    /// `line_id`; `cells` as `labels_from`'s.
+    fn line_id_from(
+        &mut self,
+        rows: &'r Rows<'_>,
+        row: usize,
+        cells: bool,
+    ) -> Result<Option<LineIdView<'r>>, DecodeError> {
         if let Some(b) = rows.line_id_override(row) {
             return Ok(Some(LineIdView::new(b, 0)));
+        }
+        if let Some(known) = rows.line_id_feature(row).filter(|_| cells) {
+            let Some((bytes, at)) = known else { return Ok(None) };
+            let f = FeatureView::parse(bytes, at)?;
+            return Ok(f.first_bytes()?.map(|b| LineIdView::new(b, 0)));
         }
         let mut found = None;
         self.named(rows, row, b"__LINE_ID__", |f| found = Some(*f))?;
@@ -219,23 +238,56 @@ impl<'r> Split<'r> {
         self.labels_from(rows, row, true)
     }
 
+    /// Calls `f` with the row's labels (`labels`), read into a buffer the
+    /// split keeps: for a caller that reads them and lets them go.
+    pub fn with_labels<T>(
+        &mut self,
+        rows: &'r Rows<'_>,
+        row: usize,
+        f: impl FnOnce(&[f32]) -> T,
+    ) -> Result<T, DecodeError> {
+        let mut labels = std::mem::take(&mut self.labels);
+        labels.clear();
+        let read = self.labels_into(rows, row, true, &mut labels);
+        let result = read.map(|()| f(&labels));
+        self.labels = labels;
+        result
+    }
+
     /// `labels`; `cells`: a Feature the index found may stand for the split
     /// (tests compare the two).
     fn labels_from(&mut self, rows: &'r Rows<'_>, row: usize, cells: bool) -> Result<Vec<f32>, DecodeError> {
-        if let Some(l) = rows.labels_override(row) {
-            return Ok(l.to_vec());
-        }
         let mut out = Vec::new();
+        self.labels_into(rows, row, cells, &mut out)?;
+        Ok(out)
+    }
+
+    fn labels_into(
+        &mut self,
+        rows: &'r Rows<'_>,
+        row: usize,
+        cells: bool,
+        out: &mut Vec<f32>,
+    ) -> Result<(), DecodeError> {
+        if let Some(l) = rows.labels_override(row) {
+            out.extend_from_slice(l);
+            return Ok(());
+        }
         if let Some(known) = rows.label_feature(row).filter(|_| cells) {
             // The index found the row's `__LABEL__` Feature: no need to
             // split the batch for it.
             if let Some((bytes, at)) = known {
+                // A float_list as every encoder writes it: its values are one run.
+                if let Some(run) = packed_run(bytes, FeatureKind::FloatList).filter(|r| r.len() % 4 == 0) {
+                    out.extend(run.chunks_exact(4).map(crate::view::le_f32));
+                    return Ok(());
+                }
                 let f = FeatureView::parse(bytes, at)?;
                 if f.kind() == Some(FeatureKind::FloatList) {
                     f.float_runs(|run| out.extend(run.chunks_exact(4).map(crate::view::le_f32)))?;
                 }
             }
-            return Ok(out);
+            return Ok(());
         }
         if let Sample::Example(bytes) = rows.sample(row) {
             ExampleView::parse(bytes, 0)?.labels(|v| out.push(v))?;
@@ -247,7 +299,7 @@ impl<'r> Split<'r> {
         {
             f.float_runs(|run| out.extend(run.chunks_exact(4).map(crate::view::le_f32)))?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -317,12 +369,14 @@ mod tests {
         prop_oneof![
             prop::collection::vec(-2.0f32..2.0, 0..4).prop_map(|value| Type::FloatList(pb::FloatList { value })),
             prop::collection::vec(any::<u64>(), 0..3).prop_map(|value| Type::FidV2List(pb::FidList { value })),
+            prop::collection::vec(prop::collection::vec(any::<u8>(), 0..6), 0..3)
+                .prop_map(|value| Type::BytesList(pb::BytesList { value })),
         ]
         .prop_map(|t| pb::Feature { r#type: Some(t) })
     }
 
     fn batch() -> impl Strategy<Value = Vec<u8>> {
-        let name = prop::sample::select(vec!["__LABEL__", "__LABEL__", "a"]);
+        let name = prop::sample::select(vec!["__LABEL__", "__LABEL__", "__LINE_ID__", "__LINE_ID__", "a"]);
         let list = (name, prop::collection::vec(feature(), 0..5), any::<bool>());
         (prop::collection::vec(list, 0..4), 0..5i32, any::<usize>(), any::<u8>(), any::<bool>()).prop_map(
             |(lists, batch_size, at, byte, damage)| {
@@ -346,13 +400,14 @@ mod tests {
     }
 
     proptest! {
-        /// A row's labels read from the index's `__LABEL__` cell are what
-        /// splitting its batch gives, value for value and error for error.
+        /// A row's labels and LineId read from the index's `__LABEL__` and
+        /// `__LINE_ID__` cells are what splitting its batch gives, value for
+        /// value and error for error.
         #[test]
-        fn labels_from_the_index_are_the_split_labels(buf in batch(), monolith in any::<bool>()) {
+        fn labels_and_line_ids_from_the_index_are_the_split_ones(buf in batch(), monolith in any::<bool>()) {
             let compat = if monolith { "monolith" } else { "native" };
             let plan = Plan::from_yaml(&format!(
-                "name: m\ncompat: {compat}\nfeatures:\n  - {{name: a, kind: sparse}}\n  - {{name: label, kind: label, shape: [1]}}\n"
+                "name: m\ncompat: {compat}\nfeatures:\n  - {{name: a, kind: sparse}}\n  - {{name: label, kind: label, shape: [1]}}\n  - {{name: uid, kind: line_id, field: uid}}\n"
             ))
             .unwrap();
             let mut ex = Extractor::new();
@@ -363,26 +418,35 @@ mod tests {
                     Ok::<_, String>(labels.iter().map(|v| v.to_bits()).collect::<Vec<_>>())
                 };
                 prop_assert_eq!(read(true), read(false), "row {}", row);
+                let line_id = |cells: bool| {
+                    let l = Split::default().line_id_from(&rows, row, cells).map_err(|e| e.to_string())?;
+                    Ok::<_, String>(l.map(|l| l.bytes().to_vec()))
+                };
+                prop_assert_eq!(line_id(true), line_id(false), "row {}", row);
             }
         }
     }
 
     /// The comparison above means something only if the index is read.
     #[test]
-    fn a_regular_batch_has_its_labels_in_the_index() {
-        let plan = Plan::from_yaml("name: m\nfeatures:\n  - {name: label, kind: label, shape: [1]}\n").unwrap();
+    fn a_regular_batch_has_its_labels_and_line_ids_in_the_index() {
+        let plan = Plan::from_yaml(
+            "name: m\nfeatures:\n  - {name: label, kind: label, shape: [1]}\n  - {name: uid, kind: line_id, field: uid}\n",
+        )
+        .unwrap();
         let floats = |v: f32| pb::Feature { r#type: Some(Type::FloatList(pb::FloatList { value: vec![v] })) };
-        let list = pb::NamedFeatureList {
-            name: "__LABEL__".into(),
-            feature: vec![floats(1.0), floats(0.0)],
-            r#type: 0,
-            id: 0,
-        };
-        let buf =
-            pb::ExampleBatch { named_feature_list: vec![list], batch_size: 2, ..Default::default() }.encode_to_vec();
+        let bytes = |v: &[u8]| pb::Feature { r#type: Some(Type::BytesList(pb::BytesList { value: vec![v.to_vec()] })) };
+        let list = |name: &str, feature| pb::NamedFeatureList { name: name.into(), feature, r#type: 0, id: 0 };
+        let lists = vec![
+            list("__LABEL__", vec![floats(1.0), floats(0.0)]),
+            list("__LINE_ID__", vec![bytes(b"x"), bytes(b"yz")]),
+        ];
+        let buf = pb::ExampleBatch { named_feature_list: lists, batch_size: 2, ..Default::default() }.encode_to_vec();
         let mut ex = Extractor::new();
         let rows = ex.index(&plan, Input::Batch(&buf), None).unwrap();
         assert!(matches!(rows.label_feature(1), Some(Some(_))));
+        assert!(matches!(rows.line_id_feature(1), Some(Some(_))));
         assert_eq!(Split::default().labels(&rows, 1).unwrap(), vec![0.0]);
+        assert_eq!(Split::default().line_id(&rows, 1).unwrap().unwrap().bytes(), b"yz");
     }
 }
