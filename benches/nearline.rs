@@ -15,6 +15,11 @@ use fex::proto::matrix::LineId;
 use fex::proto::monolith_pb::{self as pb, feature::Type};
 use prost::Message;
 
+/// The allocator the JNI library links (jni/src/lib.rs), so this bench
+/// costs what the library does inside the JVM.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn feature(t: Type) -> pb::Feature {
     pb::Feature { r#type: Some(t) }
 }

@@ -17,6 +17,15 @@
 
 mod classes;
 
+/// The library's own allocations (a request's joined records, samples and
+/// the scratch between) go through mimalloc, as the `fex` command's and
+/// the Python package's do: glibc's malloc and free were a third of the
+/// instructions of a 30-row `compute` (benches/README, "The library through
+/// JNI"). Only Rust allocates here; what crosses to Java is copied into
+/// Java arrays.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};

@@ -448,6 +448,18 @@ impl<'a> Rows<'a> {
     /// Replaces the row's labels: what the plan's label outputs write.
     pub fn set_labels(&mut self, row: usize, labels: &[f32]) {
         self.meta[row].labels = Some(labels.into());
+        if self.kind == InputKind::Batch {
+            // A float_list Feature (field 3) of one packed run, built in
+            // one buffer of its exact size.
+            let run = labels.len() * 4;
+            let list = crate::wire::len_field_len(1, run);
+            let mut feature = Vec::with_capacity(crate::wire::len_field_len(3, list));
+            crate::wire::push_len_header(&mut feature, 3, list);
+            crate::wire::push_len_header(&mut feature, 1, run);
+            feature.extend(labels.iter().flat_map(|v| v.to_le_bytes()));
+            self.set_feature(row, self.reserved.label, feature);
+            return;
+        }
         let floats: Vec<u8> = labels.iter().flat_map(|v| v.to_le_bytes()).collect();
         if self.kind == InputKind::Examples {
             // Example field 101, packed, in a buffer of its own that the
@@ -491,8 +503,16 @@ impl<'a> Rows<'a> {
         if self.kind == InputKind::Examples {
             self.example_rows[row].line_id = Cell { buf, start: 0, end: len, index: 0, list: 0 };
         }
-        // As `__LINE_ID__` holds it: a bytes_list of one value.
-        self.set_feature(row, self.reserved.line_id, len_field(6, &len_field(1, &line_id)));
+        // As `__LINE_ID__` holds it: a bytes_list (field 6) of one value,
+        // built in one buffer of its exact size.
+        if self.reserved.line_id.is_some() {
+            let value = crate::wire::len_field_len(1, line_id.len());
+            let mut feature = Vec::with_capacity(crate::wire::len_field_len(6, value));
+            crate::wire::push_len_header(&mut feature, 6, value);
+            crate::wire::push_len_header(&mut feature, 1, line_id.len());
+            feature.extend_from_slice(&line_id);
+            self.set_feature(row, self.reserved.line_id, feature);
+        }
     }
 
     fn set_feature(&mut self, row: usize, source: Option<usize>, feature: Vec<u8>) {

@@ -5,10 +5,10 @@
 //! `add_action` does (src/samples/transforms/actions.rs). Every byte the
 //! rewrite does not touch is copied as it came.
 
-use prost::encoding::{WireType as ProstWire, encode_key, encode_varint};
+use prost::encoding::{WireType as ProstWire, encode_key, encode_varint, encoded_len_varint};
 
 use crate::view::{FeatureKind, FeatureView, ListType};
-use crate::wire::{DecodeError, Reader, WireType, Within};
+use crate::wire::{DecodeError, Reader, WireType, Within, len_field_len, push_len_header};
 
 use super::NearlineError;
 use super::logged::{Logged, Samples};
@@ -128,12 +128,12 @@ fn rewrite_list(list: Option<&List<'_>>, actions: &[Vec<i32>]) -> Result<Vec<u8>
                 match (f.number, f.body) {
                     (2, Some(feature)) if spread && n == 0 => {
                         for (row, acts) in actions.iter().enumerate() {
-                            push_len_field(&mut out, 2, &with_actions(Some(feature), acts, row)?);
+                            push_with_actions(&mut out, Some(feature), acts, row)?;
                         }
                         written = rows;
                     }
                     (2, Some(feature)) if !spread && n < rows && !(shared && n > 0) => {
-                        push_len_field(&mut out, 2, &with_actions(Some(feature), &actions[n], n)?);
+                        push_with_actions(&mut out, Some(feature), &actions[n], n)?;
                         written = n + 1;
                     }
                     // The list type goes: the list is INDIVIDUAL now.
@@ -151,37 +151,59 @@ fn rewrite_list(list: Option<&List<'_>>, actions: &[Vec<i32>]) -> Result<Vec<u8>
         false => actions.iter().rposition(|a| !a.is_empty()).map_or(0, |r| r + 1),
     };
     for (row, acts) in actions.iter().enumerate().take(needed).skip(written) {
-        push_len_field(&mut out, 2, &with_actions(None, acts, row)?);
+        push_with_actions(&mut out, None, acts, row)?;
     }
     Ok(out)
 }
 
-/// A `__LINE_ID__` Feature with `actions` appended to its LineId
-/// (bytes_list[0]; the other values kept); no Feature: a LineId holding
-/// only the actions.
-fn with_actions(feature: Option<(&[u8], usize)>, actions: &[i32], row: usize) -> Result<Vec<u8>, NearlineError> {
+/// Appends field 2 (the Feature of a NamedFeatureList or NamedFeature):
+/// `feature`, a LineId's bytes_list, with `actions` appended to its first
+/// value (a LineId holding only them when there is none), written in place
+/// with every length computed first; `feature` as it came when `actions`
+/// is empty.
+fn push_with_actions(
+    out: &mut Vec<u8>,
+    feature: Option<(&[u8], usize)>,
+    actions: &[i32],
+    row: usize,
+) -> Result<(), NearlineError> {
     if actions.is_empty() {
-        return Ok(feature.map_or_else(Vec::new, |(body, _)| body.to_vec()));
+        push_len_field(out, 2, feature.map_or(&[][..], |(body, _)| body));
+        return Ok(());
     }
-    let mut values = Vec::new();
-    if let Some((body, at)) = feature {
-        let view = FeatureView::parse(body, at)?;
+    let view = feature.map(|(body, at)| FeatureView::parse(body, at)).transpose()?;
+    let (mut first, mut rest, mut count) = (None, 0, 0);
+    if let Some(view) = &view {
         match view.kind() {
             None => {}
-            Some(FeatureKind::BytesList) => view.bytes_values(|b| values.push(b))?,
+            Some(FeatureKind::BytesList) => view.bytes_values(|b| {
+                match count {
+                    0 => first = Some(b),
+                    _ => rest += len_field_len(1, b.len()),
+                }
+                count += 1;
+            })?,
             Some(kind) => return Err(NearlineError::NotALineId { row, kind: kind.name() }),
         }
     }
-    let mut line_id = values.first().map_or_else(Vec::new, |b| b.to_vec());
-    push_actions(&mut line_id, actions);
-    let mut list = Vec::with_capacity(line_id.len() + 8);
-    push_len_field(&mut list, 1, &line_id);
-    for rest in values.iter().skip(1) {
-        push_len_field(&mut list, 1, rest);
+    let added: usize = actions.iter().map(|&a| 1 + encoded_len_varint(i64::from(a) as u64)).sum();
+    let line_id = first.map_or(0, <[u8]>::len) + added;
+    let list = len_field_len(1, line_id) + rest;
+    push_len_header(out, 2, len_field_len(6, list));
+    push_len_header(out, 6, list);
+    push_len_header(out, 1, line_id);
+    out.extend_from_slice(first.unwrap_or_default());
+    push_actions(out, actions);
+    if let Some(view) = view.filter(|_| count > 1) {
+        let mut k = 0;
+        view.bytes_values(|b| {
+            if k > 0 {
+                push_len_field(out, 1, b);
+            }
+            k += 1;
+        })?;
     }
-    let mut out = Vec::with_capacity(list.len() + 4);
-    push_len_field(&mut out, 6, &list);
-    Ok(out)
+    Ok(())
 }
 
 /// An Example with `actions` appended to its LineId: its `__LINE_ID__`
@@ -228,14 +250,12 @@ fn named_line_id(buf: &[u8], base: usize, actions: &[i32], row: usize) -> Result
     let mut out = Vec::with_capacity(buf.len() + 16);
     for (i, f) in all.iter().enumerate() {
         match f.body {
-            Some(feature) if Some(i) == target => {
-                push_len_field(&mut out, 2, &with_actions(Some(feature), actions, row)?)
-            }
+            Some(feature) if Some(i) == target => push_with_actions(&mut out, Some(feature), actions, row)?,
             _ => out.extend_from_slice(&buf[f.start..f.end]),
         }
     }
     if target.is_none() {
-        push_len_field(&mut out, 2, &with_actions(None, actions, row)?);
+        push_with_actions(&mut out, None, actions, row)?;
     }
     Ok(out)
 }

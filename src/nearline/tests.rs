@@ -248,6 +248,29 @@ fn a_shared_line_id_spreads_only_when_rows_differ() {
     assert_eq!(batch_actions(&differ[0]), [vec![4, 5], vec![4], vec![4, 6, 7]]);
 }
 
+/// The whole attached Feature, byte for byte as prost writes it: a
+/// bytes_list whose first value (the LineId) ends with the actions, every
+/// other value kept, negative actions sign-extended.
+#[test]
+fn an_attached_line_id_feature_is_what_prost_writes() {
+    let mut b = batch();
+    let values = vec![line_id(1, 2, vec![4]).encode_to_vec(), b"x".to_vec(), vec![0xff; 200]];
+    b.named_feature_list[2] = list("__LINE_ID__", 0, vec![bytes_feature(values.clone()); 3]);
+    let actions = vec![vec![5, -3], vec![], vec![300]];
+    let out = attach_actions(&logged_batch(&b), &actions).unwrap();
+    let got = ExampleBatch::decode(&out[0][..]).unwrap().named_feature_list[2].feature.clone();
+    for (row, acts) in actions.iter().enumerate() {
+        let mut first = values[0].clone();
+        for &a in acts {
+            prost::encoding::int32::encode(6, &a, &mut first);
+        }
+        let mut want = values.clone();
+        want[0] = first;
+        let want = bytes_feature(want);
+        assert_eq!(got[row].encode_to_vec(), want.encode_to_vec(), "row {row}");
+    }
+}
+
 #[test]
 fn rows_without_a_line_id_get_one_holding_the_actions() {
     let mut b = batch();

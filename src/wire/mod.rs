@@ -310,6 +310,18 @@ pub fn zigzag32(v: u64) -> i32 {
 /// A length-delimited field (key, length, body) as encoders write it: the
 /// small messages offline edits build (label and LineId overrides, pooled
 /// items) are laid out exactly as a sample's own bytes would be.
+/// Bytes of a length-delimited field `field` with a body of `len` bytes.
+pub(crate) fn len_field_len(field: u32, len: usize) -> usize {
+    prost::encoding::key_len(field) + prost::encoding::encoded_len_varint(len as u64) + len
+}
+
+/// Appends the key and length of a length-delimited field `field` whose
+/// body of `len` bytes the caller appends next.
+pub(crate) fn push_len_header(out: &mut Vec<u8>, field: u32, len: usize) {
+    prost::encoding::encode_key(field, prost::encoding::WireType::LengthDelimited, out);
+    prost::encoding::encode_varint(len as u64, out);
+}
+
 pub(crate) fn len_field(field: u32, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 8);
     prost::encoding::encode_key(field, prost::encoding::WireType::LengthDelimited, &mut out);

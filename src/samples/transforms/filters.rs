@@ -18,12 +18,13 @@ const REQ_TIME: u32 = 3;
 const ACTIONS: u32 = 6;
 
 /// The actions of a LineId, as a set.
-pub(super) fn actions(line_id: Option<&LineIdView<'_>>) -> Result<BTreeSet<i64>, DecodeError> {
-    let mut out = BTreeSet::new();
+/// The LineId's actions, in wire order (callers ask only whether one is there).
+pub(super) fn actions(line_id: Option<&LineIdView<'_>>) -> Result<Vec<i64>, DecodeError> {
+    let mut out = Vec::new();
     if let Some(l) = line_id {
         l.values(ACTIONS, FieldType::Int32, |v| {
             if let Value::Int(a) = v {
-                out.insert(a);
+                out.push(a);
             }
         })?;
     }
