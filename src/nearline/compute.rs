@@ -6,7 +6,8 @@
 //! JNI from the JVM), so the join's output equals `fex extract` run on its
 //! joined records by construction.
 
-use super::{NearlineError, Payload, attach_actions, request_keys};
+use super::keys::request_id_and_payload;
+use super::{NearlineError, Payload, attach_actions};
 use crate::config::Plan;
 use crate::offline::{self, Options, Quiet, ResponsesSink, RowsHook, RunError, RunInput, SharedBuf};
 use crate::samples::Transforms;
@@ -42,20 +43,20 @@ pub enum ComputeError {
 /// them on this thread. Each call starts the transforms afresh: state such
 /// as negative_gen's item pool is not carried from one request to the next.
 pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Computed, ComputeError> {
-    let keys = request_keys(plan, logged)?;
+    let (request_id, payload) = request_id_and_payload(plan, logged)?;
     let records = attach_actions(logged, actions)?;
     let mut joined = Vec::with_capacity(records.iter().map(|r| r.len() + 8).sum());
     for r in &records {
         joined.extend_from_slice(&(r.len() as u64).to_le_bytes());
         joined.extend_from_slice(r);
     }
-    let payload = match keys.payload {
+    let kind = match payload {
         Payload::Batch => offline::Payload::ExampleBatch,
         Payload::Examples => offline::Payload::Example,
     };
     let joined = bytes::Bytes::from(joined);
-    let input = RunInput::Memory { name: format!("request {}", keys.request_id), bytes: joined.clone() };
-    let options = Options { payload, threads: 1, ..Options::default() };
+    let input = RunInput::Memory { name: format!("request {request_id}"), bytes: joined.clone() };
+    let options = Options { payload: kind, threads: 1, ..Options::default() };
     let out = SharedBuf::default();
     let mut sink = ResponsesSink::new(Box::new(out.clone()));
     let transforms = Transforms::new(plan);
@@ -64,5 +65,5 @@ pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Compu
         .map_err(|e: RunError| ComputeError::Extract(e.to_string()))?;
     drop(sink);
     let samples = out.take();
-    Ok(Computed { payload: keys.payload, joined, samples, rows_written: summary.rows_written })
+    Ok(Computed { payload, joined, samples, rows_written: summary.rows_written })
 }

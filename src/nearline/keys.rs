@@ -16,10 +16,7 @@ pub fn request_keys(plan: &Plan, logged: &[u8]) -> Result<RequestKeys, NearlineE
     let join = plan.label_join().ok_or_else(|| NearlineError::NoLabelJoin { model: plan.name.clone() })?;
     let logged = Logged::decode(logged)?;
     let rows = Rows::new(&logged.samples, &names(join), plan.limits.max_batch_size)?;
-    let request_id = match &join.request_id {
-        KeySource::Log => logged.request_id.to_string(),
-        source => required(&rows, source, "request_id")?.text("request_id")?,
-    };
+    let request_id = request_id(join, &logged, &rows)?;
     let user_id = required(&rows, &join.user_id, "user_id")?.text("user_id")?;
     let time_ms = match &join.request_time.source {
         KeySource::Log => logged.unix_micros.div_euclid(1000),
@@ -32,12 +29,33 @@ pub fn request_keys(plan: &Plan, logged: &[u8]) -> Result<RequestKeys, NearlineE
     let item_ids = (0..rows.len())
         .map(|row| read(&rows, &join.item_id, row, "item_id")?.map_or(Ok(String::new()), |v| v.text("item_id")))
         .collect::<Result<_, _>>()?;
-    let payload = match logged.samples {
-        Samples::Batch(..) => Payload::Batch,
-        Samples::Examples(_) => Payload::Examples,
-    };
+    let payload = payload(&logged);
     let model = logged.model.to_string();
     Ok(RequestKeys { request_id, user_id, time_ms, refresh, item_ids, payload, rows: rows.len(), model })
+}
+
+/// What `compute` needs of a logged request's keys: its request id and
+/// how its samples came, read as `request_keys` reads them (no other key,
+/// no item id: the job read those when the request came in).
+pub(crate) fn request_id_and_payload(plan: &Plan, logged: &[u8]) -> Result<(String, Payload), NearlineError> {
+    let join = plan.label_join().ok_or_else(|| NearlineError::NoLabelJoin { model: plan.name.clone() })?;
+    let logged = Logged::decode(logged)?;
+    let rows = Rows::new(&logged.samples, &names(join), plan.limits.max_batch_size)?;
+    Ok((request_id(join, &logged, &rows)?, payload(&logged)))
+}
+
+fn request_id(join: &LabelJoin, logged: &Logged<'_>, rows: &Rows<'_>) -> Result<String, NearlineError> {
+    match &join.request_id {
+        KeySource::Log => Ok(logged.request_id.to_string()),
+        source => required(rows, source, "request_id")?.text("request_id"),
+    }
+}
+
+fn payload(logged: &Logged<'_>) -> Payload {
+    match logged.samples {
+        Samples::Batch(..) => Payload::Batch,
+        Samples::Examples(_) => Payload::Examples,
+    }
 }
 
 /// The lists of a batch the section reads.
