@@ -85,7 +85,8 @@ pub struct Rows<'a> {
     /// Rows of the input when it was indexed.
     indexed_rows: usize,
     /// Every row's label cell holds its `__LABEL__` Feature as splitting the
-    /// sample finds it (`label_feature`; see `split_exact`).
+    /// sample finds it (`label_feature`; see `split_exact`): rows of the one
+    /// input indexed, none adopted from other rows (`push_row`).
     label_cells: bool,
     /// The same for the LineId cell and `__LINE_ID__` (`line_id_feature`).
     line_id_cells: bool,
@@ -387,8 +388,10 @@ impl<'a> Rows<'a> {
             weight_buf: None,
             present_changed: true,
             indexed_rows: 0,
-            label_cells: self.label_cells,
-            line_id_cells: self.line_id_cells,
+            // Rows collected here may come from other inputs, whose label
+            // and LineId lists nobody checked.
+            label_cells: false,
+            line_id_cells: false,
         }
     }
 
@@ -556,6 +559,10 @@ impl<'a> Rows<'a> {
     /// Copies row `row` of `other`, adopting each buffer it points into once.
     fn push_copy(&mut self, other: &Rows<'a>, row: usize, map: &mut Vec<(u32, u32)>) {
         map.clear();
+        // The row's label and LineId cells are of another input's index:
+        // `label_feature` no longer vouches for them.
+        self.label_cells = false;
+        self.line_id_cells = false;
         let mut adopt = |this: &mut Self, old: u32| -> u32 {
             if old == u32::MAX {
                 return old;

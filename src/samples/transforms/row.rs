@@ -448,5 +448,14 @@ mod tests {
         assert!(matches!(rows.line_id_feature(1), Some(Some(_))));
         assert_eq!(Split::default().labels(&rows, 1).unwrap(), vec![0.0]);
         assert_eq!(Split::default().line_id(&rows, 1).unwrap().unwrap().bytes(), b"yz");
+        // Rows taken into other rows (a shuffle's) point into inputs whose
+        // lists that index never checked: they are split, not read there.
+        let mut taken = rows.empty_like();
+        taken.push_row(&rows, 1).unwrap();
+        assert!(taken.label_feature(0).is_none() && taken.line_id_feature(0).is_none());
+        assert_eq!(Split::default().labels(&taken, 0).unwrap(), vec![0.0]);
+        let mut own = rows.clone();
+        own.push_row(&rows, 0).unwrap();
+        assert!(own.label_feature(0).is_none(), "one adopted row is enough");
     }
 }
