@@ -426,12 +426,12 @@ impl<'a> Rows<'a> {
     /// the row's labels, LineId and features are its sample's): `Some(None)`
     /// when the row has none. `None` when the index does not know, and the
     /// sample must be read.
-    pub fn label_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
+    pub(crate) fn label_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
         self.known_feature(row, self.reserved.label, self.label_cells)
     }
 
     /// `label_feature` for `__LINE_ID__`.
-    pub fn line_id_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
+    pub(crate) fn line_id_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
         self.known_feature(row, self.reserved.line_id, self.line_id_cells)
     }
 
@@ -608,7 +608,7 @@ impl<'a> Rows<'a> {
     /// these rows gives.
     pub(super) fn whole_batch(&self) -> Option<&[u8]> {
         // Extracting the whole batch costs about what writing two thirds of
-        // its rows one by one does (benches/README, "With transforms").
+        // its rows one by one does (benches/README, "Rows from a selection").
         if self.kind != InputKind::Batch || self.present_changed || 3 * self.len() < 2 * self.indexed_rows {
             return None;
         }

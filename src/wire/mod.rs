@@ -323,9 +323,8 @@ pub(crate) fn push_len_header(out: &mut Vec<u8>, field: u32, len: usize) {
 }
 
 pub(crate) fn len_field(field: u32, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + 8);
-    prost::encoding::encode_key(field, prost::encoding::WireType::LengthDelimited, &mut out);
-    prost::encoding::encode_varint(body.len() as u64, &mut out);
+    let mut out = Vec::with_capacity(len_field_len(field, body.len()));
+    push_len_header(&mut out, field, body.len());
     out.extend_from_slice(body);
     out
 }

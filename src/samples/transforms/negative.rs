@@ -22,8 +22,8 @@ use super::pool_file::{self, ItemPoolError};
 use super::row::Split;
 use crate::config::offline::NegativeGen;
 use crate::extract::Rows;
-use crate::view::LineIdView;
 use crate::wire::DecodeError;
+use crate::wire::len_field_len;
 
 /// Monolith's default channel when none is found.
 const DEFAULT_CHANNEL: u64 = 3;
@@ -212,17 +212,14 @@ fn read<'r>(
 ) -> Result<Seen, DecodeError> {
     let line_id = split.line_id(rows, row)?;
     let acts = actions(line_id.as_ref())?;
-    let by_label = split.with_labels(rows, row, |labels| {
-        let positive = labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32);
-        (positive, positive.then(|| labels.to_vec()))
-    })?;
-    let (positive, labels) = if !t.positive_actions.is_empty() {
+    let by_actions = (!t.positive_actions.is_empty())
+        .then(|| most_prior(&acts, &t.action_priority).is_some_and(|a| t.positive_actions.contains(&a)));
+    // A positive keeps its labels (its negatives start from them).
+    let (positive, labels) = split.with_labels(rows, row, |labels| {
         let positive =
-            most_prior(line_id.as_ref(), &t.action_priority)?.is_some_and(|a| t.positive_actions.contains(&a));
-        (positive, if positive { split.labels(rows, row)? } else { Vec::new() })
-    } else {
-        (by_label.0, by_label.1.unwrap_or_default())
-    };
+            by_actions.unwrap_or_else(|| labels.get(t.label_index).is_some_and(|&l| l == t.positive_label as f32));
+        (positive, if positive { labels.to_vec() } else { Vec::new() })
+    })?;
     let cacheable =
         !t.cache_only_pos || positive || t.cache_negative_actions.iter().any(|a| acts.contains(&i64::from(*a)));
     let mut gid =
@@ -489,30 +486,23 @@ impl NegativeGenState {
     }
 }
 
-/// `FindMostPriorAction`: the first action, or with a priority list and
-/// several actions, the one listed first.
-fn most_prior(line_id: Option<&LineIdView<'_>>, priority: &[i32]) -> Result<Option<i32>, DecodeError> {
-    let mut all = Vec::new();
-    if let Some(l) = line_id {
-        l.values(ACTIONS, crate::view::FieldType::Int32, |v| {
-            if let crate::view::Value::Int(a) = v {
-                all.push(a as i32);
-            }
-        })?;
+/// `FindMostPriorAction` over a LineId's actions (int32 on the wire): the
+/// first action, or with a priority list and several actions, the one
+/// listed first.
+fn most_prior(actions: &[i64], priority: &[i32]) -> Option<i32> {
+    let first = *actions.first()? as i32;
+    if priority.is_empty() || actions.len() == 1 {
+        return Some(first);
     }
-    let Some(&first) = all.first() else { return Ok(None) };
-    if priority.is_empty() || all.len() == 1 {
-        return Ok(Some(first));
-    }
-    let best = priority.iter().find(|p| all.contains(p));
-    Ok(Some(best.copied().unwrap_or(first)))
+    let best = priority.iter().find(|&&p| actions.iter().any(|&a| a as i32 == p));
+    Some(best.copied().unwrap_or(first))
 }
 
 /// Appends an Example's NamedFeature (field 1): the name, and the Feature's
 /// bytes as they are when there is one. Returns where the Feature ends.
 fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32 {
     use prost::encoding::encode_varint;
-    let len = field_len(name.len()) + feature.map_or(0, |f| field_len(f.len()));
+    let len = len_field_len(1, name.len()) + feature.map_or(0, |f| len_field_len(2, f.len()));
     example.push(1 << 3 | 2);
     encode_varint(len as u64, example);
     example.push(1 << 3 | 2);
@@ -526,12 +516,7 @@ fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32
     example.len() as u32
 }
 
-/// Bytes of a length-delimited field of `len` bytes with a one-byte key.
-fn field_len(len: usize) -> usize {
-    1 + prost::encoding::encoded_len_varint(len as u64) + len
-}
-
 /// Bytes `push_named` appends.
 fn named_len(name: usize, feature: Option<&[u8]>) -> usize {
-    field_len(field_len(name) + feature.map_or(0, |f| field_len(f.len())))
+    len_field_len(1, len_field_len(1, name) + feature.map_or(0, |f| len_field_len(2, f.len())))
 }
