@@ -37,6 +37,7 @@ pub fn request_keys(plan: &Plan, logged: &[u8]) -> Result<RequestKeys, NearlineE
 /// What `compute` needs of a logged request's keys: its request id and
 /// how its samples came, read as `request_keys` reads them (no other key,
 /// no item id: the job read those when the request came in).
+#[cfg(feature = "offline")]
 pub(crate) fn request_id_and_payload(plan: &Plan, logged: &[u8]) -> Result<(String, Payload), NearlineError> {
     let join = plan.label_join().ok_or_else(|| NearlineError::NoLabelJoin { model: plan.name.clone() })?;
     let logged = Logged::decode(logged)?;

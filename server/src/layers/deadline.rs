@@ -49,6 +49,11 @@ pub struct Deadline<S> {
     layer: DeadlineLayer,
 }
 
+/// How much earlier than the client's deadline the call is answered: more
+/// than the timer's millisecond grain, so tonic's timer on the same deadline
+/// (started first, rounded to the same grain) never fires first.
+const AHEAD_OF_TONIC: Duration = Duration::from_millis(3);
+
 type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send>>;
 
 impl<S, B> Service<http::Request<B>> for Deadline<S>
@@ -70,11 +75,20 @@ where
         }
         let client = request.headers().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(parse_grpc_timeout);
         let deadline = client.map_or(self.layer.default, |c| c.min(self.layer.default));
-        request.extensions_mut().insert(CallDeadline { at: Instant::now() + deadline, budget: deadline });
+        // tonic's own server wraps every layer in a timer on the same
+        // header (transport/server/mod.rs, `GrpcTimeout`), started a moment
+        // before this one and answering CANCELLED "Timeout expired". When the
+        // client's deadline binds, this timer is set a little earlier so that
+        // the answer is always this layer's DEADLINE_EXCEEDED.
+        let wait = match client {
+            Some(c) if c <= self.layer.default => deadline.saturating_sub(AHEAD_OF_TONIC.min(deadline / 2)),
+            _ => deadline,
+        };
+        request.extensions_mut().insert(CallDeadline { at: Instant::now() + wait, budget: deadline });
         let metrics = Arc::clone(&self.layer.metrics);
         let call = self.inner.call(request);
         Box::pin(async move {
-            match tokio::time::timeout(deadline, call).await {
+            match tokio::time::timeout(wait, call).await {
                 Ok(response) => response,
                 Err(_) => {
                     metrics.deadline_exceeded.inc();
@@ -140,5 +154,54 @@ mod tests {
         assert_eq!(response.headers().get("grpc-status").unwrap(), "4", "DEADLINE_EXCEEDED");
         let message = response.headers().get("grpc-message").unwrap().to_str().unwrap();
         assert!(message.contains("50ms"), "{message}");
+    }
+
+    /// tonic's server times the same `grpc-timeout` from a moment earlier
+    /// (its `GrpcTimeout` wraps every layer) and answers CANCELLED; on a
+    /// loaded machine its timer fired first about once in 40 runs of
+    /// tests/pool.rs. The layer's answer must come strictly before the
+    /// client's deadline, by more than the timer's millisecond grain.
+    #[tokio::test(start_paused = true)]
+    async fn a_client_deadline_is_answered_before_tonic_would() {
+        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
+        let mut svc = DeadlineLayer::new(Duration::from_secs(10), Metrics::new()).layer(service);
+        handle.allow(1);
+        let request = http::Request::builder()
+            .uri("/fex.v1.FeatureExtractor/Extract")
+            .header("grpc-timeout", "50m")
+            .body(())
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let wall = Instant::now();
+        let tonic = tokio::time::sleep(Duration::from_millis(50));
+        let call = svc.ready().await.unwrap().call(request);
+        let pending = handle.next_request().await.unwrap();
+        let at = pending.0.extensions().get::<CallDeadline>().unwrap().at;
+        tokio::pin!(tonic);
+        tokio::select! {
+            biased;
+            _ = &mut tonic => panic!("tonic's timer on the same deadline fired first"),
+            response = call => {
+                assert_eq!(response.unwrap().headers().get("grpc-status").unwrap(), "4");
+            }
+        }
+        let waited = started.elapsed();
+        assert!(waited + Duration::from_millis(2) <= Duration::from_millis(50), "answered after {waited:?}");
+        // The pool drops a queued job when the layer answers, not later.
+        assert!(at < wall + Duration::from_millis(48), "the job's deadline is {:?} away", at - wall);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_server_default_is_kept_to_the_full_budget() {
+        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
+        let mut svc = DeadlineLayer::new(Duration::from_millis(40), Metrics::new()).layer(service);
+        handle.allow(1);
+        let request = http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract").body(()).unwrap();
+        let started = tokio::time::Instant::now();
+        let call = svc.ready().await.unwrap().call(request);
+        let _pending = handle.next_request().await.unwrap();
+        let response = call.await.unwrap();
+        assert_eq!(response.headers().get("grpc-status").unwrap(), "4");
+        assert!(started.elapsed() >= Duration::from_millis(40), "answered after {:?}", started.elapsed());
     }
 }
