@@ -312,6 +312,14 @@ impl Splits {
 
     /// Appends one offset.
     #[inline]
+    /// Room for `n` more offsets.
+    pub fn reserve(&mut self, n: usize) {
+        match self {
+            Self::I32(v) => v.reserve(n),
+            Self::I64(v) => v.reserve(n),
+        }
+    }
+
     pub fn push(&mut self, n: usize) -> Result<(), SplitsOverflow> {
         match self {
             Self::I32(v) => v.push(i32::from_len(n)?),

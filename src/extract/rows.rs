@@ -84,12 +84,12 @@ pub struct Rows<'a> {
     present_changed: bool,
     /// Rows of the input when it was indexed.
     indexed_rows: usize,
-    /// Every row's label cell holds its `__LABEL__` Feature as splitting the
-    /// sample finds it (`label_feature`; see `split_exact`): rows of the one
-    /// input indexed, none adopted from other rows (`push_row`).
-    label_cells: bool,
-    /// The same for the LineId cell and `__LINE_ID__` (`line_id_feature`).
-    line_id_cells: bool,
+    /// By source (empty when none is known): every row's cell holds the
+    /// Feature splitting the sample finds under the source's name (see
+    /// `split_exact`), for the sources transforms read by name: `__LABEL__`,
+    /// `__LINE_ID__` and negative_gen's item features. Rows of the one input
+    /// indexed, none adopted from other rows (`push_row`).
+    split_cells: Vec<bool>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -157,8 +157,7 @@ impl<'a> Rows<'a> {
             weight_buf: None,
             present_changed: false,
             indexed_rows: rows,
-            label_cells: batch && split_exact(plan, ix, bufs_first, plan.label_source),
-            line_id_cells: batch && split_exact(plan, ix, bufs_first, plan.line_id_source),
+            split_cells: if batch { split_cells(plan, ix, bufs_first) } else { Vec::new() },
         }
     }
 
@@ -367,8 +366,7 @@ impl<'a> Rows<'a> {
             weight_buf: self.weight_buf,
             present_changed: self.present_changed,
             indexed_rows: self.indexed_rows,
-            label_cells: self.label_cells,
-            line_id_cells: self.line_id_cells,
+            split_cells: self.split_cells,
         }
     }
 
@@ -388,10 +386,9 @@ impl<'a> Rows<'a> {
             weight_buf: None,
             present_changed: true,
             indexed_rows: 0,
-            // Rows collected here may come from other inputs, whose label
-            // and LineId lists nobody checked.
-            label_cells: false,
-            line_id_cells: false,
+            // Rows collected here may come from other inputs, whose lists
+            // nobody checked.
+            split_cells: Vec::new(),
         }
     }
 
@@ -427,20 +424,23 @@ impl<'a> Rows<'a> {
     /// when the row has none. `None` when the index does not know, and the
     /// sample must be read.
     pub(crate) fn label_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
-        self.known_feature(row, self.reserved.label, self.label_cells)
+        self.source_feature(row, self.reserved.label?)
     }
 
     /// `label_feature` for `__LINE_ID__`.
     pub(crate) fn line_id_feature(&self, row: usize) -> Option<Option<(&[u8], usize)>> {
-        self.known_feature(row, self.reserved.line_id, self.line_id_cells)
+        self.source_feature(row, self.reserved.line_id?)
     }
 
-    fn known_feature(&self, row: usize, source: Option<usize>, known: bool) -> Option<Option<(&[u8], usize)>> {
+    /// `label_feature` for the Feature named by the plan's `source`: known
+    /// for negative_gen's item features.
+    pub(crate) fn source_feature(&self, row: usize, source: usize) -> Option<Option<(&[u8], usize)>> {
         let m = self.meta.get(row)?;
+        let known = self.split_cells.get(source).copied().unwrap_or(false);
         if !known || m.labels.is_some() || m.line_id.is_some() || m.features.is_some() {
             return None;
         }
-        let c = self.cells[row * self.sources + source?];
+        let c = self.cells[row * self.sources + source];
         if c.is_none() {
             return Some(None);
         }
@@ -559,10 +559,9 @@ impl<'a> Rows<'a> {
     /// Copies row `row` of `other`, adopting each buffer it points into once.
     fn push_copy(&mut self, other: &Rows<'a>, row: usize, map: &mut Vec<(u32, u32)>) {
         map.clear();
-        // The row's label and LineId cells are of another input's index:
-        // `label_feature` no longer vouches for them.
-        self.label_cells = false;
-        self.line_id_cells = false;
+        // The row's cells are of another input's index: `label_feature`
+        // and `source_feature` no longer vouch for them.
+        self.split_cells.clear();
         let mut adopt = |this: &mut Self, old: u32| -> u32 {
             if old == u32::MAX {
                 return old;
@@ -657,8 +656,26 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Whether the index of an ExampleBatch holds each row's Feature of the
-/// reserved `source` (`__LABEL__`, `__LINE_ID__`) as splitting the batch
+/// `split_exact` of each source transforms read by name (`split_cells`);
+/// false for the others.
+fn split_cells(plan: &Plan, ix: &Index, batch: &[u8]) -> Vec<bool> {
+    let mut known = vec![false; ix.columns.len()];
+    let items = plan.offline.transforms.iter().flat_map(|t| match t {
+        crate::config::offline::SampleTransform::NegativeGen(n) => n.item_features.as_slice(),
+        _ => &[],
+    });
+    let sources =
+        [plan.label_source, plan.line_id_source].into_iter().chain(items.map(|n| plan.source_of(n.as_bytes())));
+    for s in sources.flatten() {
+        if s < known.len() && !known[s] {
+            known[s] = split_exact(plan, ix, batch, Some(s));
+        }
+    }
+    known
+}
+
+/// Whether the index of an ExampleBatch holds each row's Feature of
+/// `source` (`__LABEL__`, `__LINE_ID__`) as splitting the batch
 /// finds it (`transforms::row::Split`): the batch was gathered in one pass
 /// (its top level decodes, no needed list came twice, every list has the
 /// batch's length), the plan reads the source and reads SHARED lists as
@@ -675,14 +692,10 @@ fn split_exact(plan: &Plan, ix: &Index, batch: &[u8], source: Option<usize>) -> 
         return true;
     }
     let cells = ix.cells.get(col.first..col.first + col.len).unwrap_or_default();
-    let canonical = if Some(source) == plan.label_source { Some(crate::view::FeatureKind::FloatList) } else { None };
     cells.iter().all(|c| {
         let bytes = batch.get(c.start as usize..c.end as usize);
-        // A list Feature in the canonical layout parses; anything else is
-        // asked of the parser.
-        bytes.is_some_and(|b| {
-            canonical.is_some_and(|k| crate::view::packed_run(b, k).is_some())
-                || crate::view::FeatureView::parse(b, c.start as usize).is_ok()
-        })
+        // A Feature of one list variant parses; anything else is asked of
+        // the parser.
+        bytes.is_some_and(|b| crate::view::one_field(b) || crate::view::FeatureView::parse(b, c.start as usize).is_ok())
     })
 }

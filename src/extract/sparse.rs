@@ -10,8 +10,17 @@ use crate::view::{FeatureKind, le_u64, packed_run};
 
 pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let r = c.ragged_mut();
+    let cells = cx.row_cells(source, rows);
+    // Room for every row at once: a fid takes 8 bytes of its Feature, so
+    // the rows hold at most their Features' bytes / 8 ids. (A SHARED
+    // Feature repeated in every row is left to grow: the output budget
+    // bounds it, not the input.)
+    if cells.shared.is_none() {
+        r.values.reserve(cells.cells.iter().map(|c| (c.end - c.start) as usize).sum::<usize>() / 8);
+    }
+    r.splits.reserve(rows + 1);
     r.splits.push(0)?;
-    let mut cells = cx.row_cells(source, rows).enumerate();
+    let mut cells = cells.enumerate();
     loop {
         // Rows in the canonical layout go through a loop specialised on the
         // column's types; the first row that is not comes back here.

@@ -50,6 +50,19 @@ pub fn packed_run(feature: &[u8], kind: FeatureKind) -> Option<&[u8]> {
     (values.len() == run).then_some(values)
 }
 
+/// Whether `feature` is empty or one length-delimited field (of any number
+/// 1 to 15) whose length fills it exactly: a Feature every decoder accepts
+/// at the top level, whatever its body holds (`FeatureView::parse` reads no
+/// further). Most Features are one list variant written this way.
+#[inline]
+pub fn one_field(feature: &[u8]) -> bool {
+    let Some(&key) = feature.first() else { return true };
+    if key & 7 != 2 || key >> 3 == 0 || key >= 0x80 {
+        return false;
+    }
+    short_len(feature, 1).is_some_and(|(len, n)| 1 + n + len == feature.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +132,36 @@ mod tests {
                 proptest::prop_assert_eq!(Some(run.to_vec()), general(&bytes, FeatureKind::FidV2List));
             }
         }
+    }
+
+    proptest::proptest! {
+        /// `one_field` vouches only for Features the parser accepts.
+        #[test]
+        fn one_field_features_parse(
+            key in proptest::num::u8::ANY,
+            len in 0usize..300,
+            slack in -2isize..3,
+            body in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+        ) {
+            let mut bytes = vec![key];
+            bytes.extend(varint(len));
+            let n = (len as isize + slack).clamp(0, 299) as usize;
+            bytes.extend(body.iter().cycle().take(n));
+            if one_field(&bytes) {
+                proptest::prop_assert!(crate::view::FeatureView::parse(&bytes, 0).is_ok(), "{:?}", bytes);
+            }
+        }
+    }
+
+    #[test]
+    fn one_field_takes_a_list_variant_and_nothing_else() {
+        assert!(one_field(&[]));
+        assert!(one_field(&[0x12, 2, 0x0a, 0]), "fid_v2_list, one packed run");
+        assert!(one_field(&[0x12, 0]), "an empty list");
+        assert!(!one_field(&[0x12, 2, 0x0a]), "short");
+        assert!(!one_field(&[0x12, 0, 0x12, 0]), "two fields");
+        assert!(!one_field(&[0x10, 1]), "a varint field");
+        assert!(!one_field(&[0x02, 0]), "field 0");
     }
 
     fn varint(mut v: usize) -> Vec<u8> {

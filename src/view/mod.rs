@@ -9,7 +9,7 @@ mod instance;
 mod line_id;
 
 pub use batch::{ExampleBatchView, ListEntry, ListIter, ListType};
-pub use canonical::{packed_run, short_len};
+pub use canonical::{one_field, packed_run, short_len};
 pub use example::{ExampleView, NamedFeatureEntry, labels_of};
 pub use feature::{FeatureKind, FeatureView, le_f32, le_f64, le_u64};
 pub use instance::{InstanceView, MatrixFeature};

@@ -265,7 +265,11 @@ fn item_of<'r>(
             continue;
         }
         let before = parts.len();
-        split.named(rows, row, name.as_bytes(), |f| parts.push((i, Some(f.bytes()))))?;
+        match item_sources.get(i).copied().flatten().and_then(|source| rows.source_feature(row, source)) {
+            // The index holds the row's Feature as the split would find it.
+            Some(known) => parts.extend(known.map(|(bytes, _)| (i, Some(bytes)))),
+            None => split.named(rows, row, name.as_bytes(), |f| parts.push((i, Some(f.bytes()))))?,
+        }
         // An item feature the item lacks is named with no Feature: a row
         // read through `Split` then has none, as the kernel's negative
         // has none (it holds only the cached item's features,

@@ -427,6 +427,60 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// negative_gen's item features read from the index's cells are
+        /// what splitting the batch finds under their names, Feature for
+        /// Feature; a row whose split fails is never read from the cells.
+        #[test]
+        fn item_features_from_the_index_are_the_split_ones(buf in batch(), monolith in any::<bool>()) {
+            let compat = if monolith { "monolith" } else { "native" };
+            let plan = Plan::from_yaml(&format!(
+                "name: m\ncompat: {compat}\nfeatures:\n  - {{name: a, kind: sparse}}\n  - {{name: label, kind: label, shape: [1]}}\n\
+                 offline:\n  transforms:\n    - {{transform: negative_gen, neg_num: 1, item_features: [a, __LABEL__, z]}}\n"
+            ))
+            .unwrap();
+            let mut ex = Extractor::new();
+            let Ok(rows) = ex.index(&plan, Input::Batch(&buf), None) else { return Ok(()) };
+            for name in ["a", "__LABEL__"] {
+                let source = plan.source_of(name.as_bytes()).unwrap();
+                for row in 0..rows.len() {
+                    let mut split = Vec::new();
+                    let read = Split::default().named(&rows, row, name.as_bytes(), |f| split.push(f.bytes().to_vec()));
+                    if let Some(known) = rows.source_feature(row, source) {
+                        prop_assert!(read.is_ok(), "row {} of {}: the split fails: {:?}", row, name, read);
+                        prop_assert_eq!(known.map(|(b, _)| b.to_vec()).into_iter().collect::<Vec<_>>(), split, "row {} of {}", row, name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// negative_gen's item features are read from the index; a list no
+    /// transform reads by name is not vouched for.
+    #[test]
+    fn a_regular_batch_has_its_item_features_in_the_index() {
+        let plan = Plan::from_yaml(
+            "name: m\nfeatures:\n  - {name: a, kind: sparse}\n  - {name: b, kind: sparse}\n\
+             offline:\n  transforms:\n    - {transform: negative_gen, neg_num: 1, item_features: [a]}\n",
+        )
+        .unwrap();
+        let fids = |v: u64| pb::Feature { r#type: Some(Type::FidV2List(pb::FidList { value: vec![v] })) };
+        let list = |name: &str, feature| pb::NamedFeatureList { name: name.into(), feature, r#type: 0, id: 0 };
+        let lists = vec![list("a", vec![fids(1), fids(2)]), list("b", vec![fids(3), fids(4)])];
+        let buf = pb::ExampleBatch { named_feature_list: lists, batch_size: 2, ..Default::default() }.encode_to_vec();
+        let mut ex = Extractor::new();
+        let rows = ex.index(&plan, Input::Batch(&buf), None).unwrap();
+        let (a, b) = (plan.source_of(b"a").unwrap(), plan.source_of(b"b").unwrap());
+        let known = rows.source_feature(1, a).expect("known").expect("present").0;
+        let mut split = Vec::new();
+        Split::default().named(&rows, 1, b"a", |f| split.push(f.bytes().to_vec())).unwrap();
+        assert_eq!(split, vec![known.to_vec()]);
+        assert!(rows.source_feature(1, b).is_none());
+        let mut taken = rows.empty_like();
+        taken.push_row(&rows, 1).unwrap();
+        assert!(taken.source_feature(0, a).is_none(), "adopted rows are split");
+    }
+
     /// The comparison above means something only if the index is read.
     #[test]
     fn a_regular_batch_has_its_labels_and_line_ids_in_the_index() {
