@@ -115,7 +115,11 @@ impl<'a> Rows<'a> {
         let (rows, sources) = (ix.rows, ix.columns.len());
         // Row-major, filled a source at a time: what `ix.cell(s, row)` gives
         // (or NONE) for every row and source.
-        let mut cells = vec![Cell::NONE; rows * sources];
+        // negative_gen appends its negatives to the rows: room for one a
+        // row up front, so that appending does not move every row's cells.
+        let headroom = if adds_rows(plan) { rows } else { 0 };
+        let mut cells = Vec::with_capacity((rows + headroom) * sources);
+        cells.resize(rows * sources, Cell::NONE);
         let own = |c: Cell| if c.is_none() { Cell::NONE } else { c };
         for (s, col) in ix.columns.iter().enumerate() {
             let targets = cells.get_mut(s..).unwrap_or_default().iter_mut().step_by(sources);
@@ -133,16 +137,19 @@ impl<'a> Rows<'a> {
             }
         }
         let batch = ix.kind == InputKind::Batch;
-        let example_rows = if batch { vec![ExampleRow::default(); rows] } else { ix.example_rows.clone() };
-        let meta = (0..rows as u32)
-            .map(|r| {
-                if batch {
-                    RowMeta { batch_row: r, ..RowMeta::default() }
-                } else {
-                    RowMeta { sample: r, ..RowMeta::default() }
-                }
-            })
-            .collect();
+        let mut example_rows = Vec::with_capacity(rows + headroom);
+        match batch {
+            true => example_rows.resize(rows, ExampleRow::default()),
+            false => example_rows.extend_from_slice(&ix.example_rows),
+        }
+        let mut meta = Vec::with_capacity(rows + headroom);
+        meta.extend((0..rows as u32).map(|r| {
+            if batch {
+                RowMeta { batch_row: r, ..RowMeta::default() }
+            } else {
+                RowMeta { sample: r, ..RowMeta::default() }
+            }
+        }));
         Rows {
             plan: plan.identity().digest,
             kind: ix.kind,
@@ -654,6 +661,14 @@ impl<'a> Rows<'a> {
         ix.example_rows.clear();
         ix.example_rows.extend_from_slice(&self.example_rows);
     }
+}
+
+/// Whether the plan's transforms append rows (negative_gen).
+fn adds_rows(plan: &Plan) -> bool {
+    plan.offline
+        .transforms
+        .iter()
+        .any(|t| matches!(t, crate::config::offline::SampleTransform::NegativeGen(n) if n.neg_num > 0))
 }
 
 /// `split_exact` of each source transforms read by name (`split_cells`);
