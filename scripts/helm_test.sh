@@ -42,8 +42,15 @@ EOF
     rm -rf "$TOOLS/wheels"
 fi
 
-# Always (re)build: the chart is checked against the server as it is now.
-fex_cmake_env
-cargo build --quiet --locked -p fex-server
+# The chart is checked against the server as it is now: built here, unless
+# the caller names one it has just built (FEX_SERVER; scripts/test.sh does,
+# from its workspace build: `-p fex-server` alone would compile the library
+# again with other features).
+SERVER=${FEX_SERVER:-}
+if [ -z "$SERVER" ]; then
+    fex_cmake_env
+    cargo build --quiet --locked -p fex-server
+    SERVER=target/debug/fex-server
+fi
 
-"$PY" tests/helm/test_chart.py --helm "$HELM" --server target/debug/fex-server
+"$PY" tests/helm/test_chart.py --helm "$HELM" --server "$SERVER"
