@@ -211,7 +211,13 @@ fn read<'r>(
     row: usize,
 ) -> Result<Seen, DecodeError> {
     let line_id = split.line_id(rows, row)?;
-    let acts = actions(line_id.as_ref())?;
+    // The actions and the item id in one walk of a LineId as encoders
+    // write it; any other is read field by field, as before, with its
+    // errors in the same order.
+    let (acts, item_id) = match line_id.as_ref().map(actions_and_item_id) {
+        Some(Some((acts, id))) => (acts, Some(id)),
+        _ => (actions(line_id.as_ref())?, None),
+    };
     let by_actions = (!t.positive_actions.is_empty())
         .then(|| most_prior(&acts, &t.action_priority).is_some_and(|a| t.positive_actions.contains(&a)));
     // A positive keeps its labels (its negatives start from them).
@@ -222,11 +228,14 @@ fn read<'r>(
     })?;
     let cacheable =
         !t.cache_only_pos || positive || t.cache_negative_actions.iter().any(|a| acts.contains(&i64::from(*a)));
-    let mut gid =
-        match line_id.as_ref().map(|l| l.last(ITEM_ID, crate::view::FieldType::Fixed64)).transpose()?.flatten() {
-            Some(crate::view::Value::Int(g)) => g as u64,
-            _ => 0,
-        };
+    let item_id = match item_id {
+        Some(id) => id,
+        None => line_id.as_ref().map(|l| l.last(ITEM_ID, crate::view::FieldType::Fixed64)).transpose()?.flatten(),
+    };
+    let mut gid = match item_id {
+        Some(crate::view::Value::Int(g)) => g as u64,
+        _ => 0,
+    };
     let mut cid = DEFAULT_CHANNEL;
     if t.per_channel
         && let Some(c) = split.first_fid(rows, row, &t.channel_feature)?
@@ -247,6 +256,19 @@ fn read<'r>(
         false => (Vec::new(), Vec::new()),
     };
     Ok(Seen { positive, gid, cid, cacheable, line_id, labels, item })
+}
+
+/// A LineId's actions and last item id, from `scan_numbers`: `None` when
+/// it does not take the LineId (the caller reads each field then).
+fn actions_and_item_id<'l>(l: &crate::view::LineIdView<'l>) -> Option<(Vec<i64>, Option<crate::view::Value<'l>>)> {
+    use crate::view::{FieldType, Value};
+    let (mut acts, mut id) = (Vec::new(), None);
+    l.scan_numbers(&[(ACTIONS, FieldType::Int32), (ITEM_ID, FieldType::Fixed64)], |i, v| match (i, v) {
+        (0, Value::Int(a)) => acts.push(a),
+        (1, v) => id = Some(v),
+        _ => {}
+    })?;
+    Some((acts, id))
 }
 
 /// The row's item features as a small owned Example: each item feature
@@ -523,4 +545,69 @@ fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32
 /// Bytes `push_named` appends.
 fn named_len(name: usize, feature: Option<&[u8]>) -> usize {
     len_field_len(1, len_field_len(1, name) + feature.map_or(0, |f| len_field_len(2, f.len())))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{ITEM_ID, actions, actions_and_item_id};
+    use crate::view::{FieldType, LineIdView};
+
+    /// LineId-like bytes: fields 4 (fixed64 item id) and 6 (int32 actions,
+    /// packed or not, negative or not) among others, sometimes damaged.
+    fn line_id() -> impl Strategy<Value = Vec<u8>> {
+        let field = prop_oneof![
+            any::<u64>().prop_map(|g| {
+                let mut b = vec![0x21];
+                b.extend(g.to_le_bytes());
+                b
+            }),
+            any::<i32>().prop_map(|a| {
+                let mut b = vec![0x30];
+                prost::encoding::encode_varint(i64::from(a) as u64, &mut b);
+                b
+            }),
+            prop::collection::vec(0..200i32, 0..4).prop_map(|acts| {
+                let mut body = Vec::new();
+                acts.iter().for_each(|&a| prost::encoding::encode_varint(a as u64, &mut body));
+                let mut b = vec![0x32];
+                prost::encoding::encode_varint(body.len() as u64, &mut b);
+                b.extend(body);
+                b
+            }),
+            any::<u64>().prop_map(|v| {
+                let mut b = vec![0x08];
+                prost::encoding::encode_varint(v, &mut b);
+                b
+            }),
+            prop::collection::vec(any::<u8>(), 0..5).prop_map(|s| {
+                let mut b = vec![0x1a, s.len() as u8];
+                b.extend(s);
+                b
+            }),
+        ];
+        (prop::collection::vec(field, 0..6), any::<usize>(), any::<u8>(), any::<bool>()).prop_map(
+            |(fields, at, byte, damage)| {
+                let mut b: Vec<u8> = fields.concat();
+                if damage && !b.is_empty() {
+                    let i = at % b.len();
+                    b[i] = byte;
+                }
+                b
+            },
+        )
+    }
+
+    proptest! {
+        /// The one-walk read gives what reading each field does, whenever it answers.
+        #[test]
+        fn actions_and_item_id_in_one_walk_are_the_fields_read_alone(bytes in line_id()) {
+            let l = LineIdView::new(&bytes, 0);
+            if let Some((acts, id)) = actions_and_item_id(&l) {
+                prop_assert_eq!(Ok(acts), actions(Some(&l)).map_err(|e| e.to_string()));
+                prop_assert_eq!(Ok(id), l.last(ITEM_ID, FieldType::Fixed64).map_err(|e| e.to_string()));
+            }
+        }
+    }
 }
