@@ -69,6 +69,21 @@ fn reused_buffers_give_the_same_result() {
     ex.extract_batch(&p, &first, &mut out).unwrap();
     ex.extract_batch(&p, &second, &mut out).unwrap();
     assert_eq!(out, fex::extract_batch(&p, &second).unwrap());
+    // Whole-model calls hand over the column list whole; a selection, or
+    // another model, in between must still find its own columns and names.
+    let picked = p.select(&["item_id"]).unwrap();
+    let policy = || fex::Policy { outputs: Some(&picked), ..Default::default() };
+    let other = Plan::from_yaml("name: o\nfeatures:\n  - {name: ids, source: item_id, kind: sparse}\n").unwrap();
+    for _ in 0..2 {
+        ex.extract(&p, fex::Input::Batch(&first), policy(), &mut out).unwrap();
+        let mut fresh = Extracted::default();
+        fex::Extractor::new().extract(&p, fex::Input::Batch(&first), policy(), &mut fresh).unwrap();
+        assert_eq!(out, fresh);
+        ex.extract_batch(&other, &first, &mut out).unwrap();
+        assert_eq!(out, fex::extract_batch(&other, &first).unwrap());
+        ex.extract_batch(&p, &second, &mut out).unwrap();
+        assert_eq!(out, fex::extract_batch(&p, &second).unwrap());
+    }
 }
 
 #[test]

@@ -199,10 +199,16 @@ fn compute(cx: &Ctx<'_, '_>, needed: &[bool], work: &mut [NamedColumn]) -> Resul
 
 /// Moves the results the caller asked for into `out`. Buffers are swapped,
 /// not copied: `out`'s previous buffers become next call's scratch.
-fn deliver(ix: &Index, plan: &Plan, selected: Option<&[usize]>, work: &mut [NamedColumn], out: &mut Extracted) {
+fn deliver(ix: &Index, plan: &Plan, selected: Option<&[usize]>, work: &mut Vec<NamedColumn>, out: &mut Extracted) {
     out.batch_size = ix.rows;
     out.stats = ix.stats;
     let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
+    if selected.is_none() && count == work.len() {
+        // Every output, in plan order: the two lists change places whole
+        // (a model of a thousand outputs moved each one, 6% of its call).
+        std::mem::swap(&mut out.columns, work);
+        return;
+    }
     out.columns.truncate(count);
     while out.columns.len() < count {
         out.columns.push(NamedColumn { name: String::new(), shared: false, column: Column::default() });
