@@ -281,7 +281,7 @@ fn item_of<'r>(
     rows: &'r Rows<'_>,
     row: usize,
 ) -> Result<ItemBytes, DecodeError> {
-    let mut parts: Vec<(usize, Option<&'r [u8]>)> = Vec::with_capacity(t.item_features.len());
+    let mut parts = split.take_parts();
     for (i, name) in t.item_features.iter().enumerate() {
         if t.item_features[..i].contains(name) {
             continue;
@@ -302,13 +302,14 @@ fn item_of<'r>(
     }
     let size = parts.iter().map(|&(i, f)| named_len(t.item_features[i].len(), f)).sum();
     let mut example = Vec::with_capacity(size);
-    let mut cells = Vec::new();
-    for (i, feature) in parts {
+    let mut cells = Vec::with_capacity(parts.len());
+    for &(i, feature) in &parts {
         let end = push_named(&mut example, t.item_features[i].as_bytes(), feature);
         if let (Some(f), Some(source)) = (feature, item_sources.get(i).copied().flatten()) {
             cells.push((source, end - f.len() as u32, end));
         }
     }
+    split.keep_parts(parts);
     Ok((Bytes::from(example), cells))
 }
 

@@ -55,6 +55,8 @@ pub(super) struct Split<'r> {
     occurrences: Vec<u32>,
     /// Labels read for `with_labels`, kept between rows.
     labels: Vec<f32>,
+    /// An item's Features as negative_gen gathers them, kept between rows.
+    parts: Vec<(usize, Option<&'r [u8]>)>,
 }
 
 impl<'r> Split<'r> {
@@ -77,6 +79,18 @@ impl<'r> Split<'r> {
                 .collect();
         }
         u64::from(self.occurrences[row])
+    }
+
+    /// An empty list to gather a row's Features into (`keep_parts` gives
+    /// it back, so rows reuse one buffer).
+    pub(super) fn take_parts(&mut self) -> Vec<(usize, Option<&'r [u8]>)> {
+        let mut parts = std::mem::take(&mut self.parts);
+        parts.clear();
+        parts
+    }
+
+    pub(super) fn keep_parts(&mut self, parts: Vec<(usize, Option<&'r [u8]>)>) {
+        self.parts = parts;
     }
 
     /// XXH64 of a batch's bytes, computed once per batch.
@@ -213,6 +227,9 @@ impl<'r> Split<'r> {
         }
         if let Some(known) = rows.line_id_feature(row).filter(|_| cells) {
             let Some((bytes, at)) = known else { return Ok(None) };
+            if let Some(only) = only_bytes(bytes) {
+                return Ok(Some(LineIdView::new(only, 0)));
+            }
             let f = FeatureView::parse(bytes, at)?;
             return Ok(f.first_bytes()?.map(|b| LineIdView::new(b, 0)));
         }
@@ -301,6 +318,18 @@ impl<'r> Split<'r> {
         }
         Ok(())
     }
+}
+
+/// The value of a bytes_list Feature of one value, as encoders write it
+/// (key, length, then field 1 filling the list): a LineId. `None` for any
+/// other layout, which the parser reads.
+fn only_bytes(feature: &[u8]) -> Option<&[u8]> {
+    (*feature.first()? == (FeatureKind::BytesList as u8) << 3 | 2).then_some(())?;
+    let (len, n) = crate::view::short_len(feature, 1)?;
+    let body = feature.get(1 + n..).filter(|b| b.len() == len && b.first() == Some(&0x0a))?;
+    let (value_len, m) = crate::view::short_len(body, 1)?;
+    let value = body.get(1 + m..)?;
+    (value.len() == value_len).then_some(value)
 }
 
 /// The named features of a serialized Example, parsed.
