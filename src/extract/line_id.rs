@@ -232,8 +232,9 @@ fn find<'a>(cx: &Ctx<'_, 'a>, row: usize) -> Result<Option<(LineIdView<'a>, u32)
 }
 
 /// The one value of a bytes_list written the way every encoder writes a
-/// single value (`None` for anything else, which takes the general path).
-pub(super) fn first_bytes(feature: &[u8]) -> Option<&[u8]> {
+/// single value (`None` for anything else, which takes the general path):
+/// a LineId, as `__LINE_ID__` holds it.
+pub(crate) fn first_bytes(feature: &[u8]) -> Option<&[u8]> {
     if feature.len() <= 2 {
         return None;
     }

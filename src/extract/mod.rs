@@ -26,6 +26,7 @@ mod write;
 
 pub use crate::error::ExtractError;
 pub use entry::{Input, Policy, SharedRows};
+pub(crate) use line_id::first_bytes;
 pub use rows::{RowBuf, Rows, RowsMismatch, Sample};
 
 use gather::{Cell, ExampleRow, Index, InputKind};

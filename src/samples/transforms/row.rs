@@ -227,7 +227,7 @@ impl<'r> Split<'r> {
         }
         if let Some(known) = rows.line_id_feature(row).filter(|_| cells) {
             let Some((bytes, at)) = known else { return Ok(None) };
-            if let Some(only) = only_bytes(bytes) {
+            if let Some(only) = crate::extract::first_bytes(bytes) {
                 return Ok(Some(LineIdView::new(only, 0)));
             }
             let f = FeatureView::parse(bytes, at)?;
@@ -318,18 +318,6 @@ impl<'r> Split<'r> {
         }
         Ok(())
     }
-}
-
-/// The value of a bytes_list Feature of one value, as encoders write it
-/// (key, length, then field 1 filling the list): a LineId. `None` for any
-/// other layout, which the parser reads.
-fn only_bytes(feature: &[u8]) -> Option<&[u8]> {
-    (*feature.first()? == (FeatureKind::BytesList as u8) << 3 | 2).then_some(())?;
-    let (len, n) = crate::view::short_len(feature, 1)?;
-    let body = feature.get(1 + n..).filter(|b| b.len() == len && b.first() == Some(&0x0a))?;
-    let (value_len, m) = crate::view::short_len(body, 1)?;
-    let value = body.get(1 + m..)?;
-    (value.len() == value_len).then_some(value)
 }
 
 /// The named features of a serialized Example, parsed.
