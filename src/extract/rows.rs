@@ -441,6 +441,7 @@ impl<'a> Rows<'a> {
 
     /// `label_feature` for the Feature named by the plan's `source`: known
     /// for negative_gen's item features.
+    #[inline]
     pub(crate) fn source_feature(&self, row: usize, source: usize) -> Option<Option<(&[u8], usize)>> {
         let m = self.meta.get(row)?;
         let known = self.split_cells.get(source).copied().unwrap_or(false);

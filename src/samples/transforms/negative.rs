@@ -528,7 +528,11 @@ fn most_prior(actions: &[i64], priority: &[i32]) -> Option<i32> {
 /// Appends an Example's NamedFeature (field 1): the name, and the Feature's
 /// bytes as they are when there is one. Returns where the Feature ends.
 fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32 {
-    use prost::encoding::encode_varint;
+    // Names and item Features are short: their lengths take one byte.
+    let encode_varint = |v: u64, out: &mut Vec<u8>| match u8::try_from(v) {
+        Ok(b) if b < 0x80 => out.push(b),
+        _ => prost::encoding::encode_varint(v, out),
+    };
     let len = len_field_len(1, name.len()) + feature.map_or(0, |f| len_field_len(2, f.len()));
     example.push(1 << 3 | 2);
     encode_varint(len as u64, example);
