@@ -32,8 +32,11 @@ fex_python_env() {
     PY="$venv/bin/python"
     export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
     local req
+    # --no-compile: pip would byte-compile all 13,500 modules of these
+    # packages (TensorFlow, torch, Spark) one after another; a module is
+    # compiled when first imported instead, most of them never are.
     for req in "$@"; do
-        "$PY" -m pip install --quiet -r "$req"
+        "$PY" -m pip install --quiet --no-compile -r "$req"
     done
 }
 
