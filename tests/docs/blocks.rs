@@ -155,14 +155,17 @@ fn binary(name: &str) -> PathBuf {
     BUILT.get_or_init(built_binaries).join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
-/// Runs `cargo build` for the three binaries into this test's own target
+/// Runs `cargo build` for the binaries into this test's own target
 /// directory and profile (`target/debug`, beside `deps/` where this
 /// executable is), so a binary that is missing or older than its sources is
-/// built, and fresh ones cost a no-op build; returns that directory. The
-/// two invocations are scripts/test.sh's, so under it they are no-ops too
-/// (one invocation of all three would unify their features into a fourth
-/// build of the library). Cargo releases the target directory's lock before
-/// it runs tests, so this nested build does not wait on the outer one.
+/// built, and fresh ones cost a no-op build; returns that directory. It is
+/// scripts/test.sh's build (`--workspace --all-targets`, whose features
+/// `cargo test --workspace --all-targets` also uses), so under either it is
+/// a no-op: building a package or two alone would unify other features,
+/// compile the library again (two minutes of the suite) and replace the
+/// binaries other tests are running. Cargo releases the target directory's
+/// lock before it runs tests, so this nested build does not wait on the
+/// outer one.
 fn built_binaries() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
@@ -173,17 +176,14 @@ fn built_binaries() -> PathBuf {
     };
     let target_dir = profile_dir.parent().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    for packages in [["fex-server", "fex-client"], ["fex-cli", "fex-client"]] {
-        let out = Command::new(&cargo)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(["build", "--quiet", "--profile", profile, "--target-dir"])
-            .arg(target_dir)
-            .args(packages.iter().flat_map(|p| ["-p", p]))
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run cargo to build {packages:?}: {e}"));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "cargo build -p {} failed:\n{stderr}", packages.join(" -p "));
-    }
+    let out = Command::new(&cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--quiet", "--workspace", "--all-targets", "--profile", profile, "--target-dir"])
+        .arg(target_dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run cargo to build the workspace: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "cargo build --workspace --all-targets failed:\n{stderr}");
     profile_dir
 }
 
