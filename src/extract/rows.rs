@@ -445,7 +445,10 @@ impl<'a> Rows<'a> {
     pub(crate) fn source_feature(&self, row: usize, source: usize) -> Option<Option<(&[u8], usize)>> {
         let m = self.meta.get(row)?;
         let known = self.split_cells.get(source).copied().unwrap_or(false);
-        if !known || m.labels.is_some() || m.line_id.is_some() || m.features.is_some() {
+        // Overrides replace cells splitting does not see; so does
+        // `set_weight`, the one edit without an override, in its source.
+        let reweighted = m.edited && Some(source) == self.reserved.weight;
+        if !known || reweighted || m.labels.is_some() || m.line_id.is_some() || m.features.is_some() {
             return None;
         }
         let c = self.cells[row * self.sources + source];

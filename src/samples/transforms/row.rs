@@ -498,6 +498,29 @@ mod tests {
         assert!(taken.source_feature(0, a).is_none(), "adopted rows are split");
     }
 
+    /// A weight set on a row replaces its weight cell, which splitting does
+    /// not see: an item feature read from that list is split, not read.
+    #[test]
+    fn a_reweighted_row_is_split_for_its_weight_list() {
+        let plan = Plan::from_yaml(
+            "name: m\nfeatures:\n  - {name: a, kind: sparse}\n  - {name: w, kind: instance_weight}\n\
+             offline:\n  transforms:\n    - {transform: negative_gen, neg_num: 1, item_features: [a, instance_weight]}\n",
+        )
+        .unwrap();
+        let fids = |v: u64| pb::Feature { r#type: Some(Type::FidV2List(pb::FidList { value: vec![v] })) };
+        let floats = |v: f32| pb::Feature { r#type: Some(Type::FloatList(pb::FloatList { value: vec![v] })) };
+        let list = |name: &str, feature| pb::NamedFeatureList { name: name.into(), feature, r#type: 0, id: 0 };
+        let lists = vec![list("a", vec![fids(1), fids(2)]), list("instance_weight", vec![floats(0.5), floats(0.25)])];
+        let buf = pb::ExampleBatch { named_feature_list: lists, batch_size: 2, ..Default::default() }.encode_to_vec();
+        let mut ex = Extractor::new();
+        let mut rows = ex.index(&plan, Input::Batch(&buf), None).unwrap();
+        let (a, w) = (plan.source_of(b"a").unwrap(), plan.source_of(b"instance_weight").unwrap());
+        assert!(matches!(rows.source_feature(1, w), Some(Some(_))));
+        rows.set_weight(1, 3.0);
+        assert!(rows.source_feature(1, w).is_none(), "the weight cell is no longer the split's");
+        assert!(matches!(rows.source_feature(1, a), Some(Some(_))), "the row's other lists still are");
+    }
+
     /// The comparison above means something only if the index is read.
     #[test]
     fn a_regular_batch_has_its_labels_and_line_ids_in_the_index() {
