@@ -176,7 +176,22 @@ fn built_binaries() -> PathBuf {
     };
     let target_dir = profile_dir.parent().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(&cargo)
+    let mut build = Command::new(&cargo);
+    // Without what cargo sets for this test's own process: a build script
+    // that watches one of them (ring: CARGO_MANIFEST_DIR, OUT_DIR) would see
+    // it changed and the nested build would compile again what the suite's
+    // did.
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let of_this_test = ["CARGO_PKG_", "CARGO_BIN_", "CARGO_MANIFEST_", "CARGO_CRATE_", "CARGO_PRIMARY_"]
+            .iter()
+            .any(|p| key.starts_with(p))
+            || ["CARGO_TARGET_TMPDIR", "CARGO_RUSTC_CURRENT_DIR", "OUT_DIR"].contains(&key.as_ref());
+        if of_this_test {
+            build.env_remove(key.as_ref());
+        }
+    }
+    let out = build
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["build", "--quiet", "--workspace", "--all-targets", "--profile", profile, "--target-dir"])
         .arg(target_dir)
