@@ -679,6 +679,13 @@ fn adds_rows(plan: &Plan) -> bool {
 /// false for the others.
 fn split_cells(plan: &Plan, ix: &Index, batch: &[u8]) -> Vec<bool> {
     let mut known = vec![false; ix.columns.len()];
+    // The batch was gathered in one pass (its top level decodes, no needed
+    // list came twice, every list has the batch's length), and the plan
+    // reads SHARED lists as SHARED (not `compat: monolith`, whose writers
+    // read reserved lists row by row).
+    if !ix.fast || plan.compat == crate::config::Compat::Monolith {
+        return known;
+    }
     let items = plan.offline.transforms.iter().flat_map(|t| match t {
         crate::config::offline::SampleTransform::NegativeGen(n) => n.item_features.as_slice(),
         _ => &[],
@@ -687,25 +694,17 @@ fn split_cells(plan: &Plan, ix: &Index, batch: &[u8]) -> Vec<bool> {
         [plan.label_source, plan.line_id_source].into_iter().chain(items.map(|n| plan.source_of(n.as_bytes())));
     for s in sources.flatten() {
         if s < known.len() && !known[s] {
-            known[s] = split_exact(plan, ix, batch, Some(s));
+            known[s] = split_exact(ix, batch, s);
         }
     }
     known
 }
 
-/// Whether the index of an ExampleBatch holds each row's Feature of
-/// `source` (`__LABEL__`, `__LINE_ID__`) as splitting the batch
-/// finds it (`transforms::row::Split`): the batch was gathered in one pass
-/// (its top level decodes, no needed list came twice, every list has the
-/// batch's length), the plan reads the source and reads SHARED lists as
-/// SHARED (not `compat: monolith`, whose writers read reserved lists row
-/// by row), and every Feature of its list parses (splitting parses the
-/// whole list, and fails on any of them).
-fn split_exact(plan: &Plan, ix: &Index, batch: &[u8], source: Option<usize>) -> bool {
-    let Some(source) = source else { return false };
-    if !ix.fast || plan.compat == crate::config::Compat::Monolith {
-        return false;
-    }
+/// Whether the index of an ExampleBatch gathered in one pass holds each
+/// row's Feature of `source` as splitting the batch finds it
+/// (`transforms::row::Split`): every Feature of its list parses
+/// (splitting parses the whole list, and fails on any of them).
+fn split_exact(ix: &Index, batch: &[u8], source: usize) -> bool {
     let col = ix.columns[source];
     if !col.present {
         return true;

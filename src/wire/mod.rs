@@ -317,7 +317,14 @@ pub(crate) fn len_field_len(field: u32, len: usize) -> usize {
 
 /// Appends the key and length of a length-delimited field `field` whose
 /// body of `len` bytes the caller appends next.
+#[inline]
 pub(crate) fn push_len_header(out: &mut Vec<u8>, field: u32, len: usize) {
+    // Fields below 16 and bodies below 128 bytes (names, item Features,
+    // labels) take a byte each: two pushes, not two varint loops.
+    if field < 16 && len < 0x80 {
+        out.extend_from_slice(&[(field << 3 | 2) as u8, len as u8]);
+        return;
+    }
     prost::encoding::encode_key(field, prost::encoding::WireType::LengthDelimited, out);
     prost::encoding::encode_varint(len as u64, out);
 }

@@ -259,3 +259,20 @@ proptest::proptest! {
         proptest::prop_assert_eq!(f, s);
     }
 }
+
+/// The one-byte shortcut writes what prost's key and varint write, on both
+/// sides of its bounds.
+#[test]
+fn len_headers_are_prosts() {
+    for field in [1, 2, 15, 16, 17, 100, 102] {
+        for len in [0, 1, 127, 128, 300, 1 << 20] {
+            let mut ours = Vec::new();
+            push_len_header(&mut ours, field, len);
+            let mut prosts = Vec::new();
+            prost::encoding::encode_key(field, prost::encoding::WireType::LengthDelimited, &mut prosts);
+            prost::encoding::encode_varint(len as u64, &mut prosts);
+            assert_eq!(ours, prosts, "field {field}, len {len}");
+            assert_eq!(len_field_len(field, len), ours.len() + len);
+        }
+    }
+}

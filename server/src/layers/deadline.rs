@@ -137,16 +137,30 @@ mod tests {
         check("S", None);
     }
 
+    type Mock = mock::Mock<http::Request<()>, http::Response<tonic::body::Body>>;
+    type Handle = mock::Handle<http::Request<()>, http::Response<tonic::body::Body>>;
+
+    /// The layer with server default `default` over a service that holds
+    /// the one request it takes.
+    fn layered(default: Duration) -> (Deadline<Mock>, Handle) {
+        let (service, mut handle) = mock::pair();
+        handle.allow(1);
+        (DeadlineLayer::new(default, Metrics::new()).layer(service), handle)
+    }
+
+    /// An Extract call, with the client's `grpc-timeout` when given.
+    fn extract(timeout: Option<&str>) -> http::Request<()> {
+        let mut request = http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract");
+        if let Some(t) = timeout {
+            request = request.header("grpc-timeout", t);
+        }
+        request.body(()).unwrap()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn client_deadline_wins_when_shorter() {
-        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
-        let mut svc = DeadlineLayer::new(Duration::from_secs(10), Metrics::new()).layer(service);
-        handle.allow(1);
-        let request = http::Request::builder()
-            .uri("/fex.v1.FeatureExtractor/Extract")
-            .header("grpc-timeout", "50m")
-            .body(())
-            .unwrap();
+        let (mut svc, mut handle) = layered(Duration::from_secs(10));
+        let request = extract(Some("50m"));
         let call = svc.ready().await.unwrap().call(request);
         // Hold the request without answering: the deadline must fire.
         let _pending = handle.next_request().await.unwrap();
@@ -163,14 +177,8 @@ mod tests {
     /// client's deadline, by more than the timer's millisecond grain.
     #[tokio::test(start_paused = true)]
     async fn a_client_deadline_is_answered_before_tonic_would() {
-        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
-        let mut svc = DeadlineLayer::new(Duration::from_secs(10), Metrics::new()).layer(service);
-        handle.allow(1);
-        let request = http::Request::builder()
-            .uri("/fex.v1.FeatureExtractor/Extract")
-            .header("grpc-timeout", "50m")
-            .body(())
-            .unwrap();
+        let (mut svc, mut handle) = layered(Duration::from_secs(10));
+        let request = extract(Some("50m"));
         let started = tokio::time::Instant::now();
         let wall = Instant::now();
         let tonic = tokio::time::sleep(Duration::from_millis(50));
@@ -193,10 +201,8 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn the_server_default_is_kept_to_the_full_budget() {
-        let (service, mut handle) = mock::pair::<http::Request<()>, http::Response<tonic::body::Body>>();
-        let mut svc = DeadlineLayer::new(Duration::from_millis(40), Metrics::new()).layer(service);
-        handle.allow(1);
-        let request = http::Request::builder().uri("/fex.v1.FeatureExtractor/Extract").body(()).unwrap();
+        let (mut svc, mut handle) = layered(Duration::from_millis(40));
+        let request = extract(None);
         let started = tokio::time::Instant::now();
         let call = svc.ready().await.unwrap().call(request);
         let _pending = handle.next_request().await.unwrap();

@@ -23,7 +23,7 @@ use super::row::Split;
 use crate::config::offline::NegativeGen;
 use crate::extract::Rows;
 use crate::wire::DecodeError;
-use crate::wire::len_field_len;
+use crate::wire::{len_field_len, push_len_header};
 
 /// Monolith's default channel when none is found.
 const DEFAULT_CHANNEL: u64 = 3;
@@ -528,20 +528,12 @@ fn most_prior(actions: &[i64], priority: &[i32]) -> Option<i32> {
 /// Appends an Example's NamedFeature (field 1): the name, and the Feature's
 /// bytes as they are when there is one. Returns where the Feature ends.
 fn push_named(example: &mut Vec<u8>, name: &[u8], feature: Option<&[u8]>) -> u32 {
-    // Names and item Features are short: their lengths take one byte.
-    let encode_varint = |v: u64, out: &mut Vec<u8>| match u8::try_from(v) {
-        Ok(b) if b < 0x80 => out.push(b),
-        _ => prost::encoding::encode_varint(v, out),
-    };
     let len = len_field_len(1, name.len()) + feature.map_or(0, |f| len_field_len(2, f.len()));
-    example.push(1 << 3 | 2);
-    encode_varint(len as u64, example);
-    example.push(1 << 3 | 2);
-    encode_varint(name.len() as u64, example);
+    push_len_header(example, 1, len);
+    push_len_header(example, 1, name.len());
     example.extend_from_slice(name);
     if let Some(f) = feature {
-        example.push(2 << 3 | 2);
-        encode_varint(f.len() as u64, example);
+        push_len_header(example, 2, f.len());
         example.extend_from_slice(f);
     }
     example.len() as u32
