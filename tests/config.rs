@@ -128,6 +128,20 @@ fn inline_configs_report_every_error() {
             "name: m\nfeatures: [{name: a, kind: sequence, max_len: 2, per_position: true}, {name: h, op: scale, input: a_1}]",
             &["features.h.factor: missing; required for op scale"],
         ),
+        (
+            // `expr`: every entry's errors at once, each with the entry's
+            // path and the offset in its expression.
+            "name: m\nfeatures:\n  - {name: x, kind: dense, output: false}\n  - {name: v, kind: dense, shape: [3], output: false}\n  - {name: ids, kind: sparse, output: false}\n  - {name: a, op: expr, inputs: [x], expression: \"ln(x\"}\n  - {name: b, op: expr, inputs: [x, v], expression: \"x + y\"}\n  - {name: c, op: expr, inputs: [x], expression: \"rnd() * x\"}\n  - {name: d, op: expr, inputs: [ids], expression: \"ids + 1\"}\n  - {name: e, op: expr, inputs: [x, v], dtype: i64}\n  - {name: f, op: expr, inputs: [v, x], expression: \"dot(v, x) + sin(x, x)\"}",
+            &[
+                r#"features.a.expression: at offset 4: the call of ln at offset 0 is not closed in "ln(x""#,
+                r#"features.b.expression: at offset 4: unknown name "y"; the inputs are ["x", "v"] in "x + y""#,
+                r#"features.c.expression: at offset 0: rnd is random: a feature must be the same online, offline and near-line in "rnd() * x""#,
+                r#"features.d.input: op expr takes a dense tensor; "ids" is LAYOUT_RAGGED DATA_TYPE_I64"#,
+                "features.e.dtype: ",
+                "features.e.expression: missing; write the expression over the inputs' names",
+                r#"features.f.expression: at offset 0: dot of vectors of different widths [3, 1] in "dot(v, x) + sin(x, x)""#,
+            ],
+        ),
     ];
     for (text, expected) in cases {
         let errors: Vec<String> = match Plan::from_yaml(text) {

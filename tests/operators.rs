@@ -172,3 +172,86 @@ fn operator_config_errors_are_precise() {
         "features.m.num_embeddings: found [3], expected one positive table size per input (0 inputs)",
     );
 }
+
+/// `expr` runs each step over the whole batch (a SHARED input standing for
+/// every row, vectors beside scalars); run row by row, on one row's values
+/// at a time, the same program must give the same bits. The expressions
+/// cover each kind of step: inputs, numbers, muParser's folded linear and
+/// power steps, functions, comparisons, the ternary, variadic functions and
+/// reductions.
+#[test]
+fn expr_over_a_batch_equals_expr_row_by_row() {
+    use proptest::prelude::*;
+    const TEXTS: [&str; 6] = [
+        "s * x + v",
+        "x^3 - 2*x + s/x",
+        "x > s ? sin(v) : -v^2",
+        "min(x, s, 1) + max(v, x) + avg(s, x)",
+        "dot(v, v) * x + len(v) + reduce_min(v)",
+        "(x && s) + (v || 0) + sign(x - s) + rint(v) + abs(x)",
+    ];
+    let special = [0.0, -0.0, 0.5, -2.5, 1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300];
+    let value = prop_oneof![3 => -5.0f64..5.0, 1 => prop::sample::select(special.to_vec())];
+    let rows = 1usize..6;
+    let case = rows.prop_flat_map(move |n| {
+        (value.clone(), prop::collection::vec(value.clone(), n), prop::collection::vec(value.clone(), 2 * n))
+    });
+    let yaml = |x: f64| {
+        if x.is_nan() {
+            ".nan".to_string()
+        } else if x.is_infinite() {
+            if x > 0.0 { ".inf".into() } else { "-.inf".into() }
+        } else {
+            format!("{x:?}")
+        }
+    };
+    let mut features = String::from(
+        "  - {name: s, kind: dense, dtype: f64, shared: once, output: false}\n  - {name: x, kind: dense, dtype: f64, output: false}\n  - {name: v, kind: dense, dtype: f64, shape: [2], output: false}\n",
+    );
+    // The inputs a text names, in the order s, x, v.
+    let names = |text: &str| -> Vec<&'static str> {
+        let words: Vec<&str> = text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').collect();
+        ["s", "x", "v"].into_iter().filter(|n| words.contains(n)).collect()
+    };
+    for (i, text) in TEXTS.iter().enumerate() {
+        let inputs = names(text);
+        features.push_str(&format!(
+            "  - {{name: e{i}, op: expr, inputs: [{}], expression: \"{text}\", dtype: f64}}\n",
+            inputs.join(", ")
+        ));
+    }
+    let p = plan(&features);
+    proptest!(ProptestConfig::with_cases(300), |((s, x, v) in case)| {
+        let n = x.len();
+        let mut sample = format!("batch_size: {n}\nlists:\n  - {{name: s, type: SHARED, features: [{{double_list: [{}]}}]}}\n", yaml(s));
+        sample.push_str("  - name: x\n    features:\n");
+        for xi in &x {
+            sample.push_str(&format!("      - {{double_list: [{}]}}\n", yaml(*xi)));
+        }
+        sample.push_str("  - name: v\n    features:\n");
+        for r in 0..n {
+            sample.push_str(&format!("      - {{double_list: [{}, {}]}}\n", yaml(v[2 * r]), yaml(v[2 * r + 1])));
+        }
+        let out = run(&p, &batch(&sample));
+        for (i, text) in TEXTS.iter().enumerate() {
+            let names = names(text);
+            let widths: Vec<(&str, usize)> = names.iter().map(|nm| (*nm, if *nm == "v" { 2 } else { 1 })).collect();
+            let e = fex::ops::Expr::parse(text, &widths).unwrap();
+            let got = get(&out, &format!("e{i}")).f64s();
+            for r in 0..n {
+                let row: Vec<Vec<f64>> = names.iter().map(|nm| match *nm {
+                    "s" => vec![s],
+                    "x" => vec![x[r]],
+                    _ => v[2 * r..2 * r + 2].to_vec(),
+                }).collect();
+                let row: Vec<&[f64]> = row.iter().map(Vec::as_slice).collect();
+                let want = e.eval(&row, 1);
+                let have = &got[r * e.width..(r + 1) * e.width];
+                for (h, w) in have.iter().zip(&want) {
+                    prop_assert!(h.to_bits() == w.to_bits() || (h.is_nan() && w.is_nan()),
+                        "{text} row {r}: batch {have:?}, row by row {want:?}");
+                }
+            }
+        }
+    });
+}

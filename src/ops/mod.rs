@@ -5,6 +5,7 @@
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004).
 
+mod expr;
 mod hash;
 mod ids;
 mod layout;
@@ -15,6 +16,7 @@ mod vocab;
 
 use std::sync::Arc;
 
+pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use multihot::weight as multihot_weight;
 pub use vocab::{Vocab, VocabError};
@@ -108,6 +110,8 @@ pub enum TransformKind {
         index: usize,
         width: usize,
     },
+    /// An arithmetic expression over dense inputs (FG's expr_feature).
+    Expr(Arc<Expr>),
     /// Seed 004 multi-hot expansion into a KeyedJaggedTensor.
     MultiHot {
         keys: Vec<String>,
@@ -151,6 +155,7 @@ pub(crate) fn apply(
         MultiHot { keys, num_embeddings, min_table_size, size } => {
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
+        Expr(e) => expr::apply(e, inputs, out, rows),
         Ln { .. }
         | Clip { .. }
         | ZScore { .. }

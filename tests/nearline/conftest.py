@@ -52,9 +52,14 @@ def job(out, requests, actions, *extra, timeout=RUN_TIMEOUT, check=True):
 
 def kill_once_committed(cmd, checkpoints, committed_some, log_path, timeout=180):
     """Starts the job `cmd` in a session of its own and SIGKILLs the whole
-    session (the launcher and its JVM) once a checkpoint under
-    `checkpoints` has completed and `committed_some()` sees output; returns
-    the newest completed checkpoint, the one to restore."""
+    session (the launcher and its JVM) once `committed_some()` sees output
+    and a checkpoint under `checkpoints` has completed; returns the newest
+    completed checkpoint at the kill, the one to restore.
+
+    `committed_some` should answer quickly: a bounded job may finish (and
+    a finished job deletes its checkpoints) while a slow check runs, so the
+    checkpoint is looked up after it, just before the kill, and the test
+    fails plainly if the job ended by itself first."""
 
     def completed():
         found = glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata"))
@@ -62,19 +67,25 @@ def kill_once_committed(cmd, checkpoints, committed_some, log_path, timeout=180)
 
     with open(log_path, "w") as log:
         first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + timeout
+    deadline, newest = time.monotonic() + timeout, None
     try:
-        while True:
+        while newest is None:
             assert first.poll() is None, "the job ended before it could be killed:\n" + log_path.read_text()[-4000:]
             assert time.monotonic() < deadline, (
                 f"no checkpoint with committed output in {timeout} s:\n" + log_path.read_text()[-4000:])
-            if completed() and committed_some():
-                break
-            time.sleep(0.05)
+            if committed_some():
+                newest = (completed() or [None])[-1]
+            if newest is None:
+                time.sleep(0.05)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
-        first.wait(timeout=30)
-    return completed()[-1]
+        code = first.wait(timeout=30)
+    assert code == -signal.SIGKILL, (
+        f"the job exited {code} by itself before the kill (a check too slow for it?):\n"
+        + log_path.read_text()[-4000:])
+    # The kill froze the directory: a checkpoint completed between the
+    # lookup and the kill is newer, and the one looked up may be subsumed.
+    return (completed() or [newest])[-1]
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ use super::ops::Need;
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
-use crate::ops::{MAX_INPUTS, Transform, TransformKind as K, Vocab};
+use crate::ops::{Expr, MAX_INPUTS, Transform, TransformKind as K, Vocab};
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -57,6 +57,10 @@ impl Checker {
             RawOp::MultiHot(o) => {
                 let inputs_ok = many(self, Need::Ids, 1);
                 self.multi_hot(path, o, ins, inputs_ok)?
+            }
+            RawOp::Expr(o) => {
+                let inputs_ok = many(self, Need::Dense, 1);
+                self.expr(path, o, ins, inputs_ok)?
             }
             RawOp::Concat => {
                 let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
@@ -112,6 +116,41 @@ impl Checker {
             }
             Err(e) => {
                 self.error(format!("{path}.file"), e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Parses and checks the expression against its inputs' names and widths.
+    fn expr(&mut self, path: &str, o: &entries::Expr, ins: &[&Output], inputs_ok: bool) -> Option<Transform> {
+        let dtype = self.dtype(path, o.dtype.as_deref(), &[DataType::F32, DataType::F64], DataType::F32);
+        let Some(text) = o.expression.as_deref() else {
+            self.error(format!("{path}.expression"), "missing; write the expression over the inputs' names");
+            return None;
+        };
+        let key = if o.input.is_some() { "input" } else { "inputs" };
+        for i in ins {
+            let name = i.name.as_str();
+            let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !plain {
+                let message = format!("{name:?} cannot be named in an expression (letters, digits and _ only)");
+                self.error(format!("{path}.{key}"), message);
+                return None;
+            }
+        }
+        if !inputs_ok {
+            return None;
+        }
+        let widths: Vec<(&str, usize)> =
+            ins.iter().map(|i| (i.name.as_str(), dims(i).iter().product::<i64>().max(0) as usize)).collect();
+        match Expr::parse(text, &widths) {
+            Ok(e) => {
+                let width = e.width as i64;
+                Some(dense(K::Expr(Arc::new(e)), dtype, vec![width]))
+            }
+            Err(e) => {
+                self.error(format!("{path}.expression"), format!("{e} in {text:?}"));
                 None
             }
         }

@@ -42,6 +42,7 @@ pub(in crate::config) enum RawOp {
     /// No keys of its own besides the common ones.
     Concat,
     MultiHot(entries::MultiHot),
+    Expr(entries::Expr),
 }
 
 /// One feature mapping being read into its struct.
@@ -114,6 +115,7 @@ impl Parsed<'_> {
                 RawOp::Concat
             }
             "multi_hot" => RawOp::MultiHot(self.read(&owner)),
+            "expr" => RawOp::Expr(self.read(&owner)),
             other => {
                 self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));
                 return None;

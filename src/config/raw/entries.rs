@@ -95,6 +95,7 @@ entry!(Pow, op, [input: String], { exponent: f64 });
 entry!(Group, op, [input: String, inputs: Vec<String>], { splits: String });
 entry!(Kjt, op, [input: String, inputs: Vec<String>], {});
 entry!(Concat, op, [input: String, inputs: Vec<String>], {});
+entry!(Expr, op, [input: String, inputs: Vec<String>], { expression: String, dtype: String });
 entry!(MultiHot, op, [inputs: Vec<String>], { num_embeddings: Vec<u64>, min_table_size: u64, multi_hot_size: u64 });
 
 /// One task of an `action_label` feature: Monolith AddLabel's pos/neg actions.
