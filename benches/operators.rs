@@ -19,7 +19,10 @@
 //! over `per_position_inputs`, 16 plain sequences).
 //!
 //! Before criterion runs, a counting global allocator reports allocations per
-//! extraction in steady state for every plan.
+//! extraction in steady state for every plan. `FEX_BENCH_PROFILE=group/case:N`
+//! (`operators_x16/hash_ids:20`) runs N extractions of one plan and exits: a
+//! driver for callgrind, whose instruction counts hold still where this
+//! machine's wall clock does not.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -196,6 +199,16 @@ const OPS: &[(&str, &str)] = &[
          min_table_size: 1000, multi_hot_size: 4}",
     ),
     ("action_label", "{name: op, kind: action_label, tasks: [{pos: [1]}, {pos: [2], neg: [3]}]}"),
+    ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),
+    (
+        "expr_vector",
+        "{name: op, op: expr, inputs: [item_dense, item_ctr], expression: \"log(item_dense + 1) * item_ctr\"}",
+    ),
+    (
+        "expr_reduce",
+        "{name: op, op: expr, inputs: [item_dense, item_ctr], \
+         expression: \"dot(item_dense, item_dense) / (l2_norm(item_dense) + item_ctr)\"}",
+    ),
 ];
 
 /// The model: the sources (returned or not, the sequence per position or
@@ -351,11 +364,31 @@ fn settle(plan: &Plan, input: &[u8]) {
     }
 }
 
+/// `FEX_BENCH_PROFILE=group/case:N`: N extractions of one plan, after one
+/// untimed warm-up call, and nothing else.
+fn profile(groups: &[(&str, Vec<Case>)], input: &[u8], spec: &str) {
+    let usage = "FEX_BENCH_PROFILE=group/case:iterations";
+    let (name, n) = spec.split_once(':').expect(usage);
+    let (group, case) = name.split_once('/').expect(usage);
+    let n: usize = n.parse().expect(usage);
+    let cases = &groups.iter().find(|g| g.0 == group).expect("known group").1;
+    let case = cases.iter().find(|c| c.name == case).expect("known case");
+    let (mut ex, mut out) = (Extractor::new(), Extracted::default());
+    ex.extract_batch(&case.plan, input, &mut out).expect("extracts");
+    for _ in 0..n {
+        ex.extract_batch(&case.plan, black_box(input), &mut out).expect("extracts");
+        black_box(&out);
+    }
+}
+
 fn main() {
     let input = request();
     let dir = tempfile::tempdir().expect("tempdir");
     write_vocabularies(dir.path());
     let groups = [("operators", cases(dir.path(), 1)), (AMPLIFIED, cases(dir.path(), COPIES))];
+    if let Ok(spec) = std::env::var("FEX_BENCH_PROFILE") {
+        return profile(&groups, &input, &spec);
+    }
     println!("operators: {} bytes, {ROWS} rows", input.len());
     describe(&groups[0].1[0].plan, &input);
     for case in groups[0].1.iter().filter(|c| !c.entry.is_empty()) {

@@ -155,6 +155,24 @@ impl Values {
         }
     }
 
+    /// Elements `range` widened to f64, appended to `out` (0 for each one
+    /// out of range, as `f64_at`).
+    pub fn extend_f64(&self, out: &mut Vec<f64>, range: std::ops::Range<usize>) {
+        fn add<T: Copy>(v: &[T], out: &mut Vec<f64>, range: std::ops::Range<usize>, f: impl Fn(T) -> f64) {
+            match v.get(range.clone()) {
+                Some(s) => out.extend(s.iter().map(|&x| f(x))),
+                None => out.extend(range.map(|i| v.get(i).map_or(0.0, |&x| f(x)))),
+            }
+        }
+        match self {
+            Self::U64(v) => add(v, out, range, |x| x as f64),
+            Self::I64(v) => add(v, out, range, |x| x as f64),
+            Self::I32(v) => add(v, out, range, f64::from),
+            Self::F32(v) => add(v, out, range, f64::from),
+            Self::F64(v) => add(v, out, range, |x| x),
+        }
+    }
+
     /// The 8-byte ids of `range` (u64 or i64 columns), as their u64 bit
     /// patterns; empty for other types or a range outside the values.
     #[inline]

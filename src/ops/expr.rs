@@ -19,7 +19,7 @@ use std::fmt;
 
 use super::Inputs;
 use super::rows::row_of;
-use crate::columns::Column;
+use crate::columns::{Column, Values};
 use crate::error::{ErrorKind, ExtractError};
 
 /// Deepest nesting of parentheses and operators; deeper is refused, not
@@ -754,115 +754,253 @@ impl Expr {
     /// Evaluates over `rows` rows; `inputs[i]` holds `rows * widths[i]`
     /// values, row-major. Returns `rows * width` values.
     pub fn eval(&self, inputs: &[&[f64]], rows: usize) -> Vec<f64> {
-        let mut stack: Vec<(usize, Vec<f64>)> = Vec::new();
+        self.run(&mut Scratch::default(), inputs, rows)
+    }
+
+    /// [`Expr::eval`] on buffers from `scratch`; the result is one of them
+    /// (give it back with [`Scratch::give`]).
+    fn run(&self, scratch: &mut Scratch, inputs: &[&[f64]], rows: usize) -> Vec<f64> {
+        let mut stack = std::mem::take(&mut scratch.stack);
         for step in &self.code {
             let v = match *step {
-                Step::Input(i) => (self.widths[i], inputs[i].to_vec()),
-                Step::Number(x) => (1, vec![x; rows]),
-                Step::Linear(i, m, a) => (self.widths[i], inputs[i].iter().map(|x| x * m + a).collect()),
+                Step::Input(i) => {
+                    let mut b = scratch.take();
+                    b.extend_from_slice(inputs[i]);
+                    (self.widths[i], b)
+                }
+                Step::Number(x) => {
+                    let mut b = scratch.take();
+                    b.resize(rows, x);
+                    (1, b)
+                }
+                Step::Linear(i, m, a) => {
+                    let mut b = scratch.take();
+                    b.extend(inputs[i].iter().map(|x| x * m + a));
+                    (self.widths[i], b)
+                }
                 Step::InputPow(i, n) => {
+                    let mut b = scratch.take();
                     let x = inputs[i];
-                    let data = match n {
-                        2 => x.iter().map(|v| v * v).collect(),
-                        3 => x.iter().map(|v| v * v * v).collect(),
-                        _ => x.iter().map(|v| v * v * v * v).collect(),
-                    };
-                    (self.widths[i], data)
+                    match n {
+                        2 => b.extend(x.iter().map(|v| v * v)),
+                        3 => b.extend(x.iter().map(|v| v * v * v)),
+                        _ => b.extend(x.iter().map(|v| v * v * v * v)),
+                    }
+                    (self.widths[i], b)
                 }
                 Step::Unary(f) => {
-                    let (w, mut data) = stack.pop().expect("compiled with one value");
-                    for x in &mut data {
-                        *x = unary(f, *x);
-                    }
-                    (w, data)
+                    let (w, mut b) = stack.pop().expect("compiled with one value");
+                    map1(f, &mut b);
+                    (w, b)
                 }
                 Step::Binary(f) => {
                     let b = stack.pop().expect("compiled with two values");
                     let a = stack.pop().expect("compiled with two values");
-                    zip(rows, &[a, b], |v| binary_eval(f, v[0], v[1]))
+                    let (kept, spare) = map2(f, rows, a, b);
+                    scratch.give(spare);
+                    kept
                 }
                 Step::Select => {
+                    let mut out = scratch.take();
                     let args = stack.split_off(stack.len() - 3);
-                    zip(rows, &args, |v| if v[0] != 0.0 { v[1] } else { v[2] })
+                    let w = gather(rows, &args, &mut out, |v| if v[0] != 0.0 { v[1] } else { v[2] });
+                    args.into_iter().for_each(|(_, b)| scratch.give(b));
+                    (w, out)
                 }
                 Step::Many(f, n) => {
+                    let mut out = scratch.take();
                     let args = stack.split_off(stack.len() - n);
-                    zip(rows, &args, |v| fold_many(f, v))
+                    let w = gather(rows, &args, &mut out, |v| fold_many(f, v));
+                    args.into_iter().for_each(|(_, b)| scratch.give(b));
+                    (w, out)
                 }
                 Step::Reduce(f) => {
-                    let (w, data) = stack.pop().expect("compiled with one value");
-                    (1, (0..rows).map(|r| reduce(f, &data[r * w..(r + 1) * w])).collect())
+                    let (w, b) = stack.pop().expect("compiled with one value");
+                    let mut out = scratch.take();
+                    out.extend(b.chunks_exact(w.max(1)).map(|row| reduce(f, row)));
+                    scratch.give(b);
+                    (1, out)
                 }
                 Step::Reduce2(f) => {
                     let (w, b) = stack.pop().expect("compiled with two values");
                     let (_, a) = stack.pop().expect("compiled with two values");
-                    let rows_of = |d: &[f64], r: usize| d[r * w..(r + 1) * w].to_vec();
-                    (1, (0..rows).map(|r| reduce2(f, &rows_of(&a, r), &rows_of(&b, r))).collect())
+                    let mut out = scratch.take();
+                    let w = w.max(1);
+                    out.extend(a.chunks_exact(w).zip(b.chunks_exact(w)).map(|(x, y)| reduce2(f, x, y)));
+                    scratch.give(a);
+                    scratch.give(b);
+                    (1, out)
                 }
             };
             stack.push(v);
         }
         let (w, data) = stack.pop().expect("an expression leaves one value");
-        if w == self.width { data } else { widen(&data, rows, self.width) }
+        scratch.stack = stack;
+        if w == self.width {
+            return data;
+        }
+        let mut wide = scratch.take();
+        wide.extend((0..rows * self.width).map(|i| data[i / self.width]));
+        scratch.give(data);
+        wide
     }
+}
+
+/// Buffers an evaluation reuses: each thread keeps its own, so steady-state
+/// extraction allocates nothing here either.
+#[derive(Default)]
+pub(super) struct Scratch {
+    free: Vec<Vec<f64>>,
+    stack: Vec<(usize, Vec<f64>)>,
+    inputs: Vec<Vec<f64>>,
+}
+
+impl Scratch {
+    fn take(&mut self) -> Vec<f64> {
+        let mut b = self.free.pop().unwrap_or_default();
+        b.clear();
+        b
+    }
+
+    fn give(&mut self, b: Vec<f64>) {
+        self.free.push(b);
+    }
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
 /// Runs `e` over the inputs' rows into `out` (dense, reset by the caller).
 pub(super) fn apply(e: &Expr, inputs: Inputs<'_>, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    let mut columns = Vec::with_capacity(inputs.len());
+    SCRATCH.with(|cell| {
+        let Ok(mut scratch) = cell.try_borrow_mut() else {
+            // Only a re-entrant call finds it taken; it works on its own.
+            return apply_with(&mut Scratch::default(), e, inputs, out, rows);
+        };
+        apply_with(&mut scratch, e, inputs, out, rows)
+    })
+}
+
+fn apply_with(
+    scratch: &mut Scratch,
+    e: &Expr,
+    inputs: Inputs<'_>,
+    out: &mut Column,
+    rows: usize,
+) -> Result<(), ExtractError> {
+    let mut columns = std::mem::take(&mut scratch.inputs);
     for (named, &w) in inputs.iter().zip(&e.widths) {
         let c = &named.column;
         if c.row_width() != w {
             let message = format!("has {} values per row where the expression was compiled for {w}", c.row_width());
+            columns.into_iter().for_each(|b| scratch.give(b));
             return Err(ErrorKind::Operator { name: named.name.clone(), message }.into());
         }
-        let mut v = Vec::with_capacity(rows * w);
+        let mut v = scratch.take();
         if let Some(values) = c.values() {
-            for r in 0..rows {
-                let base = row_of(c, r) * w;
-                v.extend((base..base + w).map(|i| values.f64_at(i)));
+            if c.rows() == rows {
+                values.extend_f64(&mut v, 0..rows * w);
+            } else {
+                for r in 0..rows {
+                    let base = row_of(c, r) * w;
+                    values.extend_f64(&mut v, base..base + w);
+                }
             }
         }
         columns.push(v);
     }
-    let columns: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
-    let result = e.eval(&columns, rows);
-    let values = &mut out.dense_mut().values;
-    values.reserve(result.len());
-    for x in result {
-        values.push_f64(x);
+    // The config allows at most MAX_INPUTS inputs: their views fit on the stack.
+    let mut views: [&[f64]; super::MAX_INPUTS] = [&[]; super::MAX_INPUTS];
+    for (view, column) in views.iter_mut().zip(&columns) {
+        *view = column;
     }
+    let result = e.run(scratch, &views[..columns.len()], rows);
+    match &mut out.dense_mut().values {
+        Values::F32(v) => v.extend(result.iter().map(|&x| x as f32)),
+        Values::F64(v) => v.extend_from_slice(&result),
+        other => result.iter().for_each(|&x| other.push_f64(x)),
+    }
+    scratch.give(result);
+    columns.drain(..).for_each(|b| scratch.give(b));
+    scratch.inputs = columns;
     Ok(())
 }
 
-/// Each element of the result from the same element of every argument (a
-/// width-1 argument standing for every element of its row).
-fn zip(rows: usize, args: &[(usize, Vec<f64>)], f: impl Fn(&[f64]) -> f64) -> (usize, Vec<f64>) {
-    let w = args.iter().map(|a| a.0).max().unwrap_or(1);
-    let mut out = Vec::with_capacity(rows * w);
-    let mut v = vec![0.0; args.len()];
-    if args.iter().all(|a| a.0 == w) {
-        for i in 0..rows * w {
-            for (slot, a) in v.iter_mut().zip(args) {
-                *slot = a.1[i];
+/// `f` on every element, in place, the function chosen once per step.
+fn map1(f: F1, b: &mut [f64]) {
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match f {
+                $(F1::$v => b.iter_mut().for_each(|x| *x = unary(F1::$v, *x)),)*
             }
-            out.push(f(&v));
-        }
-    } else {
-        for r in 0..rows {
-            for j in 0..w {
-                for (slot, a) in v.iter_mut().zip(args) {
-                    *slot = if a.0 == 1 { a.1[r] } else { a.1[r * w + j] };
-                }
-                out.push(f(&v));
-            }
-        }
+        };
     }
-    (w, out)
+    each!(
+        Neg, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh, Atanh, Log2, Log10, Ln, Exp, Sqrt, Sign,
+        Rint, Abs, Floor, Ceil, Trunc, Round, Sigmoid
+    )
 }
 
-fn widen(data: &[f64], rows: usize, width: usize) -> Vec<f64> {
-    (0..rows * width).map(|i| data[i / width]).collect()
+/// `a f b` element-wise, a width-1 side standing for every element of its
+/// row; returns the result (in one of the two buffers) and the other.
+fn map2(f: F2, rows: usize, a: (usize, Vec<f64>), b: (usize, Vec<f64>)) -> ((usize, Vec<f64>), Vec<f64>) {
+    fn go(
+        rows: usize,
+        a: (usize, Vec<f64>),
+        b: (usize, Vec<f64>),
+        op: impl Fn(f64, f64) -> f64,
+    ) -> ((usize, Vec<f64>), Vec<f64>) {
+        let ((wa, mut x), (wb, mut y)) = (a, b);
+        if wa == wb {
+            x.iter_mut().zip(&y).for_each(|(p, q)| *p = op(*p, *q));
+            ((wa, x), y)
+        } else if wa == 1 {
+            for r in 0..rows {
+                let s = x[r];
+                y[r * wb..(r + 1) * wb].iter_mut().for_each(|q| *q = op(s, *q));
+            }
+            ((wb, y), x)
+        } else {
+            for r in 0..rows {
+                let s = y[r];
+                x[r * wa..(r + 1) * wa].iter_mut().for_each(|p| *p = op(*p, s));
+            }
+            ((wa, x), y)
+        }
+    }
+    macro_rules! each {
+        ($($v:ident),*) => {
+            match f {
+                $(F2::$v => go(rows, a, b, |p, q| binary_eval(F2::$v, p, q)),)*
+            }
+        };
+    }
+    each!(Or, And, BitOr, BitAnd, Le, Ge, Ne, Eq, Gt, Lt, Add, Sub, Mul, Div, Pow, RoundP)
+}
+
+/// Each element of the result from the same element of every argument (a
+/// width-1 argument standing for every element of its row), into `out`;
+/// returns the result's width.
+fn gather(rows: usize, args: &[(usize, Vec<f64>)], out: &mut Vec<f64>, f: impl Fn(&[f64]) -> f64) -> usize {
+    let w = args.iter().map(|a| a.0).max().unwrap_or(1);
+    let mut v = [0.0; 64];
+    let mut many = Vec::new();
+    let slots: &mut [f64] = if args.len() <= v.len() {
+        &mut v[..args.len()]
+    } else {
+        many.resize(args.len(), 0.0);
+        &mut many
+    };
+    for r in 0..rows {
+        for j in 0..w {
+            for (slot, a) in slots.iter_mut().zip(args) {
+                *slot = if a.0 == 1 { a.1[r] } else { a.1[r * w + j] };
+            }
+            out.push(f(slots));
+        }
+    }
+    w
 }
 
 fn flag(b: bool) -> f64 {
