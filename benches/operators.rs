@@ -124,6 +124,12 @@ fn request() -> Vec<u8> {
         list("category", false, |_| string(category(r.random_range(0..POOL)))),
         list("click_seq", false, |_| sequence(r)),
         list("__LINE_ID__", false, |row| line_id(r, row)),
+        // A user-side map for `lookup`: 64 categories and a count each.
+        list("user_cate_cnt", true, |_| {
+            let entries: Vec<String> =
+                (0..64).map(|_| format!("{}:{}", category(r.random_range(0..POOL)), r.random_range(1..100))).collect();
+            string(entries.join("\u{1d}"))
+        }),
         list("__LABEL__", false, |_| {
             feature(Type::FloatList(pb::FloatList { value: vec![r.random_range(0..2) as f32] }))
         }),
@@ -152,6 +158,7 @@ const SOURCES: &[&str] = &[
     "{name: item_dense, kind: dense, shape: [8]",
     "{name: item_ctr, kind: dense, shape: [1]",
     "{name: category, kind: string",
+    "{name: user_cate_cnt, kind: string, shared: once",
     "{name: click_seq, kind: sequence, dtype: i64, max_len: 20, width: 1",
     "{name: req_time, kind: line_id, field: req_time",
     "{name: label, kind: label",
@@ -199,6 +206,8 @@ const OPS: &[(&str, &str)] = &[
          min_table_size: 1000, multi_hot_size: 4}",
     ),
     ("action_label", "{name: op, kind: action_label, tasks: [{pos: [1]}, {pos: [2], neg: [3]}]}"),
+    ("lookup", "{name: op, op: lookup, inputs: [user_cate_cnt, category]}"),
+    ("lookup_ids", "{name: op, op: lookup, inputs: [user_cate_cnt, category], need_discrete: true, buckets: 1000003}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),
     (
         "expr_vector",

@@ -142,6 +142,23 @@ fn inline_configs_report_every_error() {
                 r#"features.f.expression: at offset 0: dot of vectors of different widths [3, 1] in "dot(v, x) + sin(x, x)""#,
             ],
         ),
+        (
+            "name: m\nfeatures:\n  - {name: kv, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: lookup, inputs: [kv, k], combiner: median}\n  - {name: b, op: lookup, inputs: [x, k]}\n  - {name: c, op: lookup, inputs: [kv, k], need_discrete: true, combiner: sum}\n  - {name: d, op: lookup, inputs: [kv, k, x]}\n  - {name: e, op: lookup, inputs: [kv, x], buckets: 10, separator: ''}",
+            &[
+                r#"features.a.combiner: found "median", expected sum, mean, min or max"#,
+                r#"features.b.inputs: the map "x" must be a string feature (key:value entries)"#,
+                "features.c.combiner: is for numbers; need_discrete: true hashes the values found",
+                "features.c.buckets: missing; required for this op",
+                "features.d.inputs: op lookup takes [map, key], found 3 inputs",
+                "features.e.separator: is empty; give the keys' separator (default \\x1d)",
+                "features.e.buckets: is for need_discrete: true (hashed values)",
+                r#"features.e.input: op lookup takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+            ],
+        ),
+        (
+            "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
+            &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
+        ),
     ];
     for (text, expected) in cases {
         let errors: Vec<String> = match Plan::from_yaml(text) {

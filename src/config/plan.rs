@@ -82,8 +82,9 @@ pub enum Op {
     /// float/double/int64 values → `[rows, dim]`, prefix copy then `default`.
     /// `meta` is the LineId field a `__meta__` name falls back to.
     Dense { source: usize, dtype: DataType, dim: usize, default: f64, meta: Option<LineIdField> },
-    /// bytes_list[0] or bytes_value → one string per row.
-    String { source: usize },
+    /// bytes_list[0] or bytes_value → one string per row; with `join`,
+    /// every value of the bytes_list, `join` between them.
+    String { source: usize, join: Option<Vec<u8>> },
     /// A `*_lists` feature → ragged positions, each a `width` prefix (padded).
     Sequence { source: usize, dtype: DataType, max_len: usize, width: usize, splits: DataType },
     /// A LineId field → `[rows, dim]` (integers i64, floats f32) or strings.
@@ -258,7 +259,7 @@ impl Output {
         match &self.op {
             Op::Sparse { source, .. }
             | Op::Dense { source, .. }
-            | Op::String { source }
+            | Op::String { source, .. }
             | Op::Sequence { source, .. } => Source::Feature(*source),
             Op::LineId { .. } | Op::ActionLabel { .. } => Source::LineId,
             Op::Label { .. } => Source::Label,

@@ -386,7 +386,8 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::Dense { source, dtype, dim, default, meta } => {
                 dense::write(self, c, rows.compute, (*source, *dtype, *dim, *default, *meta))?
             }
-            Op::String { source } => strings::write(self, *source, c, rows.compute)?,
+            Op::String { source, join: None } => strings::write(self, *source, c, rows.compute)?,
+            Op::String { source, join: Some(sep) } => strings::write_joined(self, *source, sep, c, rows.compute)?,
             Op::Sequence { source, dtype, max_len, width, .. } => {
                 sequence::write(self, (*source, *dtype, *max_len, *width), c, rows.compute)?
             }

@@ -18,6 +18,42 @@ pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize
     Ok(())
 }
 
+/// Every value of each row's bytes_list, `sep` between them (a bytes_value
+/// is its one value).
+pub(super) fn write_joined(
+    cx: &Ctx<'_, '_>,
+    source: usize,
+    sep: &[u8],
+    c: &mut Column,
+    rows: usize,
+) -> Result<(), ExtractError> {
+    let s = c.strings_mut();
+    s.end_row();
+    for row in 0..rows {
+        if let Some(cell) = cx.cell(source, row) {
+            let (f, cell) = cx.parse(source, row, cell)?;
+            match f.kind() {
+                Some(FeatureKind::BytesList) => {
+                    let mut first = true;
+                    f.bytes_values(|v| {
+                        if !first {
+                            s.bytes.extend_from_slice(sep);
+                        }
+                        first = false;
+                        s.bytes.extend_from_slice(v);
+                    })
+                    .map_err(|e| cx.locate(e, source, row, cell))?;
+                }
+                Some(FeatureKind::BytesValue) => s.bytes.extend_from_slice(f.bytes_value()),
+                None => {}
+                other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
+            }
+        }
+        s.end_row();
+    }
+    Ok(())
+}
+
 /// The string the Feature in `cell` gives, or `None` when it gives none.
 pub(super) fn cell_value<'a>(
     cx: &Ctx<'_, 'a>,

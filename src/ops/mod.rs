@@ -9,6 +9,7 @@ mod expr;
 mod hash;
 mod ids;
 mod layout;
+mod lookup;
 mod multihot;
 mod numeric;
 mod rows;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 
 pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
+pub use lookup::Combiner;
 pub use multihot::weight as multihot_weight;
 pub use vocab::{Vocab, VocabError};
 
@@ -112,6 +114,19 @@ pub enum TransformKind {
     },
     /// An arithmetic expression over dense inputs (FG's expr_feature).
     Expr(Arc<Expr>),
+    /// Keys looked up in a `key:value` map, the numbers combined (FG's
+    /// lookup_feature).
+    Lookup {
+        separator: Vec<u8>,
+        combiner: Combiner,
+        default: f64,
+    },
+    /// Keys looked up in a map, each value found hashed into `buckets`
+    /// (FG's lookup_feature with need_discrete).
+    LookupIds {
+        separator: Vec<u8>,
+        buckets: u64,
+    },
     /// Seed 004 multi-hot expansion into a KeyedJaggedTensor.
     MultiHot {
         keys: Vec<String>,
@@ -156,6 +171,10 @@ pub(crate) fn apply(
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
         Expr(e) => expr::apply(e, inputs, out, rows),
+        Lookup { separator, combiner, default } => {
+            lookup::values(input(0), input(1), out, rows, (separator, *combiner, *default))
+        }
+        LookupIds { separator, buckets } => lookup::ids(input(0), input(1), out, rows, (separator, *buckets)),
         Ln { .. }
         | Clip { .. }
         | ZScore { .. }

@@ -26,7 +26,12 @@ impl Checker {
             }
             RawKind::String(k) => {
                 let source = self.list(entry, k.source.as_deref());
-                (Op::String { source }, self.unit_shape(), false, k.shared.as_deref())
+                if k.join.is_some() && self.compat == Compat::Monolith {
+                    let message = "is fex's own (Monolith reads bytes_list[0] only); use compat: native";
+                    self.error(format!("{path}.join"), message);
+                }
+                let join = k.join.as_ref().map(|j| j.as_bytes().to_vec());
+                (Op::String { source, join }, self.unit_shape(), false, k.shared.as_deref())
             }
             RawKind::Sequence(k) => {
                 (self.sequence(entry, k), vec![], k.per_position == Some(true), k.shared.as_deref())

@@ -7,7 +7,7 @@ use super::ops::Need;
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
-use crate::ops::{Expr, MAX_INPUTS, Transform, TransformKind as K, Vocab};
+use crate::ops::{Combiner, Expr, MAX_INPUTS, Transform, TransformKind as K, Vocab};
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -62,6 +62,7 @@ impl Checker {
                 let inputs_ok = many(self, Need::Dense, 1);
                 self.expr(path, o, ins, inputs_ok)?
             }
+            RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Concat => {
                 let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
                 many(self, Need::Dense, 1).then(|| dense(K::Concat, DataType::F32, vec![width]))?
@@ -119,6 +120,63 @@ impl Checker {
                 None
             }
         }
+    }
+
+    /// `lookup`: a map (strings) and its keys (strings or ids); numbers
+    /// combined into `[B, 1]`, or with `need_discrete` the values hashed.
+    fn lookup(&mut self, path: &str, o: &entries::Lookup, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
+        let separator = o.separator.clone().unwrap_or_else(|| "\u{1d}".into()).into_bytes();
+        if separator.is_empty() {
+            self.error(format!("{path}.separator"), "is empty; give the keys' separator (default \\x1d)");
+        }
+        let discrete = o.need_discrete == Some(true);
+        let kind = if discrete {
+            for (key, given) in [("combiner", o.combiner.is_some()), ("default", o.default.is_some())] {
+                if given {
+                    self.error(format!("{path}.{key}"), "is for numbers; need_discrete: true hashes the values found");
+                }
+            }
+            let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
+            K::LookupIds { separator, buckets }
+        } else {
+            if o.buckets.is_some() {
+                self.error(format!("{path}.buckets"), "is for need_discrete: true (hashed values)");
+            }
+            let combiner = match o.combiner.as_deref() {
+                None | Some("sum") => Combiner::Sum,
+                Some("mean") => Combiner::Mean,
+                Some("min") => Combiner::Min,
+                Some("max") => Combiner::Max,
+                Some(other) => {
+                    self.error(format!("{path}.combiner"), format!("found {other:?}, expected sum, mean, min or max"));
+                    Combiner::Sum
+                }
+            };
+            let default = self.finite(path, "lookup", "default", o.default, Some(0.0));
+            K::Lookup { separator, combiner, default }
+        };
+        if ins.len() != 2 {
+            let message = format!("op lookup takes [map, key], found {} inputs", ins.len());
+            self.error(format!("{path}.inputs"), message);
+            return None;
+        }
+        let (map_layout, _, _) = ins[0].layout();
+        if map_layout != Layout::Strings {
+            let message = format!("the map {:?} must be a string feature (key:value entries)", ins[0].name);
+            self.error(format!("{path}.inputs"), message);
+            return None;
+        }
+        if !self.inputs_fit(e, &ins[1..], Need::IdsOrStrings, 1..=1) {
+            return None;
+        }
+        Some(if discrete {
+            ragged(kind, self.splits(path, o.splits.as_deref()))
+        } else {
+            if o.splits.is_some() {
+                self.error(format!("{path}.splits"), "is for need_discrete: true (ragged ids)");
+            }
+            dense(kind, DataType::F32, vec![1])
+        })
     }
 
     /// Parses and checks the expression against its inputs' names and widths.

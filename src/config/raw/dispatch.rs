@@ -43,6 +43,7 @@ pub(in crate::config) enum RawOp {
     Concat,
     MultiHot(entries::MultiHot),
     Expr(entries::Expr),
+    Lookup(entries::Lookup),
 }
 
 /// One feature mapping being read into its struct.
@@ -116,6 +117,7 @@ impl Parsed<'_> {
             }
             "multi_hot" => RawOp::MultiHot(self.read(&owner)),
             "expr" => RawOp::Expr(self.read(&owner)),
+            "lookup" => RawOp::Lookup(self.read(&owner)),
             other => {
                 self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));
                 return None;

@@ -66,7 +66,7 @@ macro_rules! entry {
 
 entry!(Sparse, kind, [], { source: String, dtype: String, splits: String, shared: String });
 entry!(Dense, kind, [], { source: String, dtype: String, shape: Vec<i64>, default: f64, shared: String });
-entry!(Strings, kind, [], { source: String, shared: String });
+entry!(Strings, kind, [], { source: String, shared: String, join: String });
 entry!(Sequence, kind, [], {
     source: String, dtype: String, max_len: i64, width: i64, splits: String, shared: String, per_position: bool,
 });
@@ -95,6 +95,9 @@ entry!(Pow, op, [input: String], { exponent: f64 });
 entry!(Group, op, [input: String, inputs: Vec<String>], { splits: String });
 entry!(Kjt, op, [input: String, inputs: Vec<String>], {});
 entry!(Concat, op, [input: String, inputs: Vec<String>], {});
+entry!(Lookup, op, [inputs: Vec<String>], {
+    combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
+});
 entry!(Expr, op, [input: String, inputs: Vec<String>], { expression: String, dtype: String });
 entry!(MultiHot, op, [inputs: Vec<String>], { num_embeddings: Vec<u64>, min_table_size: u64, multi_hot_size: u64 });
 

@@ -1,0 +1,318 @@
+//! `lookup`: FG's lookup_feature. Each row's keys are looked up in that
+//! row's map, a string of `key:value` entries separated by 0x1D (FG's fixed
+//! separators; a bytes_list of separate entries reads the same through the
+//! string kind's `join: "\x1d"`).
+//!
+//! fex's definitions where FG says nothing: an entry's key ends at its first
+//! `:`; an entry without `:`, or empty, is skipped; the first entry of a key
+//! wins; keys are a string's parts between `separator`s (empty parts
+//! skipped), or ids in decimal; a value that is not a number does not count
+//! as found in a continuous lookup.
+
+use super::hash::hash_bytes;
+use super::ids::{row_ids, string_at};
+use crate::columns::Column;
+use crate::error::ExtractError;
+use crate::proto::fex_v1::DataType;
+
+/// FG's separator between a map's entries.
+pub const ENTRIES: u8 = 0x1d;
+
+/// How a continuous lookup combines the values of a row's keys.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Combiner {
+    Sum,
+    Mean,
+    Min,
+    Max,
+}
+
+/// The value of `key` in `map`: the first entry whose key it is.
+pub fn find<'m>(map: &'m [u8], key: &[u8]) -> Option<&'m [u8]> {
+    map.split(|&b| b == ENTRIES).find_map(|entry| {
+        let colon = entry.iter().position(|&b| b == b':')?;
+        (&entry[..colon] == key).then(|| &entry[colon + 1..])
+    })
+}
+
+/// Calls `f` with each key of row `r` of `keys`: a string's non-empty
+/// parts between `separator`s, or each id's decimal text.
+fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl FnMut(&[u8])) {
+    if let Column::Strings(_) = keys {
+        let s = string_at(keys, r);
+        let mut rest = s;
+        while !rest.is_empty() {
+            let (part, next) = match find_sep(rest, separator) {
+                Some(at) => (&rest[..at], &rest[at + separator.len()..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            if !part.is_empty() {
+                f(part);
+            }
+            rest = next;
+        }
+        return;
+    }
+    let signed = keys.values().is_some_and(|v| v.dtype() != DataType::U64);
+    let mut text = [0u8; 20];
+    for &id in row_ids(keys, r) {
+        let n = if signed { decimal_i64(id as i64, &mut text) } else { decimal_u64(id, &mut text) };
+        f(&text[text.len() - n..]);
+    }
+}
+
+fn find_sep(s: &[u8], sep: &[u8]) -> Option<usize> {
+    if sep.len() == 1 { s.iter().position(|&b| b == sep[0]) } else { s.windows(sep.len()).position(|w| w == sep) }
+}
+
+/// `x` in decimal at the end of `buf`; returns its length.
+fn decimal_u64(mut x: u64, buf: &mut [u8; 20]) -> usize {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            return buf.len() - at;
+        }
+    }
+}
+
+fn decimal_i64(x: i64, buf: &mut [u8; 20]) -> usize {
+    if x >= 0 {
+        return decimal_u64(x as u64, buf);
+    }
+    // |i64::MIN| needs 19 digits and the sign 1: 20 bytes.
+    let n = decimal_u64(x.unsigned_abs(), buf);
+    let at = buf.len() - n - 1;
+    buf[at] = b'-';
+    n + 1
+}
+
+/// A value's number, or None when it is not one (Rust's f64 syntax:
+/// `1.5`, `-2`, `1e3`, `nan`, `inf`; no spaces).
+fn number(v: &[u8]) -> Option<f64> {
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// A map's entries in a hash table, for maps that stand for many rows (a
+/// SHARED map): each key is then one probe instead of a scan of the whole
+/// string, and each value's number is read once.
+#[derive(Default)]
+struct Index {
+    /// (key start, key end, value start, value end) in the map's bytes, in
+    /// map order, the first entry of each key only.
+    entries: Vec<(u32, u32, u32, u32)>,
+    /// Each entry's value as a number (None: not one).
+    numbers: Vec<Option<f64>>,
+    /// Open addressing over `entries`; `u32::MAX` is an empty slot.
+    slots: Vec<u32>,
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh64::xxh64(key, 0)
+}
+
+impl Index {
+    fn build(&mut self, map: &[u8]) {
+        self.entries.clear();
+        self.numbers.clear();
+        let count = map.iter().filter(|&&b| b == ENTRIES).count() + 1;
+        let size = (count * 2).next_power_of_two();
+        self.slots.clear();
+        self.slots.resize(size, u32::MAX);
+        let mut at = 0usize;
+        for entry in map.split(|&b| b == ENTRIES) {
+            if let Some(colon) = entry.iter().position(|&b| b == b':') {
+                let (k, c, e) = (at, at + colon, at + entry.len());
+                if let Err(slot) = self.probe(map, &map[k..c]) {
+                    self.slots[slot] = self.entries.len() as u32;
+                    self.entries.push((k as u32, c as u32, c as u32 + 1, e as u32));
+                    self.numbers.push(number(&map[c + 1..e]));
+                }
+            }
+            at += entry.len() + 1;
+        }
+    }
+
+    /// Ok(entry) where `key` is, or Err(the empty slot where it would go).
+    fn probe(&self, map: &[u8], key: &[u8]) -> Result<usize, usize> {
+        let mask = self.slots.len() - 1;
+        let mut slot = key_hash(key) as usize & mask;
+        loop {
+            match self.slots[slot] {
+                u32::MAX => return Err(slot),
+                i => {
+                    let e = self.entries[i as usize];
+                    if &map[e.0 as usize..e.1 as usize] == key {
+                        return Ok(i as usize);
+                    }
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+}
+
+/// How a lookup reads a row's map.
+enum Finder<'m> {
+    Indexed(&'m [u8], &'m Index),
+    Scan(&'m [u8]),
+}
+
+impl<'m> Finder<'m> {
+    fn value(&self, key: &[u8]) -> Option<&'m [u8]> {
+        match self {
+            Finder::Indexed(map, index) => {
+                let e = index.entries[index.probe(map, key).ok()?];
+                Some(&map[e.2 as usize..e.3 as usize])
+            }
+            Finder::Scan(map) => find(map, key),
+        }
+    }
+
+    fn number(&self, key: &[u8]) -> Option<f64> {
+        match self {
+            Finder::Indexed(map, index) => index.numbers[index.probe(map, key).ok()?],
+            Finder::Scan(map) => find(map, key).and_then(number),
+        }
+    }
+}
+
+thread_local! {
+    static INDEX: std::cell::RefCell<Index> = std::cell::RefCell::new(Index::default());
+}
+
+/// Calls `each(row, finder)` for every row: through an index when one map
+/// stands for every row, by a scan otherwise (a few keys against a map of
+/// their own row).
+fn rows_of(map: &Column, rows: usize, mut each: impl FnMut(usize, &Finder<'_>)) {
+    if map.rows() == 1 && rows > 1 {
+        let m = string_at(map, 0);
+        INDEX.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut index) => {
+                index.build(m);
+                let finder = Finder::Indexed(m, &index);
+                (0..rows).for_each(|r| each(r, &finder));
+            }
+            Err(_) => (0..rows).for_each(|r| each(r, &Finder::Scan(m))),
+        });
+    } else {
+        (0..rows).for_each(|r| each(r, &Finder::Scan(string_at(map, r))));
+    }
+}
+
+/// Continuous: the combined numbers of each row's keys, `default` where none
+/// is found; dense `[rows, 1]`.
+pub(super) fn values(
+    map: &Column,
+    keys: &Column,
+    out: &mut Column,
+    rows: usize,
+    (separator, combiner, default): (&[u8], Combiner, f64),
+) -> Result<(), ExtractError> {
+    let values = &mut out.dense_mut().values;
+    rows_of(map, rows, |r, find| {
+        let (mut n, mut acc) = (0usize, 0.0f64);
+        each_key(keys, r, separator, |k| {
+            if let Some(x) = find.number(k) {
+                acc = match (n, combiner) {
+                    (0, _) => x,
+                    (_, Combiner::Sum | Combiner::Mean) => acc + x,
+                    (_, Combiner::Min) => acc.min(x),
+                    (_, Combiner::Max) => acc.max(x),
+                };
+                n += 1;
+            }
+        });
+        let v = match (n, combiner) {
+            (0, _) => default,
+            (_, Combiner::Mean) => acc / n as f64,
+            _ => acc,
+        };
+        values.push_f64(v);
+    });
+    Ok(())
+}
+
+/// Discrete: each found value's bytes hashed into `buckets`, in key order;
+/// ragged ids.
+pub(super) fn ids(
+    map: &Column,
+    keys: &Column,
+    out: &mut Column,
+    rows: usize,
+    (separator, buckets): (&[u8], u64),
+) -> Result<(), ExtractError> {
+    let o = out.ragged_mut();
+    o.splits.push(0)?;
+    let mut result = Ok(());
+    rows_of(map, rows, |r, find| {
+        each_key(keys, r, separator, |k| {
+            if let Some(v) = find.value(k) {
+                o.values.push_u64(hash_bytes(v) % buckets);
+            }
+        });
+        if result.is_ok() {
+            result = o.splits.push(o.values.len());
+        }
+    });
+    result.map_err(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_keys_and_numbers() {
+        let map = b"a:1\x1db:2.5\x1d\x1dnocolon\x1da:9\x1dc:x:y\x1d:7";
+        assert_eq!(find(map, b"a"), Some(&b"1"[..]), "the first entry wins");
+        assert_eq!(find(map, b"b"), Some(&b"2.5"[..]));
+        assert_eq!(find(map, b"c"), Some(&b"x:y"[..]), "the key ends at the first colon");
+        assert_eq!(find(map, b""), Some(&b"7"[..]));
+        assert_eq!(find(map, b"nocolon"), None);
+        assert_eq!(find(b"", b"a"), None);
+        assert_eq!(number(b"1e3"), Some(1000.0));
+        assert!(number(b"nan").unwrap().is_nan());
+        assert_eq!(number(b" 1"), None);
+        let mut buf = [0u8; 20];
+        for x in [0i64, 7, -7, 1234567890123, i64::MIN, i64::MAX] {
+            let n = decimal_i64(x, &mut buf);
+            assert_eq!(&buf[20 - n..], x.to_string().as_bytes());
+        }
+        let mut index = Index::default();
+        index.build(map);
+        let indexed = Finder::Indexed(map, &index);
+        for key in [&b"a"[..], b"b", b"c", b"", b"nocolon", b"zz", b"c:x"] {
+            assert_eq!(indexed.value(key), find(map, key), "{key:?}");
+            assert_eq!(indexed.number(key), Finder::Scan(map).number(key), "{key:?}");
+        }
+        let n = decimal_u64(u64::MAX, &mut buf);
+        assert_eq!(&buf[20 - n..], u64::MAX.to_string().as_bytes());
+    }
+
+    proptest::proptest! {
+        /// The hash index (a SHARED map) and the scan (a map per row) find
+        /// the same value and number for every key, whatever the map holds:
+        /// repeated keys, entries without a colon, empty entries, colons in
+        /// values, numbers and not.
+        #[test]
+        fn the_index_finds_what_the_scan_finds(
+            entries in proptest::collection::vec("[ab:]{0,3}(:[0-9.a-z:]{0,4})?", 0..12),
+            keys in proptest::collection::vec("[ab:]{0,3}", 1..8),
+        ) {
+            let map = entries.join("\u{1d}");
+            let map = map.as_bytes();
+            let mut index = Index::default();
+            index.build(map);
+            let (indexed, scan) = (Finder::Indexed(map, &index), Finder::Scan(map));
+            for key in &keys {
+                let key = key.as_bytes();
+                proptest::prop_assert_eq!(indexed.value(key), scan.value(key));
+                let (a, b) = (indexed.number(key), scan.number(key));
+                proptest::prop_assert!(a.map(f64::to_bits) == b.map(f64::to_bits), "{:?} {:?}", a, b);
+            }
+        }
+    }
+}
