@@ -156,6 +156,15 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            "name: m\nfeatures:\n  - {name: kkv, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: a, op: match, inputs: [kkv, ALL, ALL]}\n  - {name: b, op: match, inputs: [kkv, k]}\n  - {name: c, op: match, inputs: [k, k, ALL], need_discrete: true, buckets: 0}\n  - {name: d, op: match, inputs: [kkv, k, nope]}",
+            &[
+                r#"features.a.inputs: op match takes [map, primary key, secondary key], one key at most ALL; found ["kkv", "ALL", "ALL"]"#,
+                r#"features.b.inputs: op match takes [map, primary key, secondary key], one key at most ALL; found ["kkv", "k"]"#,
+                "features.c.buckets: ",
+                r#"features.d.inputs: unknown feature "nope""#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

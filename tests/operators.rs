@@ -256,11 +256,14 @@ fn expr_over_a_batch_equals_expr_row_by_row() {
     });
 }
 
-/// The numbers tests/corpus/op_lookup_finds_keys_in_a_map.yaml pins for
-/// `need_discrete`: each value found, hashed as the `hash` op hashes a
-/// string (XXH64 of its bytes) into `buckets`.
+/// The numbers tests/corpus/op_lookup_finds_keys_in_a_map.yaml and
+/// op_match_finds_keys_in_a_two_level_map.yaml pin for `need_discrete`:
+/// each value found, hashed as the `hash` op hashes a string (XXH64 of its
+/// bytes) into `buckets`.
 #[test]
 fn discrete_lookup_hashes_the_value_bytes() {
     assert_eq!(fex::ops::hash_bytes(b"2") % 1000, 251);
     assert_eq!(fex::ops::hash_bytes(b"3.5") % 1000, 42);
+    assert_eq!(fex::ops::hash_bytes(b"3") % 1000, 796);
+    assert_eq!(fex::ops::hash_bytes(b"x") % 1000, 299);
 }

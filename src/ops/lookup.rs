@@ -1,4 +1,4 @@
-//! `lookup`: FG's lookup_feature. Each row's keys are looked up in that
+//! `lookup` and `match`: FG's lookup_feature and match_feature. Each row's keys are looked up in that
 //! row's map, a string of `key:value` entries separated by 0x1D (FG's fixed
 //! separators; a bytes_list of separate entries reads the same through the
 //! string kind's `join: "\x1d"`).
@@ -216,21 +216,11 @@ pub(super) fn values(
         let (mut n, mut acc) = (0usize, 0.0f64);
         each_key(keys, r, separator, |k| {
             if let Some(x) = find.number(k) {
-                acc = match (n, combiner) {
-                    (0, _) => x,
-                    (_, Combiner::Sum | Combiner::Mean) => acc + x,
-                    (_, Combiner::Min) => acc.min(x),
-                    (_, Combiner::Max) => acc.max(x),
-                };
+                acc = combine(combiner, n, acc, x);
                 n += 1;
             }
         });
-        let v = match (n, combiner) {
-            (0, _) => default,
-            (_, Combiner::Mean) => acc / n as f64,
-            _ => acc,
-        };
-        values.push_f64(v);
+        values.push_f64(finish(combiner, n, acc, default));
     });
     Ok(())
 }
@@ -258,6 +248,155 @@ pub(super) fn ids(
         }
     });
     result.map_err(Into::into)
+}
+
+/// Which key of `match` is FG's ALL wildcard.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MatchAll {
+    Primary,
+    Secondary,
+}
+
+/// The key columns of a `match` (None where a key is ALL) and the keys'
+/// separator.
+pub(super) struct MatchKeys<'a> {
+    primary: Option<&'a Column>,
+    secondary: Option<&'a Column>,
+    separator: &'a [u8],
+}
+
+impl<'a> MatchKeys<'a> {
+    /// From the op's inputs: the map, then the keys that are not ALL.
+    pub(super) fn new(inputs: super::Inputs<'a>, all: Option<MatchAll>, separator: &'a [u8]) -> Self {
+        let key = |i: usize| &inputs.get(i).column;
+        let (primary, secondary) = match all {
+            None => (Some(key(1)), Some(key(2))),
+            Some(MatchAll::Primary) => (None, Some(key(1))),
+            Some(MatchAll::Secondary) => (Some(key(1)), None),
+        };
+        MatchKeys { primary, secondary, separator }
+    }
+}
+
+/// FG's two-level map: `pk^sk:v,sk:v|pk^sk:v`. Calls `f` with each value
+/// row `r`'s keys find, primary keys outermost, in key order (ALL: each
+/// primary or secondary key of the map once, in the map's order). The
+/// first entry of a primary key, and the first of a secondary key within
+/// it, win; entries without `^` or `:` are skipped.
+fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8])) {
+    let outer = |entry: &[u8]| -> Option<(usize, usize)> {
+        let caret = entry.iter().position(|&b| b == b'^')?;
+        Some((caret, caret + 1))
+    };
+    let inner = |within: &[u8], f: &mut dyn FnMut(&[u8])| match keys.secondary {
+        Some(sk) => each_key(sk, r, keys.separator, |k| {
+            let found = within.split(|&b| b == b',').find_map(|e| {
+                let colon = e.iter().position(|&b| b == b':')?;
+                (&e[..colon] == k).then(|| &e[colon + 1..])
+            });
+            if let Some(v) = found {
+                f(v);
+            }
+        }),
+        None => {
+            // Each secondary key once, at its first entry.
+            let key = |e: &[u8]| e.iter().position(|&b| b == b':');
+            let mut at = 0;
+            for e in within.split(|&b| b == b',') {
+                if let Some(colon) = key(e) {
+                    let sk = &e[..colon];
+                    let earlier = within[..at].split(|&b| b == b',').any(|p| key(p).is_some_and(|x| &p[..x] == sk));
+                    if !earlier {
+                        f(&e[colon + 1..]);
+                    }
+                }
+                at += e.len() + 1;
+            }
+        }
+    };
+    match keys.primary {
+        Some(pk) => each_key(pk, r, keys.separator, |k| {
+            let found = map.split(|&b| b == b'|').find_map(|e| {
+                let (end, start) = outer(e)?;
+                (&e[..end] == k).then(|| &e[start..])
+            });
+            if let Some(within) = found {
+                inner(within, &mut f);
+            }
+        }),
+        None => {
+            // Each primary key once, at its first entry.
+            let mut at = 0;
+            for e in map.split(|&b| b == b'|') {
+                if let Some((end, start)) = outer(e) {
+                    let pk = &e[..end];
+                    let earlier = map[..at].split(|&b| b == b'|').any(|p| outer(p).is_some_and(|(x, _)| &p[..x] == pk));
+                    if !earlier {
+                        inner(&e[start..], &mut f);
+                    }
+                }
+                at += e.len() + 1;
+            }
+        }
+    }
+}
+
+/// `match`, continuous: the numbers found combined, `default` where none.
+pub(super) fn match_values(
+    map: &Column,
+    keys: MatchKeys<'_>,
+    out: &mut Column,
+    rows: usize,
+    (combiner, default): (Combiner, f64),
+) -> Result<(), ExtractError> {
+    let values = &mut out.dense_mut().values;
+    for r in 0..rows {
+        let (mut n, mut acc) = (0usize, 0.0f64);
+        each_match(string_at(map, r), &keys, r, |v| {
+            if let Some(x) = number(v) {
+                acc = combine(combiner, n, acc, x);
+                n += 1;
+            }
+        });
+        values.push_f64(finish(combiner, n, acc, default));
+    }
+    Ok(())
+}
+
+/// `match`, discrete: each value found hashed into `buckets`.
+pub(super) fn match_ids(
+    map: &Column,
+    keys: MatchKeys<'_>,
+    out: &mut Column,
+    rows: usize,
+    buckets: u64,
+) -> Result<(), ExtractError> {
+    let o = out.ragged_mut();
+    o.splits.push(0)?;
+    for r in 0..rows {
+        each_match(string_at(map, r), &keys, r, |v| o.values.push_u64(hash_bytes(v) % buckets));
+        o.splits.push(o.values.len())?;
+    }
+    Ok(())
+}
+
+/// The running combination after `n` values, with `x` the next.
+fn combine(combiner: Combiner, n: usize, acc: f64, x: f64) -> f64 {
+    match (n, combiner) {
+        (0, _) => x,
+        (_, Combiner::Sum | Combiner::Mean) => acc + x,
+        (_, Combiner::Min) => acc.min(x),
+        (_, Combiner::Max) => acc.max(x),
+    }
+}
+
+/// The combination of `n` values, `default` for none.
+fn finish(combiner: Combiner, n: usize, acc: f64, default: f64) -> f64 {
+    match (n, combiner) {
+        (0, _) => default,
+        (_, Combiner::Mean) => acc / n as f64,
+        _ => acc,
+    }
 }
 
 #[cfg(test)]
@@ -313,6 +452,75 @@ mod tests {
                 let (a, b) = (indexed.number(key), scan.number(key));
                 proptest::prop_assert!(a.map(f64::to_bits) == b.map(f64::to_bits), "{:?} {:?}", a, b);
             }
+        }
+    }
+
+    /// `match` by the plainest reading of its rules, for the proptest:
+    /// parse the whole map, then walk the keys.
+    fn match_reference(map: &str, pks: Option<&[&str]>, sks: Option<&[&str]>) -> Vec<String> {
+        let mut parsed: Vec<(String, Vec<(String, String)>)> = Vec::new();
+        for outer in map.split('|') {
+            let Some((pk, inner)) = outer.split_once('^') else { continue };
+            if parsed.iter().any(|(p, _)| p == pk) {
+                continue;
+            }
+            let mut entries: Vec<(String, String)> = Vec::new();
+            for e in inner.split(',') {
+                if let Some((sk, v)) = e.split_once(':')
+                    && !entries.iter().any(|(k, _)| k == sk)
+                {
+                    entries.push((sk.into(), v.into()));
+                }
+            }
+            parsed.push((pk.into(), entries));
+        }
+        let primaries: Vec<&(String, Vec<(String, String)>)> = match pks {
+            Some(pks) => pks.iter().filter_map(|k| parsed.iter().find(|(p, _)| p == k)).collect(),
+            None => parsed.iter().collect(),
+        };
+        let mut out = Vec::new();
+        for (_, entries) in primaries {
+            match sks {
+                Some(sks) => {
+                    out.extend(sks.iter().filter_map(|k| entries.iter().find(|(s, _)| s == k)).map(|e| e.1.clone()))
+                }
+                None => out.extend(entries.iter().map(|e| e.1.clone())),
+            }
+        }
+        out
+    }
+
+    fn strings(parts: &[&str]) -> Column {
+        let mut s = crate::columns::Strings::default();
+        s.end_row();
+        s.bytes.extend_from_slice(parts.join("\u{1d}").as_bytes());
+        s.end_row();
+        Column::Strings(s)
+    }
+
+    proptest::proptest! {
+        /// `each_match` against the reference: repeated primary and
+        /// secondary keys, malformed entries, either key ALL.
+        #[test]
+        fn match_finds_what_the_reference_finds(
+            outer in proptest::collection::vec("[ab]{0,2}(\\^([ab]{0,2}(:[0-9x]{0,2})?,){0,3}[ab]{0,2}(:[0-9x]{0,2})?)?", 0..6),
+            pks in proptest::collection::vec("[ab]{1,2}", 1..3),
+            sks in proptest::collection::vec("[ab]{1,2}", 1..3),
+            all in 0..3u8,
+        ) {
+            let map = outer.join("|");
+            let pk: Vec<&str> = pks.iter().map(String::as_str).collect();
+            let sk: Vec<&str> = sks.iter().map(String::as_str).collect();
+            let (pcol, scol) = (strings(&pk), strings(&sk));
+            let keys = MatchKeys {
+                primary: (all != 1).then_some(&pcol),
+                secondary: (all != 2).then_some(&scol),
+                separator: &[ENTRIES],
+            };
+            let mut got = Vec::new();
+            each_match(map.as_bytes(), &keys, 0, |v| got.push(String::from_utf8(v.to_vec()).unwrap()));
+            let want = match_reference(&map, (all != 1).then_some(&pk[..]), (all != 2).then_some(&sk[..]));
+            proptest::prop_assert_eq!(got, want, "map {:?}", map);
         }
     }
 }

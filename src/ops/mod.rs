@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
-pub use lookup::Combiner;
+pub use lookup::{Combiner, MatchAll};
 pub use multihot::weight as multihot_weight;
 pub use vocab::{Vocab, VocabError};
 
@@ -127,6 +127,20 @@ pub enum TransformKind {
         separator: Vec<u8>,
         buckets: u64,
     },
+    /// Primary and secondary keys looked up in a two-level map, the
+    /// numbers combined (FG's match_feature); `all` is FG's ALL wildcard.
+    Match {
+        separator: Vec<u8>,
+        all: Option<MatchAll>,
+        combiner: Combiner,
+        default: f64,
+    },
+    /// The same, each value found hashed into `buckets`.
+    MatchIds {
+        separator: Vec<u8>,
+        all: Option<MatchAll>,
+        buckets: u64,
+    },
     /// Seed 004 multi-hot expansion into a KeyedJaggedTensor.
     MultiHot {
         keys: Vec<String>,
@@ -175,6 +189,14 @@ pub(crate) fn apply(
             lookup::values(input(0), input(1), out, rows, (separator, *combiner, *default))
         }
         LookupIds { separator, buckets } => lookup::ids(input(0), input(1), out, rows, (separator, *buckets)),
+        Match { separator, all, combiner, default } => {
+            let keys = lookup::MatchKeys::new(inputs, *all, separator);
+            lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
+        }
+        MatchIds { separator, all, buckets } => {
+            let keys = lookup::MatchKeys::new(inputs, *all, separator);
+            lookup::match_ids(input(0), keys, out, rows, *buckets)
+        }
         Ln { .. }
         | Clip { .. }
         | ZScore { .. }

@@ -7,7 +7,7 @@ use super::ops::Need;
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
-use crate::ops::{Combiner, Expr, MAX_INPUTS, Transform, TransformKind as K, Vocab};
+use crate::ops::{Combiner, Expr, MAX_INPUTS, MatchAll, Transform, TransformKind as K, Vocab};
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -63,6 +63,7 @@ impl Checker {
                 self.expr(path, o, ins, inputs_ok)?
             }
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
+            RawOp::Match(o) => self.match_op(path, o, ins, e)?,
             RawOp::Concat => {
                 let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
                 many(self, Need::Dense, 1).then(|| dense(K::Concat, DataType::F32, vec![width]))?
@@ -122,60 +123,100 @@ impl Checker {
         }
     }
 
-    /// `lookup`: a map (strings) and its keys (strings or ids); numbers
-    /// combined into `[B, 1]`, or with `need_discrete` the values hashed.
-    fn lookup(&mut self, path: &str, o: &entries::Lookup, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
-        let separator = o.separator.clone().unwrap_or_else(|| "\u{1d}".into()).into_bytes();
+    /// The settings `lookup` and `match` share: the keys' separator, and
+    /// either a combiner and default (numbers) or buckets (hashed values).
+    fn map_settings(&mut self, path: &str, o: &MapSettings<'_>) -> (Vec<u8>, Result<(Combiner, f64), u64>) {
+        let separator = o.separator.map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
         if separator.is_empty() {
             self.error(format!("{path}.separator"), "is empty; give the keys' separator (default \\x1d)");
         }
-        let discrete = o.need_discrete == Some(true);
-        let kind = if discrete {
+        if o.need_discrete {
             for (key, given) in [("combiner", o.combiner.is_some()), ("default", o.default.is_some())] {
                 if given {
                     self.error(format!("{path}.{key}"), "is for numbers; need_discrete: true hashes the values found");
                 }
             }
-            let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
-            K::LookupIds { separator, buckets }
-        } else {
-            if o.buckets.is_some() {
-                self.error(format!("{path}.buckets"), "is for need_discrete: true (hashed values)");
+            return (separator, Err(self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX)));
+        }
+        if o.buckets.is_some() {
+            self.error(format!("{path}.buckets"), "is for need_discrete: true (hashed values)");
+        }
+        if o.splits.is_some() {
+            self.error(format!("{path}.splits"), "is for need_discrete: true (ragged ids)");
+        }
+        let combiner = match o.combiner {
+            None | Some("sum") => Combiner::Sum,
+            Some("mean") => Combiner::Mean,
+            Some("min") => Combiner::Min,
+            Some("max") => Combiner::Max,
+            Some(other) => {
+                self.error(format!("{path}.combiner"), format!("found {other:?}, expected sum, mean, min or max"));
+                Combiner::Sum
             }
-            let combiner = match o.combiner.as_deref() {
-                None | Some("sum") => Combiner::Sum,
-                Some("mean") => Combiner::Mean,
-                Some("min") => Combiner::Min,
-                Some("max") => Combiner::Max,
-                Some(other) => {
-                    self.error(format!("{path}.combiner"), format!("found {other:?}, expected sum, mean, min or max"));
-                    Combiner::Sum
-                }
-            };
-            let default = self.finite(path, "lookup", "default", o.default, Some(0.0));
-            K::Lookup { separator, combiner, default }
         };
+        (separator, Ok((combiner, self.finite(path, o.op, "default", o.default, Some(0.0)))))
+    }
+
+    /// Whether `ins[0]` is a string feature (a map) and the rest are keys
+    /// (strings or ids).
+    fn map_inputs(&mut self, path: &str, e: &RawEntry, ins: &[&Output]) -> bool {
+        let (map_layout, _, _) = ins[0].layout();
+        if map_layout != Layout::Strings {
+            let message = format!("the map {:?} must be a string feature (key:value entries)", ins[0].name);
+            self.error(format!("{path}.inputs"), message);
+            return false;
+        }
+        let n = ins.len() - 1;
+        self.inputs_fit(e, &ins[1..], Need::IdsOrStrings, n..=n)
+    }
+
+    /// `lookup`: a map (strings) and its keys (strings or ids); numbers
+    /// combined into `[B, 1]`, or with `need_discrete` the values hashed.
+    fn lookup(&mut self, path: &str, o: &entries::Lookup, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
+        let settings =
+            MapSettings::of("lookup", o.need_discrete, &o.combiner, o.default, o.buckets, &o.separator, &o.splits);
+        let (separator, kind) = self.map_settings(path, &settings);
         if ins.len() != 2 {
             let message = format!("op lookup takes [map, key], found {} inputs", ins.len());
             self.error(format!("{path}.inputs"), message);
             return None;
         }
-        let (map_layout, _, _) = ins[0].layout();
-        if map_layout != Layout::Strings {
-            let message = format!("the map {:?} must be a string feature (key:value entries)", ins[0].name);
-            self.error(format!("{path}.inputs"), message);
+        if !self.map_inputs(path, e, ins) {
             return None;
         }
-        if !self.inputs_fit(e, &ins[1..], Need::IdsOrStrings, 1..=1) {
-            return None;
-        }
-        Some(if discrete {
-            ragged(kind, self.splits(path, o.splits.as_deref()))
-        } else {
-            if o.splits.is_some() {
-                self.error(format!("{path}.splits"), "is for need_discrete: true (ragged ids)");
+        Some(match kind {
+            Ok((combiner, default)) => dense(K::Lookup { separator, combiner, default }, DataType::F32, vec![1]),
+            Err(buckets) => ragged(K::LookupIds { separator, buckets }, self.splits(path, o.splits.as_deref())),
+        })
+    }
+
+    /// `match`: a two-level map and its primary and secondary keys, either
+    /// of which may be FG's `ALL`.
+    fn match_op(&mut self, path: &str, o: &entries::Match, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
+        let settings =
+            MapSettings::of("match", o.need_discrete, &o.combiner, o.default, o.buckets, &o.separator, &o.splits);
+        let (separator, kind) = self.map_settings(path, &settings);
+        let given = o.inputs.as_deref().unwrap_or_default();
+        let all: Vec<bool> = given.iter().map(|i| i.is_all()).collect();
+        let all = match all.as_slice() {
+            [false, false, false] => None,
+            [false, true, false] => Some(MatchAll::Primary),
+            [false, false, true] => Some(MatchAll::Secondary),
+            _ => {
+                let message = format!(
+                    "op match takes [map, primary key, secondary key], one key at most ALL; found {:?}",
+                    given.iter().map(|i| i.0.as_str()).collect::<Vec<_>>()
+                );
+                self.error(format!("{path}.inputs"), message);
+                return None;
             }
-            dense(kind, DataType::F32, vec![1])
+        };
+        if !self.map_inputs(path, e, ins) {
+            return None;
+        }
+        Some(match kind {
+            Ok((combiner, default)) => dense(K::Match { separator, all, combiner, default }, DataType::F32, vec![1]),
+            Err(buckets) => ragged(K::MatchIds { separator, all, buckets }, self.splits(path, o.splits.as_deref())),
         })
     }
 
@@ -226,6 +267,39 @@ impl Checker {
         let keys: Vec<String> = ins.iter().map(|o| o.name.clone()).collect();
         let n = keys.len();
         inputs_ok.then(|| keyed(K::MultiHot { keys, num_embeddings, min_table_size, size }, n))
+    }
+}
+
+/// The keys `lookup` and `match` share, borrowed from their entries.
+struct MapSettings<'a> {
+    op: &'static str,
+    need_discrete: bool,
+    combiner: Option<&'a str>,
+    default: Option<f64>,
+    buckets: Option<u64>,
+    separator: Option<&'a str>,
+    splits: Option<&'a str>,
+}
+
+impl<'a> MapSettings<'a> {
+    fn of(
+        op: &'static str,
+        need_discrete: Option<bool>,
+        combiner: &'a Option<String>,
+        default: Option<f64>,
+        buckets: Option<u64>,
+        separator: &'a Option<String>,
+        splits: &'a Option<String>,
+    ) -> Self {
+        MapSettings {
+            op,
+            need_discrete: need_discrete == Some(true),
+            combiner: combiner.as_deref(),
+            default,
+            buckets,
+            separator: separator.as_deref(),
+            splits: splits.as_deref(),
+        }
     }
 }
 

@@ -44,6 +44,7 @@ pub(in crate::config) enum RawOp {
     MultiHot(entries::MultiHot),
     Expr(entries::Expr),
     Lookup(entries::Lookup),
+    Match(entries::Match),
 }
 
 /// One feature mapping being read into its struct.
@@ -118,6 +119,7 @@ impl Parsed<'_> {
             "multi_hot" => RawOp::MultiHot(self.read(&owner)),
             "expr" => RawOp::Expr(self.read(&owner)),
             "lookup" => RawOp::Lookup(self.read(&owner)),
+            "match" => RawOp::Match(self.read(&owner)),
             other => {
                 self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));
                 return None;

@@ -98,6 +98,27 @@ entry!(Concat, op, [input: String, inputs: Vec<String>], {});
 entry!(Lookup, op, [inputs: Vec<String>], {
     combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
 });
+/// An input of `match`: a feature's name, or FG's `ALL` wildcard for the
+/// primary or secondary key (no feature: every key of the map).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(transparent)]
+pub(in crate::config) struct MatchInput(pub String);
+
+impl MatchInput {
+    pub fn is_all(&self) -> bool {
+        self.0 == "ALL"
+    }
+}
+
+impl Names for Option<Vec<MatchInput>> {
+    fn add_to(&self, names: &mut Vec<String>) {
+        names.extend(self.iter().flatten().filter(|i| !i.is_all()).map(|i| i.0.clone()));
+    }
+}
+
+entry!(Match, op, [inputs: Vec<MatchInput>], {
+    combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
+});
 entry!(Expr, op, [input: String, inputs: Vec<String>], { expression: String, dtype: String });
 entry!(MultiHot, op, [inputs: Vec<String>], { num_embeddings: Vec<u64>, min_table_size: u64, multi_hot_size: u64 });
 
