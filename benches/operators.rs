@@ -130,6 +130,18 @@ fn request() -> Vec<u8> {
                 (0..64).map(|_| format!("{}:{}", category(r.random_range(0..POOL)), r.random_range(1..100))).collect();
             string(entries.join("\u{1d}"))
         }),
+        // A user-side two-level map for `match`: 16 categories of 4 each.
+        list("user_kkv", true, |_| {
+            let outer: Vec<String> = (0..16)
+                .map(|_| {
+                    let inner: Vec<String> = (0..4)
+                        .map(|_| format!("{}:{}", category(r.random_range(0..POOL)), r.random_range(1..100)))
+                        .collect();
+                    format!("{}^{}", category(r.random_range(0..POOL)), inner.join(","))
+                })
+                .collect();
+            string(outer.join("|"))
+        }),
         list("__LABEL__", false, |_| {
             feature(Type::FloatList(pb::FloatList { value: vec![r.random_range(0..2) as f32] }))
         }),
@@ -159,6 +171,7 @@ const SOURCES: &[&str] = &[
     "{name: item_ctr, kind: dense, shape: [1]",
     "{name: category, kind: string",
     "{name: user_cate_cnt, kind: string, shared: once",
+    "{name: user_kkv, kind: string, shared: once",
     "{name: click_seq, kind: sequence, dtype: i64, max_len: 20, width: 1",
     "{name: req_time, kind: line_id, field: req_time",
     "{name: label, kind: label",
@@ -208,6 +221,8 @@ const OPS: &[(&str, &str)] = &[
     ("action_label", "{name: op, kind: action_label, tasks: [{pos: [1]}, {pos: [2], neg: [3]}]}"),
     ("lookup", "{name: op, op: lookup, inputs: [user_cate_cnt, category]}"),
     ("lookup_ids", "{name: op, op: lookup, inputs: [user_cate_cnt, category], need_discrete: true, buckets: 1000003}"),
+    ("match", "{name: op, op: match, inputs: [user_kkv, category, category]}"),
+    ("match_all", "{name: op, op: match, inputs: [user_kkv, ALL, category]}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),
     (
         "expr_vector",

@@ -114,21 +114,27 @@ fn key_hash(key: &[u8]) -> u64 {
 }
 
 impl Index {
+    /// A `lookup` map: `key:value` entries between 0x1D, numbers read.
     fn build(&mut self, map: &[u8]) {
+        self.build_with(map, ENTRIES, b':', true);
+    }
+
+    /// Entries between `sep`, each a key up to the first `kv` and a value.
+    fn build_with(&mut self, map: &[u8], sep: u8, kv: u8, numbers: bool) {
         self.entries.clear();
         self.numbers.clear();
-        let count = map.iter().filter(|&&b| b == ENTRIES).count() + 1;
+        let count = map.iter().filter(|&&b| b == sep).count() + 1;
         let size = (count * 2).next_power_of_two();
         self.slots.clear();
         self.slots.resize(size, u32::MAX);
         let mut at = 0usize;
-        for entry in map.split(|&b| b == ENTRIES) {
-            if let Some(colon) = entry.iter().position(|&b| b == b':') {
+        for entry in map.split(|&b| b == sep) {
+            if let Some(colon) = entry.iter().position(|&b| b == kv) {
                 let (k, c, e) = (at, at + colon, at + entry.len());
                 if let Err(slot) = self.probe(map, &map[k..c]) {
                     self.slots[slot] = self.entries.len() as u32;
                     self.entries.push((k as u32, c as u32, c as u32 + 1, e as u32));
-                    self.numbers.push(number(&map[c + 1..e]));
+                    self.numbers.push(if numbers { number(&map[c + 1..e]) } else { None });
                 }
             }
             at += entry.len() + 1;
@@ -283,7 +289,13 @@ impl<'a> MatchKeys<'a> {
 /// primary or secondary key of the map once, in the map's order). The
 /// first entry of a primary key, and the first of a secondary key within
 /// it, win; entries without `^` or `:` are skipped.
-fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8])) {
+fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, f: impl FnMut(&[u8])) {
+    each_match_in(map, None, keys, r, f)
+}
+
+/// [`each_match`], the primary keys found through `index` (the map's
+/// `pk^...` entries between `|`) when given.
+fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8])) {
     let outer = |entry: &[u8]| -> Option<(usize, usize)> {
         let caret = entry.iter().position(|&b| b == b'^')?;
         Some((caret, caret + 1))
@@ -314,6 +326,19 @@ fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8
             }
         }
     };
+    if let Some(index) = index {
+        match keys.primary {
+            Some(pk) => each_key(pk, r, keys.separator, |k| {
+                if let Ok(i) = index.probe(map, k) {
+                    let e = index.entries[i];
+                    inner(&map[e.2 as usize..e.3 as usize], &mut f);
+                }
+            }),
+            // The index holds each primary key's first entry, in map order.
+            None => index.entries.iter().for_each(|e| inner(&map[e.2 as usize..e.3 as usize], &mut f)),
+        }
+        return;
+    }
     match keys.primary {
         Some(pk) => each_key(pk, r, keys.separator, |k| {
             let found = map.split(|&b| b == b'|').find_map(|e| {
@@ -341,6 +366,31 @@ fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8
     }
 }
 
+/// Calls `row(r, each)` for every row, where `each(r, f)` calls `f` with
+/// each value row `r`'s keys find: a SHARED map's primary keys through an
+/// index built once, a map per row scanned.
+type EachValue<'e> = dyn FnMut(usize, &mut dyn FnMut(&[u8])) + 'e;
+
+fn match_rows(map: &Column, keys: &MatchKeys<'_>, rows: usize, mut row: impl FnMut(usize, &mut EachValue<'_>)) {
+    if map.rows() == 1 && rows > 1 {
+        let m = string_at(map, 0);
+        INDEX.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut index) => {
+                index.build_with(m, b'|', b'^', false);
+                let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match_in(m, Some(&index), keys, r, f);
+                (0..rows).for_each(|r| row(r, &mut each));
+            }
+            Err(_) => {
+                let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match(m, keys, r, f);
+                (0..rows).for_each(|r| row(r, &mut each));
+            }
+        });
+    } else {
+        let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match(string_at(map, r), keys, r, f);
+        (0..rows).for_each(|r| row(r, &mut each));
+    }
+}
+
 /// `match`, continuous: the numbers found combined, `default` where none.
 pub(super) fn match_values(
     map: &Column,
@@ -350,16 +400,16 @@ pub(super) fn match_values(
     (combiner, default): (Combiner, f64),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    for r in 0..rows {
+    match_rows(map, &keys, rows, |r, each| {
         let (mut n, mut acc) = (0usize, 0.0f64);
-        each_match(string_at(map, r), &keys, r, |v| {
+        each(r, &mut |v| {
             if let Some(x) = number(v) {
                 acc = combine(combiner, n, acc, x);
                 n += 1;
             }
         });
         values.push_f64(finish(combiner, n, acc, default));
-    }
+    });
     Ok(())
 }
 
@@ -373,11 +423,14 @@ pub(super) fn match_ids(
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
-    for r in 0..rows {
-        each_match(string_at(map, r), &keys, r, |v| o.values.push_u64(hash_bytes(v) % buckets));
-        o.splits.push(o.values.len())?;
-    }
-    Ok(())
+    let mut result = Ok(());
+    match_rows(map, &keys, rows, |r, each| {
+        each(r, &mut |v| o.values.push_u64(hash_bytes(v) % buckets));
+        if result.is_ok() {
+            result = o.splits.push(o.values.len());
+        }
+    });
+    result.map_err(Into::into)
 }
 
 /// The running combination after `n` values, with `x` the next.
@@ -520,7 +573,12 @@ mod tests {
             let mut got = Vec::new();
             each_match(map.as_bytes(), &keys, 0, |v| got.push(String::from_utf8(v.to_vec()).unwrap()));
             let want = match_reference(&map, (all != 1).then_some(&pk[..]), (all != 2).then_some(&sk[..]));
-            proptest::prop_assert_eq!(got, want, "map {:?}", map);
+            proptest::prop_assert_eq!(&got, &want, "map {:?}", map);
+            let mut index = Index::default();
+            index.build_with(map.as_bytes(), b'|', b'^', false);
+            let mut indexed = Vec::new();
+            each_match_in(map.as_bytes(), Some(&index), &keys, 0, |v| indexed.push(String::from_utf8(v.to_vec()).unwrap()));
+            proptest::prop_assert_eq!(indexed, want, "indexed, map {:?}", map);
         }
     }
 }
