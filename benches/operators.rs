@@ -223,6 +223,8 @@ const OPS: &[(&str, &str)] = &[
     ("lookup_ids", "{name: op, op: lookup, inputs: [user_cate_cnt, category], need_discrete: true, buckets: 1000003}"),
     ("match", "{name: op, op: match, inputs: [user_kkv, category, category]}"),
     ("match_all", "{name: op, op: match, inputs: [user_kkv, ALL, category]}"),
+    ("regex_replace", "{name: op, op: regex_replace, input: category, pattern: \"[0-9]+\", replacement: \"#\"}"),
+    ("slice", "{name: op, op: slice, input: category, start: -3}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),
     (
         "expr_vector",

@@ -165,6 +165,15 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: regex_replace, input: t, pattern: \"a(b\"}\n  - {name: b, op: regex_replace, input: t}\n  - {name: c, op: slice, input: t}\n  - {name: d, op: slice, input: x, start: 1}",
+            &[
+                "features.a.pattern: error: unclosed group",
+                "features.b.pattern: missing; give the regular expression to replace",
+                "features.c.start: give start, end or both (characters; negative from the end)",
+                r#"features.d.input: takes one string feature; found "x" (LAYOUT_DENSE)"#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

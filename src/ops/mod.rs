@@ -13,6 +13,7 @@ mod lookup;
 mod multihot;
 mod numeric;
 mod rows;
+mod text;
 mod vocab;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use lookup::{Combiner, MatchAll};
 pub use multihot::weight as multihot_weight;
+pub use text::Pattern;
 pub use vocab::{Vocab, VocabError};
 
 /// Most inputs an operator takes; the config refuses more.
@@ -135,6 +137,16 @@ pub enum TransformKind {
         combiner: Combiner,
         default: f64,
     },
+    /// Every match of a pattern replaced, in each row's string.
+    RegexReplace {
+        pattern: Pattern,
+        replacement: Vec<u8>,
+    },
+    /// Characters `start..end` of each row's string (Python's counting).
+    Slice {
+        start: i64,
+        end: Option<i64>,
+    },
     /// The same, each value found hashed into `buckets`.
     MatchIds {
         separator: Vec<u8>,
@@ -193,6 +205,8 @@ pub(crate) fn apply(
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
         }
+        RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
+        Slice { start, end } => text::slice(*start, *end, input(0), out, rows),
         MatchIds { separator, all, buckets } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_ids(input(0), keys, out, rows, *buckets)

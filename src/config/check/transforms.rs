@@ -7,7 +7,7 @@ use super::ops::Need;
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
-use crate::ops::{Combiner, Expr, MAX_INPUTS, MatchAll, Transform, TransformKind as K, Vocab};
+use crate::ops::{Combiner, Expr, MAX_INPUTS, MatchAll, Pattern, Transform, TransformKind as K, Vocab};
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -64,6 +64,29 @@ impl Checker {
             }
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
+            RawOp::RegexReplace(o) => {
+                let pattern = match Pattern::new(o.pattern.as_deref().unwrap_or_default()) {
+                    _ if o.pattern.is_none() => {
+                        self.error(format!("{path}.pattern"), "missing; give the regular expression to replace");
+                        None
+                    }
+                    Ok(p) => Some(p),
+                    Err(message) => {
+                        self.error(format!("{path}.pattern"), message);
+                        None
+                    }
+                };
+                let replacement = o.replacement.clone().unwrap_or_default().into_bytes();
+                let fits = self.strings_input(path, ins);
+                strings(K::RegexReplace { pattern: pattern?, replacement }).filter(|_| fits)?
+            }
+            RawOp::Slice(o) => {
+                if o.start.is_none() && o.end.is_none() {
+                    self.error(format!("{path}.start"), "give start, end or both (characters; negative from the end)");
+                }
+                let fits = self.strings_input(path, ins);
+                strings(K::Slice { start: o.start.unwrap_or(0), end: o.end }).filter(|_| fits)?
+            }
             RawOp::Concat => {
                 let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
                 many(self, Need::Dense, 1).then(|| dense(K::Concat, DataType::F32, vec![width]))?
@@ -155,6 +178,17 @@ impl Checker {
             }
         };
         (separator, Ok((combiner, self.finite(path, o.op, "default", o.default, Some(0.0)))))
+    }
+
+    /// Whether `ins` is one string feature (for the string operators).
+    fn strings_input(&mut self, path: &str, ins: &[&Output]) -> bool {
+        let ok = ins.len() == 1 && ins[0].layout().0 == Layout::Strings;
+        if !ok {
+            let found: Vec<String> =
+                ins.iter().map(|o| format!("{:?} ({})", o.name, o.layout().0.as_str_name())).collect();
+            self.error(format!("{path}.input"), format!("takes one string feature; found {}", found.join(", ")));
+        }
+        ok
     }
 
     /// Whether `ins[0]` is a string feature (a map) and the rest are keys
@@ -301,6 +335,19 @@ impl<'a> MapSettings<'a> {
             splits: splits.as_deref(),
         }
     }
+}
+
+/// One string per row, as the `string` kind gives.
+fn strings(kind: K) -> Option<Transform> {
+    let spec_shape = vec![-1];
+    Some(Transform {
+        kind,
+        layout: Layout::Strings,
+        dtype: DataType::Bytes,
+        splits: DataType::I64,
+        spec_shape,
+        dense_shape: vec![],
+    })
 }
 
 fn ragged(kind: K, splits: DataType) -> Transform {

@@ -45,6 +45,8 @@ pub(in crate::config) enum RawOp {
     Expr(entries::Expr),
     Lookup(entries::Lookup),
     Match(entries::Match),
+    RegexReplace(entries::RegexReplace),
+    Slice(entries::Slice),
 }
 
 /// One feature mapping being read into its struct.
@@ -120,6 +122,8 @@ impl Parsed<'_> {
             "expr" => RawOp::Expr(self.read(&owner)),
             "lookup" => RawOp::Lookup(self.read(&owner)),
             "match" => RawOp::Match(self.read(&owner)),
+            "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
+            "slice" => RawOp::Slice(self.read(&owner)),
             other => {
                 self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));
                 return None;

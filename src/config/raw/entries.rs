@@ -119,6 +119,8 @@ impl Names for Option<Vec<MatchInput>> {
 entry!(Match, op, [inputs: Vec<MatchInput>], {
     combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
 });
+entry!(RegexReplace, op, [input: String], { pattern: String, replacement: String });
+entry!(Slice, op, [input: String], { start: i64, end: i64 });
 entry!(Expr, op, [input: String, inputs: Vec<String>], { expression: String, dtype: String });
 entry!(MultiHot, op, [inputs: Vec<String>], { num_embeddings: Vec<u64>, min_table_size: u64, multi_hot_size: u64 });
 

@@ -1,0 +1,153 @@
+//! String operators over one string per row: `regex_replace` (FG's
+//! RegexReplace operator) and `slice`. Both give one string per row.
+
+use std::fmt;
+
+use super::ids::string_at;
+use crate::columns::Column;
+use crate::error::ExtractError;
+
+/// Largest compiled program a config's pattern may make (regex's own
+/// bound, so a pattern cannot make the config load take unbounded memory).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A compiled pattern, compared and printed by its text.
+#[derive(Clone)]
+pub struct Pattern {
+    pub text: String,
+    regex: regex::bytes::Regex,
+}
+
+impl Pattern {
+    pub fn new(text: &str) -> Result<Pattern, String> {
+        let regex = regex::bytes::RegexBuilder::new(text)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|e| e.to_string().lines().last().unwrap_or_default().trim().to_string())?;
+        Ok(Pattern { text: text.to_string(), regex })
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pattern({:?})", self.text)
+    }
+}
+
+/// Every non-overlapping match of `pattern` in each row replaced by
+/// `replacement` (`$1`, `${name}` name groups; `$$` is a dollar).
+pub(super) fn regex_replace(
+    pattern: &Pattern,
+    replacement: &[u8],
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+) -> Result<(), ExtractError> {
+    let s = out.strings_mut();
+    s.end_row();
+    // A replacement without `$` is copied as it is, and the matches need no
+    // groups: no allocation per row.
+    let literal = !replacement.contains(&b'$');
+    for r in 0..rows {
+        let hay = string_at(input, r);
+        let mut last = 0;
+        if literal {
+            for m in pattern.regex.find_iter(hay) {
+                s.bytes.extend_from_slice(&hay[last..m.start()]);
+                s.bytes.extend_from_slice(replacement);
+                last = m.end();
+            }
+        } else {
+            for caps in pattern.regex.captures_iter(hay) {
+                let m = caps.get(0).expect("group 0 is the match");
+                s.bytes.extend_from_slice(&hay[last..m.start()]);
+                caps.expand(replacement, &mut s.bytes);
+                last = m.end();
+            }
+        }
+        s.bytes.extend_from_slice(&hay[last..]);
+        s.end_row();
+    }
+    Ok(())
+}
+
+/// Characters `start..end` of each row, counted as Python counts them
+/// (negative from the end, clamped to the string; `end` None is the end).
+/// A row that is not UTF-8 is cut by bytes instead.
+pub(super) fn slice(
+    start: i64,
+    end: Option<i64>,
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+) -> Result<(), ExtractError> {
+    let s = out.strings_mut();
+    s.end_row();
+    for r in 0..rows {
+        let bytes = string_at(input, r);
+        let part = match std::str::from_utf8(bytes) {
+            // ASCII: characters are bytes.
+            Ok(_) if bytes.is_ascii() => {
+                let (a, b) = bounds(start, end, bytes.len());
+                if a < b { &bytes[a..b] } else { &[][..] }
+            }
+            Ok(text) => {
+                let chars = text.chars().count();
+                let (a, b) = bounds(start, end, chars);
+                let at = |n: usize| text.char_indices().nth(n).map_or(text.len(), |(i, _)| i);
+                if a < b { &bytes[at(a)..at(b)] } else { &[][..] }
+            }
+            Err(_) => {
+                let (a, b) = bounds(start, end, bytes.len());
+                if a < b { &bytes[a..b] } else { &[][..] }
+            }
+        };
+        s.bytes.extend_from_slice(part);
+        s.end_row();
+    }
+    Ok(())
+}
+
+/// Python's slice bounds over `len` items.
+fn bounds(start: i64, end: Option<i64>, len: usize) -> (usize, usize) {
+    let len_i = len as i64;
+    let fix = |x: i64| if x < 0 { (len_i + x).max(0) } else { x.min(len_i) } as usize;
+    (fix(start), end.map_or(len, fix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_count_like_python() {
+        let cases: [(i64, Option<i64>, &str); 8] = [
+            (0, Some(2), "ab"),
+            (1, None, "bcdé"),
+            (-2, None, "dé"),
+            (-10, Some(1), "a"),
+            (3, Some(1), ""),
+            (0, Some(-1), "abcd"),
+            (5, None, ""),
+            (-1, Some(99), "é"),
+        ];
+        for (start, end, want) in cases {
+            let (a, b) = bounds(start, end, 5);
+            let text: String = "abcdé".chars().skip(a).take(b.saturating_sub(a)).collect();
+            assert_eq!(text, want, "{start}..{end:?}");
+        }
+    }
+
+    #[test]
+    fn patterns_compile_once_and_say_what_is_wrong() {
+        assert!(Pattern::new("a(b").unwrap_err().contains("unclosed group"));
+        assert_eq!(Pattern::new("x+").unwrap(), Pattern::new("x+").unwrap());
+        assert!(Pattern::new("(a{1000}){1000}").unwrap_err().contains("size limit"));
+    }
+}
