@@ -1,7 +1,8 @@
-//! `lookup` and `match`: FG's lookup_feature and match_feature. Each row's keys are looked up in that
-//! row's map, a string of `key:value` entries separated by 0x1D (FG's fixed
-//! separators; a bytes_list of separate entries reads the same through the
-//! string kind's `join: "\x1d"`).
+//! `lookup` and `match`: FG's lookup_feature and match_feature. Each row's
+//! keys are looked up in that row's map: for `lookup` a string of
+//! `key:value` entries separated by 0x1D, for `match` a two-level
+//! `pk^sk:v,sk:v|pk^...` (FG's fixed separators; a bytes_list of separate
+//! entries reads the same through the string kind's `join: "\x1d"`).
 //!
 //! fex's definitions where FG says nothing: an entry's key ends at its first
 //! `:`; an entry without `:`, or empty, is skipped; the first entry of a key
