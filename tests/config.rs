@@ -35,7 +35,7 @@ fn bad_fixtures_report_every_error() {
         (
             "bad_unknown_op_key.yaml",
             &[
-                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, splits, output"#,
+                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, splits, separator, output"#,
                 "features.item_tags.buckets: missing; required for this op",
             ],
         ),
@@ -165,8 +165,9 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
-            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: regex_replace, input: t, pattern: \"a(b\"}\n  - {name: b, op: regex_replace, input: t}\n  - {name: c, op: slice, input: t}\n  - {name: d, op: slice, input: x, start: 1}",
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: h, op: hash, input: t, buckets: 9, separator: ''}\n  - {name: a, op: regex_replace, input: t, pattern: \"a(b\"}\n  - {name: b, op: regex_replace, input: t}\n  - {name: c, op: slice, input: t}\n  - {name: d, op: slice, input: x, start: 1}",
             &[
+                "features.h.separator: is empty; give the string that splits the values (FG's is \\x1d)",
                 "features.a.pattern: error: unclosed group",
                 "features.b.pattern: missing; give the regular expression to replace",
                 "features.c.start: give start, end or both (characters; negative from the end)",

@@ -68,6 +68,44 @@ pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, buckets: u64) 
     Ok(())
 }
 
+/// Hashes each non-empty part of each string between `sep`s into
+/// `buckets`, in order (FG's multi-value id_feature: `a\x1db` gives two
+/// ids). Ids are hashed as `hash` hashes them: the separator only splits
+/// strings.
+pub(super) fn hash_parts(
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+    buckets: u64,
+    sep: &[u8],
+) -> Result<(), ExtractError> {
+    if !is_strings(input) {
+        return hash(input, out, rows, buckets);
+    }
+    let o = out.ragged_mut();
+    o.splits.push(0)?;
+    for r in 0..rows {
+        let mut rest = string_at(input, r);
+        while !rest.is_empty() {
+            let at = if sep.len() == 1 {
+                rest.iter().position(|&b| b == sep[0])
+            } else {
+                rest.windows(sep.len()).position(|w| w == sep)
+            };
+            let (part, next) = match at {
+                Some(at) => (&rest[..at], &rest[at + sep.len()..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            if !part.is_empty() {
+                o.values.push_u64(hash_bytes(part) % buckets);
+            }
+            rest = next;
+        }
+        o.splits.push(o.values.len())?;
+    }
+    Ok(())
+}
+
 /// One input's values in the current row: its ids' bytes, or a string's hash
 /// (at most one value).
 #[derive(Clone, Copy, Default)]

@@ -57,9 +57,12 @@ pub enum TransformKind {
     Reslot {
         slot: u64,
     },
-    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes).
+    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes); with
+    /// `separator`, each non-empty part of a string hashed (FG's
+    /// multi-value id_feature).
     Hash {
         buckets: u64,
+        separator: Option<Vec<u8>>,
     },
     /// Keeps the fids whose v2 slot is listed (sorted).
     FilterSlots {
@@ -181,7 +184,8 @@ pub(crate) fn apply(
         Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),
         Slot { v1: false } => ids::map(input(0), out, rows, |x| Some(crate::fid::v2_slot(x))),
         Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { buckets } => ids::hash(input(0), out, rows, *buckets),
+        Hash { buckets, separator: None } => ids::hash(input(0), out, rows, *buckets),
+        Hash { buckets, separator: Some(sep) } => ids::hash_parts(input(0), out, rows, *buckets, sep),
         FilterSlots { slots } => {
             ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }

@@ -34,7 +34,14 @@ impl Checker {
             }
             RawOp::Hash(o) => {
                 let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
-                one(self, Need::IdsOrStrings).then(|| ragged(self, K::Hash { buckets }, &o.splits))?
+                let separator = o.separator.as_ref().map(|s| s.as_bytes().to_vec());
+                if separator.as_ref().is_some_and(Vec::is_empty) {
+                    self.error(
+                        format!("{path}.separator"),
+                        "is empty; give the string that splits the values (FG's is \\x1d)",
+                    );
+                }
+                one(self, Need::IdsOrStrings).then(|| ragged(self, K::Hash { buckets, separator }, &o.splits))?
             }
             RawOp::FilterSlots(o) => {
                 let slots = self.slots(path, o.slots.as_deref().unwrap_or_default());
