@@ -68,6 +68,26 @@ pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, buckets: u64) 
     Ok(())
 }
 
+/// Calls `f` with each non-empty part of `s` between `sep`s (not empty).
+pub(super) fn for_each_part(s: &[u8], sep: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut rest = s;
+    while !rest.is_empty() {
+        let at = if sep.len() == 1 {
+            rest.iter().position(|&b| b == sep[0])
+        } else {
+            rest.windows(sep.len()).position(|w| w == sep)
+        };
+        let (part, next) = match at {
+            Some(at) => (&rest[..at], &rest[at + sep.len()..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        if !part.is_empty() {
+            f(part);
+        }
+        rest = next;
+    }
+}
+
 /// Hashes each non-empty part of each string between `sep`s into
 /// `buckets`, in order (FG's multi-value id_feature: `a\x1db` gives two
 /// ids). Ids are hashed as `hash` hashes them: the separator only splits
@@ -85,22 +105,7 @@ pub(super) fn hash_parts(
     let o = out.ragged_mut();
     o.splits.push(0)?;
     for r in 0..rows {
-        let mut rest = string_at(input, r);
-        while !rest.is_empty() {
-            let at = if sep.len() == 1 {
-                rest.iter().position(|&b| b == sep[0])
-            } else {
-                rest.windows(sep.len()).position(|w| w == sep)
-            };
-            let (part, next) = match at {
-                Some(at) => (&rest[..at], &rest[at + sep.len()..]),
-                None => (rest, &rest[rest.len()..]),
-            };
-            if !part.is_empty() {
-                o.values.push_u64(hash_bytes(part) % buckets);
-            }
-            rest = next;
-        }
+        for_each_part(string_at(input, r), sep, |part| o.values.push_u64(hash_bytes(part) % buckets));
         o.splits.push(o.values.len())?;
     }
     Ok(())

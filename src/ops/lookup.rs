@@ -11,7 +11,7 @@
 //! as found in a continuous lookup.
 
 use super::hash::hash_bytes;
-use super::ids::{row_ids, string_at};
+use super::ids::{for_each_part, row_ids, string_at};
 use crate::columns::Column;
 use crate::error::ExtractError;
 use crate::proto::fex_v1::DataType;
@@ -28,31 +28,40 @@ pub enum Combiner {
     Max,
 }
 
-/// The value of `key` in `map`: the first entry whose key it is.
+/// The value of `key` in a `lookup` map: the first entry whose key it is.
 pub fn find<'m>(map: &'m [u8], key: &[u8]) -> Option<&'m [u8]> {
-    map.split(|&b| b == ENTRIES).find_map(|entry| {
-        let colon = entry.iter().position(|&b| b == b':')?;
-        (&entry[..colon] == key).then(|| &entry[colon + 1..])
+    find_in(map, ENTRIES, b':', key)
+}
+
+/// The (key, value) entries of `map`: its parts between `sep`s, each a key
+/// up to its first `kv` and the value after it; parts without `kv` skipped.
+fn entries(map: &[u8], sep: u8, kv: u8) -> impl Iterator<Item = (&[u8], &[u8])> {
+    map.split(move |&b| b == sep).filter_map(move |e| {
+        let at = e.iter().position(|&b| b == kv)?;
+        Some((&e[..at], &e[at + 1..]))
     })
+}
+
+/// The value of the first entry of `key` in `map` (see [`entries`]).
+fn find_in<'m>(map: &'m [u8], sep: u8, kv: u8, key: &[u8]) -> Option<&'m [u8]> {
+    entries(map, sep, kv).find_map(|(k, v)| (k == key).then_some(v))
+}
+
+/// Calls `f` with the value of each key's first entry in `map`, in the
+/// map's order (FG's ALL).
+fn first_entries(map: &[u8], sep: u8, kv: u8, mut f: impl FnMut(&[u8])) {
+    for (i, (k, v)) in entries(map, sep, kv).enumerate() {
+        if !entries(map, sep, kv).take(i).any(|(earlier, _)| earlier == k) {
+            f(v);
+        }
+    }
 }
 
 /// Calls `f` with each key of row `r` of `keys`: a string's non-empty
 /// parts between `separator`s, or each id's decimal text.
 fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl FnMut(&[u8])) {
     if let Column::Strings(_) = keys {
-        let s = string_at(keys, r);
-        let mut rest = s;
-        while !rest.is_empty() {
-            let (part, next) = match find_sep(rest, separator) {
-                Some(at) => (&rest[..at], &rest[at + separator.len()..]),
-                None => (rest, &rest[rest.len()..]),
-            };
-            if !part.is_empty() {
-                f(part);
-            }
-            rest = next;
-        }
-        return;
+        return for_each_part(string_at(keys, r), separator, f);
     }
     let signed = keys.values().is_some_and(|v| v.dtype() != DataType::U64);
     let mut text = [0u8; 20];
@@ -60,10 +69,6 @@ fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl FnMut(&[u8]))
         let n = if signed { decimal_i64(id as i64, &mut text) } else { decimal_u64(id, &mut text) };
         f(&text[text.len() - n..]);
     }
-}
-
-fn find_sep(s: &[u8], sep: &[u8]) -> Option<usize> {
-    if sep.len() == 1 { s.iter().position(|&b| b == sep[0]) } else { s.windows(sep.len()).position(|w| w == sep) }
 }
 
 /// `x` in decimal at the end of `buf`; returns its length.
@@ -142,6 +147,12 @@ impl Index {
         }
     }
 
+    /// The value of entry `i`.
+    fn value<'m>(&self, map: &'m [u8], i: usize) -> &'m [u8] {
+        let e = self.entries[i];
+        &map[e.2 as usize..e.3 as usize]
+    }
+
     /// Ok(entry) where `key` is, or Err(the empty slot where it would go).
     fn probe(&self, map: &[u8], key: &[u8]) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
@@ -170,10 +181,7 @@ enum Finder<'m> {
 impl<'m> Finder<'m> {
     fn value(&self, key: &[u8]) -> Option<&'m [u8]> {
         match self {
-            Finder::Indexed(map, index) => {
-                let e = index.entries[index.probe(map, key).ok()?];
-                Some(&map[e.2 as usize..e.3 as usize])
-            }
+            Finder::Indexed(map, index) => Some(index.value(map, index.probe(map, key).ok()?)),
             Finder::Scan(map) => find(map, key),
         }
     }
@@ -297,73 +305,30 @@ fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, f: impl FnMut(&[u8])) 
 /// [`each_match`], the primary keys found through `index` (the map's
 /// `pk^...` entries between `|`) when given.
 fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8])) {
-    let outer = |entry: &[u8]| -> Option<(usize, usize)> {
-        let caret = entry.iter().position(|&b| b == b'^')?;
-        Some((caret, caret + 1))
-    };
+    // Within a primary key: `sk:v` entries between commas.
     let inner = |within: &[u8], f: &mut dyn FnMut(&[u8])| match keys.secondary {
         Some(sk) => each_key(sk, r, keys.separator, |k| {
-            let found = within.split(|&b| b == b',').find_map(|e| {
-                let colon = e.iter().position(|&b| b == b':')?;
-                (&e[..colon] == k).then(|| &e[colon + 1..])
-            });
-            if let Some(v) = found {
+            if let Some(v) = find_in(within, b',', b':', k) {
                 f(v);
             }
         }),
-        None => {
-            // Each secondary key once, at its first entry.
-            let key = |e: &[u8]| e.iter().position(|&b| b == b':');
-            let mut at = 0;
-            for e in within.split(|&b| b == b',') {
-                if let Some(colon) = key(e) {
-                    let sk = &e[..colon];
-                    let earlier = within[..at].split(|&b| b == b',').any(|p| key(p).is_some_and(|x| &p[..x] == sk));
-                    if !earlier {
-                        f(&e[colon + 1..]);
-                    }
-                }
-                at += e.len() + 1;
-            }
-        }
+        None => first_entries(within, b',', b':', f),
     };
-    if let Some(index) = index {
-        match keys.primary {
-            Some(pk) => each_key(pk, r, keys.separator, |k| {
-                if let Ok(i) = index.probe(map, k) {
-                    let e = index.entries[i];
-                    inner(&map[e.2 as usize..e.3 as usize], &mut f);
-                }
-            }),
-            // The index holds each primary key's first entry, in map order.
-            None => index.entries.iter().for_each(|e| inner(&map[e.2 as usize..e.3 as usize], &mut f)),
-        }
-        return;
-    }
-    match keys.primary {
-        Some(pk) => each_key(pk, r, keys.separator, |k| {
-            let found = map.split(|&b| b == b'|').find_map(|e| {
-                let (end, start) = outer(e)?;
-                (&e[..end] == k).then(|| &e[start..])
-            });
-            if let Some(within) = found {
+    // The primary keys: `pk^...` entries between bars.
+    match (keys.primary, index) {
+        (Some(pk), Some(index)) => each_key(pk, r, keys.separator, |k| {
+            if let Ok(i) = index.probe(map, k) {
+                inner(index.value(map, i), &mut f);
+            }
+        }),
+        (Some(pk), None) => each_key(pk, r, keys.separator, |k| {
+            if let Some(within) = find_in(map, b'|', b'^', k) {
                 inner(within, &mut f);
             }
         }),
-        None => {
-            // Each primary key once, at its first entry.
-            let mut at = 0;
-            for e in map.split(|&b| b == b'|') {
-                if let Some((end, start)) = outer(e) {
-                    let pk = &e[..end];
-                    let earlier = map[..at].split(|&b| b == b'|').any(|p| outer(p).is_some_and(|(x, _)| &p[..x] == pk));
-                    if !earlier {
-                        inner(&e[start..], &mut f);
-                    }
-                }
-                at += e.len() + 1;
-            }
-        }
+        // The index holds each primary key's first entry, in map order.
+        (None, Some(index)) => (0..index.entries.len()).for_each(|i| inner(index.value(map, i), &mut f)),
+        (None, None) => first_entries(map, b'|', b'^', |within| inner(within, &mut f)),
     }
 }
 

@@ -72,27 +72,27 @@ impl Checker {
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
             RawOp::RegexReplace(o) => {
-                let pattern = match Pattern::new(o.pattern.as_deref().unwrap_or_default()) {
-                    _ if o.pattern.is_none() => {
-                        self.error(format!("{path}.pattern"), "missing; give the regular expression to replace");
+                let pattern = match o.pattern.as_deref().map(Pattern::new) {
+                    Some(Ok(p)) => Some(p),
+                    Some(Err(message)) => {
+                        self.error(format!("{path}.pattern"), message);
                         None
                     }
-                    Ok(p) => Some(p),
-                    Err(message) => {
-                        self.error(format!("{path}.pattern"), message);
+                    None => {
+                        self.error(format!("{path}.pattern"), "missing; give the regular expression to replace");
                         None
                     }
                 };
                 let replacement = o.replacement.clone().unwrap_or_default().into_bytes();
                 let fits = self.strings_input(path, ins);
-                strings(K::RegexReplace { pattern: pattern?, replacement }).filter(|_| fits)?
+                let pattern = pattern.filter(|_| fits)?;
+                strings(K::RegexReplace { pattern, replacement })
             }
             RawOp::Slice(o) => {
                 if o.start.is_none() && o.end.is_none() {
                     self.error(format!("{path}.start"), "give start, end or both (characters; negative from the end)");
                 }
-                let fits = self.strings_input(path, ins);
-                strings(K::Slice { start: o.start.unwrap_or(0), end: o.end }).filter(|_| fits)?
+                self.strings_input(path, ins).then(|| strings(K::Slice { start: o.start.unwrap_or(0), end: o.end }))?
             }
             RawOp::Concat => {
                 let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
@@ -345,16 +345,15 @@ impl<'a> MapSettings<'a> {
 }
 
 /// One string per row, as the `string` kind gives.
-fn strings(kind: K) -> Option<Transform> {
-    let spec_shape = vec![-1];
-    Some(Transform {
+fn strings(kind: K) -> Transform {
+    Transform {
         kind,
         layout: Layout::Strings,
         dtype: DataType::Bytes,
         splits: DataType::I64,
-        spec_shape,
+        spec_shape: vec![-1],
         dense_shape: vec![],
-    })
+    }
 }
 
 fn ragged(kind: K, splits: DataType) -> Transform {
