@@ -505,6 +505,57 @@ fn profile(shapes: &[Shape], spec: &str) {
     }
 }
 
+/// `FEX_BENCH_RATIO=snapshot/100pct:R` times one case against a memcpy of
+/// its input in R rounds, each a few milliseconds of fex calls then as
+/// long of memcpys, and prints the median of the rounds' ratios (and each
+/// side's median ns per call): on a shared, noisy host a ratio taken
+/// within a few milliseconds moves far less than either time.
+fn ratio(shapes: &[Shape], spec: &str) {
+    let usage = "FEX_BENCH_RATIO=group/case:rounds";
+    let (name, rounds) = spec.split_once(':').expect(usage);
+    let rounds: usize = rounds.parse().expect(usage);
+    let (group, label) = name.split_once('/').expect(usage);
+    let shape = shapes.iter().find(|s| s.group == group).expect("known group");
+    let case = shape.cases.iter().find(|c| c.label == label).expect("known case");
+    let (mut ex, mut out) = (Extractor::new(), Extracted::default());
+    let mut dst = vec![0u8; shape.input.len()];
+    let time = |f: &mut dyn FnMut()| {
+        let start = std::time::Instant::now();
+        let mut n = 0u32;
+        while start.elapsed() < std::time::Duration::from_millis(5) {
+            f();
+            n += 1;
+        }
+        start.elapsed().as_nanos() as f64 / f64::from(n)
+    };
+    let mut fex_ns = Vec::new();
+    let mut copy_ns = Vec::new();
+    let mut ratios = Vec::new();
+    for _ in 0..rounds {
+        let f = time(&mut || {
+            ex.extract_batch(&case.plan, black_box(&shape.input), &mut out).expect("fex extracts");
+            black_box(&out);
+        });
+        let c = time(&mut || {
+            dst.copy_from_slice(black_box(&shape.input));
+            black_box(&dst);
+        });
+        fex_ns.push(f);
+        copy_ns.push(c);
+        ratios.push(f / c);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "{name}: fex / memcpy {:.2} (median of {rounds} rounds); fex {:.0} ns, memcpy {:.0} ns per call",
+        median(&mut ratios),
+        median(&mut fex_ns),
+        median(&mut copy_ns)
+    );
+}
+
 /// `FEX_BENCH_DUMP=dir` writes each shape's input (`<group>.pb`) and each
 /// case's model (`<group>_<case>.yaml`) and exits: the same bytes for the
 /// Python package's bench (benches/python_overhead.py).
@@ -523,6 +574,9 @@ fn main() {
     let shapes = shapes();
     if let Ok(spec) = std::env::var("FEX_BENCH_PROFILE") {
         return profile(&shapes, &spec);
+    }
+    if let Ok(spec) = std::env::var("FEX_BENCH_RATIO") {
+        return ratio(&shapes, &spec);
     }
     if let Ok(dir) = std::env::var("FEX_BENCH_DUMP") {
         return dump(&shapes, &dir);

@@ -83,6 +83,14 @@ fn reused_buffers_give_the_same_result() {
         assert_eq!(out, fex::extract_batch(&other, &first).unwrap());
         ex.extract_batch(&p, &second, &mut out).unwrap();
         assert_eq!(out, fex::extract_batch(&p, &second).unwrap());
+        // A call that fails while computing (whole-model calls compute
+        // into `out`'s own columns) leaves no half result behind, and the
+        // next call is whole again.
+        let wrong = batch("batch_size: 1\nlists: [{name: item_id, features: [{float_list: [1.5]}]}]");
+        assert!(ex.extract_batch(&p, &wrong, &mut out).is_err());
+        assert!(out.columns.is_empty(), "{out:?}");
+        ex.extract_batch(&p, &first, &mut out).unwrap();
+        assert_eq!(out, fex::extract_batch(&p, &first).unwrap());
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rustc_hash::FxHashMap;
 use xxhash_rust::xxh64::Xxh64;
 
 use super::check::{self, Checked, Files};
@@ -50,15 +49,15 @@ impl Plan {
 fn compile(checked: Checked, text: &str) -> Plan {
     let Checked { name, version, compat, limits, outputs, mut source_names, files, offline, upstream, label_join } =
         checked;
-    let mut index: FxHashMap<Box<[u8]>, usize> =
-        source_names.iter().enumerate().map(|(i, n)| (n.as_bytes().into(), i)).collect();
+    let mut index = super::names::NameIndex::default();
+    source_names.iter().enumerate().for_each(|(i, n)| index.insert(n.as_bytes(), i));
     let needs = |s: Source| outputs.iter().any(|o: &Output| o.source() == s);
     let meta_fallback = outputs.iter().any(|o| matches!(o.op, Op::Dense { meta: Some(_), .. }));
     // The reserved lists become ordinary sources, so gathering treats every
     // list alike; only the ops that read them know they are special.
     let mut reserve = |needed: bool, name: &str| {
         needed.then(|| {
-            index.insert(name.as_bytes().into(), source_names.len());
+            index.insert(name.as_bytes(), source_names.len());
             source_names.push(name.to_string());
             source_names.len() - 1
         })
@@ -69,8 +68,9 @@ fn compile(checked: Checked, text: &str) -> Plan {
     let label_list_source = reserve(needs(Source::Label) && compat == Compat::Monolith, "label");
     let identity = identity(&version, text, &files);
     let files = files.into_iter().map(|(path, _)| path).collect();
-    let names = super::names::NameFilter::new(index.keys().map(|k| &k[..]));
-    Plan {
+    let names = super::names::NameFilter::new(index.names());
+    static COMPILED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut plan = Plan {
         name,
         version,
         compat,
@@ -88,7 +88,12 @@ fn compile(checked: Checked, text: &str) -> Plan {
         offline,
         upstream,
         label_join,
-    }
+        uid: COMPILED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        output_names: Default::default(),
+        everything: Default::default(),
+    };
+    plan.output_names = super::names::NameList::new(plan.outputs.iter().map(|o| o.name.as_str()));
+    plan
 }
 
 /// The model's identity: a digest of the config text and of every file it

@@ -7,7 +7,7 @@ mod check;
 mod compile;
 mod errors;
 pub mod label_join;
-mod names;
+pub(crate) mod names;
 pub mod offline;
 mod plan;
 mod raw;
@@ -16,6 +16,7 @@ pub mod upstream;
 pub use errors::{ConfigError, ConfigErrors};
 pub use label_join::{KeySource, LabelJoin, LateActions, TimeSource, TimeUnit};
 pub use offline::{Offline, SampleTransform};
+pub(crate) use plan::Everything;
 pub use plan::{Compat, Identity, Limits, LineIdField, Op, Output, Plan, SelectError, Source, Task};
 pub use upstream::{MappingError, Upstream, UpstreamInput, UpstreamTls};
 

@@ -3,8 +3,6 @@
 //! Pure data: it imports nothing from the stages that build it (`raw`,
 //! `check`, `compile`), which is where `Plan::from_yaml` lives.
 
-use rustc_hash::FxHashMap;
-
 use crate::proto::fex_v1::{DataType, Layout, TensorSpec};
 use crate::view::FieldType;
 
@@ -137,7 +135,7 @@ pub struct Plan {
     pub outputs: Vec<Output>,
     /// Sample feature names the plan reads, indexed by `Source::Feature`.
     pub source_names: Vec<String>,
-    pub(crate) index: FxHashMap<Box<[u8]>, usize>,
+    pub(crate) index: crate::config::names::NameIndex,
     /// Answers "not read" for most other names before `index` is probed.
     pub(crate) names: crate::config::names::NameFilter,
     /// Source indices of the reserved lists, when some output needs them.
@@ -157,6 +155,27 @@ pub struct Plan {
     /// The `label_join:` section: how a near-line job joins logged requests
     /// with user actions (`fex::nearline`).
     pub label_join: Option<crate::config::label_join::LabelJoin>,
+    /// This compilation, among all in the process (clones share it): what
+    /// an extractor's memo of the last input's list names is tied to.
+    pub(crate) uid: u64,
+    /// The outputs' names, by output index, in one buffer.
+    pub(crate) output_names: crate::config::names::NameList,
+    /// The call for every visible output, worked out by the first such call
+    /// (see `Everything`).
+    pub(crate) everything: std::sync::OnceLock<Everything>,
+}
+
+/// What a call for every visible output computes and reads, worked out once
+/// per plan instead of on each call: a model of a thousand outputs walked
+/// its outputs three more times per call for these.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Everything {
+    /// The outputs computed (`extract::mark_needed` of no selection).
+    pub needed: Vec<bool>,
+    /// The sources whose writers walk their lists (`gather::direct_sources`).
+    pub direct: Vec<bool>,
+    /// Visible outputs.
+    pub visible: usize,
 }
 
 /// What a model is, for the server's reports and for training data to carry:
@@ -202,17 +221,24 @@ impl Plan {
     /// The source index of a sample feature name, if the plan reads it.
     #[inline]
     pub fn source_of(&self, name: &[u8]) -> Option<usize> {
-        if !self.names.may_contain(name) {
+        if !self.may_read(name) {
             return None;
         }
         self.lookup(name)
+    }
+
+    /// False when the plan surely reads no list named `name` (one bit of
+    /// its name filter); true means "ask `source_of`".
+    #[inline]
+    pub(crate) fn may_read(&self, name: &[u8]) -> bool {
+        self.names.may_contain(name)
     }
 
     /// The name map's answer, out of line: `source_of` stays small enough to
     /// inline into the list walks, where most names stop at the filter.
     #[inline(never)]
     fn lookup(&self, name: &[u8]) -> Option<usize> {
-        self.index.get(name).copied()
+        self.index.get(name)
     }
 
     /// Output indices for a list of output names, in the order given; an

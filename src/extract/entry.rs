@@ -46,7 +46,8 @@ pub struct Policy<'p> {
 
 impl Extractor {
     /// Extracts `input` into `out`, reusing this extractor's scratch and
-    /// `out`'s buffers: in steady state it allocates nothing.
+    /// `out`'s buffers: in steady state it allocates nothing. After an
+    /// error `out` holds no result: read it only after `Ok`.
     pub fn extract(
         &mut self,
         plan: &Plan,
@@ -57,7 +58,7 @@ impl Extractor {
         self.begin(plan, &policy)?;
         match input {
             Input::Batch(buf) => {
-                self.index.gather_batch(plan, buf, &self.needed)?;
+                self.index.gather_batch(plan, buf, &self.needed, policy.outputs.is_none())?;
                 self.run(plan, None, &[buf], &policy, out)
             }
             Input::Examples(bufs) => {
@@ -92,7 +93,7 @@ impl Extractor {
         self.index.cells_only = true;
         let result = match input {
             Input::Batch(buf) => {
-                self.index.gather_batch(plan, buf, &[]).map(|_| Rows::from_index(plan, &self.index, vec![buf]))
+                self.index.gather_batch(plan, buf, &[], false).map(|_| Rows::from_index(plan, &self.index, vec![buf]))
             }
             Input::Examples(bufs) => {
                 self.index.gather_examples(plan, bufs).map(|_| Rows::from_index(plan, &self.index, bufs.to_vec()))

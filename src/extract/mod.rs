@@ -125,7 +125,15 @@ impl Extractor {
         let selected = policy.outputs;
         // Marked by `begin`, before the input was indexed.
         let needed = std::mem::take(&mut self.needed);
-        let mut work = std::mem::take(&mut self.work);
+        // A call for every output of an all-visible model computes straight
+        // into the caller's columns (the buffers its last call left there),
+        // so a caller that reuses its `Extracted` keeps one set of buffers
+        // warm instead of alternating between two.
+        let into_out = selected.is_none() && everything(plan).visible == plan.outputs.len();
+        let mut work = match into_out {
+            true => std::mem::take(&mut out.columns),
+            false => std::mem::take(&mut self.work),
+        };
         work.truncate(plan.outputs.len());
         while work.len() < plan.outputs.len() {
             let name = plan.outputs[work.len()].name.clone();
@@ -157,8 +165,16 @@ impl Extractor {
         if result.is_ok() {
             let ix = rows.unwrap_or(&self.index);
             deliver(ix, plan, selected, &mut work, out);
+        } else {
+            // Whatever the call reached is no result.
+            out.columns.clear();
         }
-        self.work = work;
+        match into_out {
+            // `deliver` handed the columns back (its whole-list swap).
+            true if result.is_ok() => {}
+            true => out.columns = work,
+            false => self.work = work,
+        }
         self.needed = needed;
         result
     }
@@ -175,7 +191,7 @@ fn compute(cx: &Ctx<'_, '_>, needed: &[bool], work: &mut [NamedColumn]) -> Resul
         }
         let (done, rest) = work.split_at_mut(i);
         let slot = &mut rest[0];
-        if slot.name != output.name {
+        if !crate::config::names::same(slot.name.as_bytes(), plan.output_names.get(i)) {
             slot.name.clone_from(&output.name);
         }
         write::begin(&mut slot.column, output);
@@ -203,10 +219,11 @@ fn compute(cx: &Ctx<'_, '_>, needed: &[bool], work: &mut [NamedColumn]) -> Resul
 fn deliver(ix: &Index, plan: &Plan, selected: Option<&[usize]>, work: &mut Vec<NamedColumn>, out: &mut Extracted) {
     out.batch_size = ix.rows;
     out.stats = ix.stats;
-    let count = selected.map_or_else(|| plan.outputs.iter().filter(|o| o.visible).count(), <[usize]>::len);
+    let count = selected.map_or_else(|| everything(plan).visible, <[usize]>::len);
     if selected.is_none() && count == work.len() {
         // Every output, in plan order: the two lists change places whole
         // (a model of a thousand outputs moved each one, 6% of its call).
+        // (`run` computed into the caller's own list: this hands it back.)
         std::mem::swap(&mut out.columns, work);
         return;
     }
@@ -229,6 +246,28 @@ fn deliver(ix: &Index, plan: &Plan, selected: Option<&[usize]>, work: &mut Vec<N
 
 /// Marks the outputs to compute: the asked ones and everything they read.
 pub(super) fn mark_needed(plan: &Plan, selected: Option<&[usize]>, needed: &mut Vec<bool>) {
+    match selected {
+        None => needed.clone_from(&everything(plan).needed),
+        Some(_) => mark(plan, selected, needed),
+    }
+}
+
+/// What a call for every visible output computes and reads: worked out on
+/// the plan's first such call, and kept by the plan.
+pub(crate) fn everything(plan: &Plan) -> &crate::config::Everything {
+    plan.everything.get_or_init(|| work_out_everything(plan))
+}
+
+fn work_out_everything(plan: &Plan) -> crate::config::Everything {
+    let mut needed = Vec::new();
+    mark(plan, None, &mut needed);
+    let mut direct = Vec::new();
+    gather::direct_sources(plan, &needed, &mut direct);
+    let visible = plan.outputs.iter().filter(|o| o.visible).count();
+    crate::config::Everything { needed, direct, visible }
+}
+
+fn mark(plan: &Plan, selected: Option<&[usize]>, needed: &mut Vec<bool>) {
     needed.clear();
     needed.resize(plan.outputs.len(), false);
     match selected {
