@@ -98,11 +98,10 @@ pub(crate) struct Index {
 /// The plan's answers for the lists of the last batch, by their first
 /// names in wire order. A client sends its lists in the same order call
 /// after call, so a list's name is compared with the name at its place last
-/// time, read in order, instead of hashed and looked up in the plan's map
-/// (a filter bit, a slot and the name's bytes, each a random read: 2.2 of
-/// the 30 first-level cache misses per output of a thousand-list
-/// snapshot). The first name that differs drops the rest of the memo, which
-/// this call then writes anew.
+/// time, read in order, instead of looked up in the plan's map (a slot and
+/// the name's bytes, random reads: most of the 2.2 first-level cache misses
+/// per output that finding sources cost a thousand-list snapshot). The first name that
+/// differs drops the rest of the memo, which this call then writes anew.
 #[derive(Debug, Default)]
 struct Route {
     /// The compiled plan the answers are of (`Plan::uid`).
@@ -111,8 +110,9 @@ struct Route {
     /// Where each name ends in `names`, and the plan's source for it
     /// (`u32::MAX`: not read).
     entries: Vec<(u32, u32)>,
-    /// The next place in wire order.
+    /// The next place in wire order, and where its name starts in `names`.
     at: usize,
+    cursor: usize,
 }
 
 impl Route {
@@ -123,11 +123,12 @@ impl Route {
             self.entries.clear();
         }
         self.at = 0;
+        self.cursor = 0;
     }
 
     /// `plan.source_of(name)` for a list named first. A name the plan's
     /// filter turns away (most, in a model that reads a few of many lists)
-    /// takes no place in the memo.
+    /// takes no place in the memo: one bit costs less than a comparison.
     #[inline]
     fn source_of(&mut self, plan: &Plan, name: &[u8]) -> Option<usize> {
         if !plan.may_read(name) {
@@ -135,13 +136,11 @@ impl Route {
         }
         let at = self.at;
         self.at += 1;
-        let start = match at {
-            0 => 0,
-            _ => self.entries.get(at - 1).map_or(usize::MAX, |e| e.0 as usize),
-        };
         if let Some(&(end, source)) = self.entries.get(at)
-            && self.names.get(start..end as usize).is_some_and(|known| crate::config::names::same(known, name))
+            && let Some(known) = self.names.get(self.cursor..end as usize)
+            && crate::config::names::same(known, name)
         {
+            self.cursor = end as usize;
             return (source != u32::MAX).then_some(source as usize);
         }
         self.learn(plan, at, name)
@@ -150,20 +149,23 @@ impl Route {
     #[inline(never)]
     fn learn(&mut self, plan: &Plan, at: usize, name: &[u8]) -> Option<usize> {
         let source = plan.source_of(name);
-        // Only a memo in step with this call grows; one that fell behind
-        // (a list named later, or a name too long to keep) stays short.
-        let answer = match source {
-            None => Some(u32::MAX),
-            Some(s) => u32::try_from(s).ok().filter(|&a| a != u32::MAX),
-        };
-        if let Some(answer) = answer
-            && at <= self.entries.len()
-            && self.names.len() + name.len() < u32::MAX as usize
-        {
+        // A memo in step with this call (every earlier place matched or was
+        // learnt) drops what follows and learns this name; one that fell
+        // behind (a name too long to keep) stays as it is.
+        if at <= self.entries.len() {
             self.entries.truncate(at);
-            self.names.truncate(self.entries.last().map_or(0, |e| e.0 as usize));
-            self.names.extend_from_slice(name);
-            self.entries.push((self.names.len() as u32, answer));
+            self.names.truncate(self.cursor);
+            let answer = match source {
+                None => Some(u32::MAX),
+                Some(s) => u32::try_from(s).ok().filter(|&a| a != u32::MAX),
+            };
+            if let Some(answer) = answer
+                && let Ok(end) = u32::try_from(self.names.len() + name.len())
+            {
+                self.names.extend_from_slice(name);
+                self.entries.push((end, answer));
+                self.cursor = self.names.len();
+            }
         }
         source
     }
