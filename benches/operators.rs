@@ -107,7 +107,8 @@ fn list(name: &str, shared: bool, rows: impl FnMut(usize) -> pb::Feature) -> pb:
     pb::NamedFeatureList { name: name.into(), feature: (0..n).map(rows).collect(), r#type: r#type as i32, id: 0 }
 }
 
-/// The seeded request: one SHARED user list, four item id lists, dense [8]
+/// The seeded request: SHARED user lists (ids, maps, a query), four item id
+/// lists, a title, dense [8]
 /// and [1], a string, a sequence, `__LINE_ID__` and `__LABEL__`.
 fn request() -> Vec<u8> {
     let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_0003);
@@ -142,11 +143,21 @@ fn request() -> Vec<u8> {
                 .collect();
             string(outer.join("|"))
         }),
+        // A query of 4 words (SHARED) and each item's title of 12, words
+        // from a pool of 64, for `overlap`.
+        list("query", true, |_| string(words(r, 4))),
+        list("title", false, |_| string(words(r, 12))),
         list("__LABEL__", false, |_| {
             feature(Type::FloatList(pb::FloatList { value: vec![r.random_range(0..2) as f32] }))
         }),
     ];
     pb::ExampleBatch { named_feature_list: lists, batch_size: ROWS as i32, ..Default::default() }.encode_to_vec()
+}
+
+/// `n` words of a pool of 64, separated by 0x1D.
+fn words(rng: &mut ChaCha8Rng, n: usize) -> String {
+    let words: Vec<String> = (0..n).map(|_| format!("w{}", rng.random_range(0..64))).collect();
+    words.join("\u{1d}")
 }
 
 /// `item_ids.txt` and `categories.txt`: the first `VOCAB` of each pool.
@@ -172,6 +183,8 @@ const SOURCES: &[&str] = &[
     "{name: category, kind: string",
     "{name: user_cate_cnt, kind: string, shared: once",
     "{name: user_kkv, kind: string, shared: once",
+    "{name: query, kind: string, shared: once",
+    "{name: title, kind: string",
     "{name: click_seq, kind: sequence, dtype: i64, max_len: 20, width: 1",
     "{name: req_time, kind: line_id, field: req_time",
     "{name: label, kind: label",
@@ -223,6 +236,8 @@ const OPS: &[(&str, &str)] = &[
     ("lookup_ids", "{name: op, op: lookup, inputs: [user_cate_cnt, category], need_discrete: true, buckets: 1000003}"),
     ("match", "{name: op, op: match, inputs: [user_kkv, category, category]}"),
     ("match_all", "{name: op, op: match, inputs: [user_kkv, ALL, category]}"),
+    ("overlap_ratio", "{name: op, op: overlap, inputs: [query, title], method: query_common_ratio}"),
+    ("overlap_contain", "{name: op, op: overlap, inputs: [query, title], method: is_contain}"),
     ("regex_replace", "{name: op, op: regex_replace, input: category, pattern: \"[0-9]+\", replacement: \"#\"}"),
     ("slice", "{name: op, op: slice, input: category, start: -3}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),

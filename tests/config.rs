@@ -175,6 +175,17 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}",
+            &[
+                "features.a.method: missing; give one of query_common_ratio, title_common_ratio, is_contain, is_equal",
+                r#"features.b.method: found "jaccard", expected one of query_common_ratio, title_common_ratio, is_contain, is_equal"#,
+                "features.b.default: found NaN, expected a finite number",
+                "features.c.inputs: op overlap takes [query, title], found 1 inputs",
+                "features.d.separator: is empty; give the terms' separator (default \\x1d)",
+                r#"features.d.input: op overlap takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

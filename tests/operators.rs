@@ -267,3 +267,52 @@ fn discrete_lookup_hashes_the_value_bytes() {
     assert_eq!(fex::ops::hash_bytes(b"3") % 1000, 796);
     assert_eq!(fex::ops::hash_bytes(b"x") % 1000, 299);
 }
+
+/// `overlap` over a whole batch (a SHARED query split once, titles per row,
+/// short rows compared term by term and long ones through sorted ranks)
+/// gives, row by row, what FG lite's loops give (OverLapFeatureEvaluator.h:
+/// `intersect` counts each query term found, `isContain` looks for the
+/// query as a contiguous run, `isEqual` compares in order), with `default`
+/// where a side has no terms.
+#[test]
+fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
+    use proptest::prelude::*;
+    let methods = ["query_common_ratio", "title_common_ratio", "is_contain", "is_equal"];
+    let mut features = String::from(
+        "  - {name: q, kind: string, shared: once, output: false}\n  - {name: t, kind: string, output: false}\n",
+    );
+    for m in methods {
+        features.push_str(&format!("  - {{name: {m}, op: overlap, inputs: [q, t], method: {m}, default: -1}}\n"));
+    }
+    let p = plan(&features);
+    let word = prop::sample::select(vec!["a", "b", "c", "ab", "longer_word_1", "longer_word_2"]);
+    let words = move |max| prop::collection::vec(word.clone(), 0..max);
+    let case = (words(8), prop::collection::vec(words(60), 1..5));
+    proptest!(ProptestConfig::with_cases(200), |((q, titles) in case)| {
+        let join = |w: &[&str]| w.join("\\x1d");
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: t\n    features:\n",
+            titles.len(),
+            join(&q)
+        );
+        for t in &titles {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", join(t)));
+        }
+        let out = run(&p, &batch(&sample));
+        for m in methods {
+            let got = get(&out, m).f32s();
+            for (r, t) in titles.iter().enumerate() {
+                let found = q.iter().filter(|w| t.contains(w)).count();
+                let contains = t.len() >= q.len() && t.windows(q.len().max(1)).any(|w| w == q.as_slice());
+                let want = match m {
+                    _ if q.is_empty() || t.is_empty() => -1.0,
+                    "query_common_ratio" => (found as f64 / q.len() as f64) as f32,
+                    "title_common_ratio" => (found as f64 / t.len() as f64) as f32,
+                    "is_contain" => f32::from(u8::from(contains)),
+                    _ => f32::from(u8::from(q == *t)),
+                };
+                prop_assert_eq!(got[r], want, "{} row {}: query {:?}, title {:?}", m, r, &q, t);
+            }
+        }
+    });
+}

@@ -201,19 +201,6 @@ impl NameList {
     }
 }
 
-/// `a == b` for the short names of features, compared inline (two words
-/// each for 8 to 16 bytes) instead of in a call to `memcmp`.
-#[inline]
-pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    match (a.first_chunk::<8>(), a.last_chunk::<8>(), b.first_chunk::<8>(), b.last_chunk::<8>()) {
-        (Some(ah), Some(at), Some(bh), Some(bt)) if a.len() <= 16 => ah == bh && at == bt,
-        _ => a == b,
-    }
-}
-
 /// 32 bits of a hash of every byte of `name`: the slot's tag, whose low
 /// bits also pick where probing starts.
 #[inline]
@@ -250,7 +237,8 @@ mod tests {
 
 #[cfg(test)]
 mod index_tests {
-    use super::{NameIndex, NameList, same};
+    use super::{NameIndex, NameList};
+    use crate::wire::same_bytes as same;
     use proptest::prelude::*;
     use std::collections::HashMap;
 

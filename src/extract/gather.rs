@@ -138,7 +138,7 @@ impl Route {
         self.at += 1;
         if let Some(&(end, source)) = self.entries.get(at)
             && let Some(known) = self.names.get(self.cursor..end as usize)
-            && crate::config::names::same(known, name)
+            && crate::wire::same_bytes(known, name)
         {
             self.cursor = end as usize;
             return (source != u32::MAX).then_some(source as usize);

@@ -191,7 +191,7 @@ fn compute(cx: &Ctx<'_, '_>, needed: &[bool], work: &mut [NamedColumn]) -> Resul
         }
         let (done, rest) = work.split_at_mut(i);
         let slot = &mut rest[0];
-        if !crate::config::names::same(slot.name.as_bytes(), plan.output_names.get(i)) {
+        if !crate::wire::same_bytes(slot.name.as_bytes(), plan.output_names.get(i)) {
             slot.name.clone_from(&output.name);
         }
         write::begin(&mut slot.column, output);

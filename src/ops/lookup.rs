@@ -59,7 +59,7 @@ fn first_entries(map: &[u8], sep: u8, kv: u8, mut f: impl FnMut(&[u8])) {
 
 /// Calls `f` with each key of row `r` of `keys`: a string's non-empty
 /// parts between `separator`s, or each id's decimal text.
-fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl FnMut(&[u8])) {
+pub(super) fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl FnMut(&[u8])) {
     if let Column::Strings(_) = keys {
         return for_each_part(string_at(keys, r), separator, f);
     }

@@ -3,7 +3,9 @@
 //! input tensors, run by the same code online and offline. `ids` (fid and id
 //! arithmetic, hashing, crosses), `numeric` (ln, clip, normalize, bucketize,
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
-//! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004).
+//! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
+//! and FG's operators: `expr`, `lookup` (lookup and match), `overlap`, `text`
+//! (regex_replace, slice).
 
 mod expr;
 mod hash;
@@ -12,6 +14,7 @@ mod layout;
 mod lookup;
 mod multihot;
 mod numeric;
+mod overlap;
 mod rows;
 mod text;
 mod vocab;
@@ -22,6 +25,7 @@ pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use lookup::{Combiner, MatchAll};
 pub use multihot::weight as multihot_weight;
+pub use overlap::OverlapMethod;
 pub use text::Pattern;
 pub use vocab::{Vocab, VocabError};
 
@@ -140,6 +144,12 @@ pub enum TransformKind {
         combiner: Combiner,
         default: f64,
     },
+    /// A query's terms compared with a title's (FG's overlap_feature).
+    Overlap {
+        method: OverlapMethod,
+        separator: Vec<u8>,
+        default: f64,
+    },
     /// Every match of a pattern replaced, in each row's string.
     RegexReplace {
         pattern: Pattern,
@@ -208,6 +218,9 @@ pub(crate) fn apply(
         Match { separator, all, combiner, default } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
+        }
+        Overlap { method, separator, default } => {
+            overlap::apply(*method, input(0), input(1), out, rows, (separator, *default))
         }
         RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
         Slice { start, end } => text::slice(*start, *end, input(0), out, rows),

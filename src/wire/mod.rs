@@ -307,6 +307,28 @@ pub fn zigzag32(v: u64) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
+/// `a == b` for short byte strings (feature names, terms), compared inline
+/// (two overlapping words of 4 or 8 bytes each, up to 16 bytes) instead of
+/// in a call to `memcmp`.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let n = a.len();
+    if let (Some(ah), Some(at), Some(bh), Some(bt)) =
+        (a.first_chunk::<8>(), a.last_chunk::<8>(), b.first_chunk::<8>(), b.last_chunk::<8>())
+    {
+        return if n <= 16 { ah == bh && at == bt } else { a == b };
+    }
+    if let (Some(ah), Some(at), Some(bh), Some(bt)) =
+        (a.first_chunk::<4>(), a.last_chunk::<4>(), b.first_chunk::<4>(), b.last_chunk::<4>())
+    {
+        return ah == bh && at == bt;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// A length-delimited field (key, length, body) as encoders write it: the
 /// small messages offline edits build (label and LineId overrides, pooled
 /// items) are laid out exactly as a sample's own bytes would be.

@@ -7,7 +7,7 @@ use super::ops::Need;
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
-use crate::ops::{Combiner, Expr, MAX_INPUTS, MatchAll, Pattern, Transform, TransformKind as K, Vocab};
+use crate::ops::{Combiner, Expr, MAX_INPUTS, MatchAll, OverlapMethod, Pattern, Transform, TransformKind as K, Vocab};
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -71,6 +71,7 @@ impl Checker {
             }
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
+            RawOp::Overlap(o) => self.overlap(path, o, ins, e)?,
             RawOp::RegexReplace(o) => {
                 let pattern = match o.pattern.as_deref().map(Pattern::new) {
                     Some(Ok(p)) => Some(p),
@@ -259,6 +260,36 @@ impl Checker {
             Ok((combiner, default)) => dense(K::Match { separator, all, combiner, default }, DataType::F32, vec![1]),
             Err(buckets) => ragged(K::MatchIds { separator, all, buckets }, self.splits(path, o.splits.as_deref())),
         })
+    }
+
+    /// `overlap`: a query and a title (strings or ids) compared by `method`
+    /// into `[B, 1]`.
+    fn overlap(&mut self, path: &str, o: &entries::Overlap, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
+        let method = match o.method.as_deref() {
+            Some(m) => OverlapMethod::parse(m).or_else(|| {
+                self.error(format!("{path}.method"), format!("found {m:?}, expected one of {}", OverlapMethod::NAMES));
+                None
+            }),
+            None => {
+                self.error(format!("{path}.method"), format!("missing; give one of {}", OverlapMethod::NAMES));
+                None
+            }
+        };
+        let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+        if separator.is_empty() {
+            self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
+        }
+        let default = self.finite(path, "overlap", "default", o.default, Some(0.0));
+        if ins.len() != 2 {
+            self.error(
+                format!("{path}.inputs"),
+                format!("op overlap takes [query, title], found {} inputs", ins.len()),
+            );
+            return None;
+        }
+        let inputs_ok = self.inputs_fit(e, ins, Need::IdsOrStrings, 2..=2);
+        let method = method.filter(|_| inputs_ok && !separator.is_empty())?;
+        Some(dense(K::Overlap { method, separator, default }, DataType::F32, vec![1]))
     }
 
     /// Parses and checks the expression against its inputs' names and widths.

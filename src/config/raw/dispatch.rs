@@ -45,6 +45,7 @@ pub(in crate::config) enum RawOp {
     Expr(entries::Expr),
     Lookup(entries::Lookup),
     Match(entries::Match),
+    Overlap(entries::Overlap),
     RegexReplace(entries::RegexReplace),
     Slice(entries::Slice),
 }
@@ -122,6 +123,7 @@ impl Parsed<'_> {
             "expr" => RawOp::Expr(self.read(&owner)),
             "lookup" => RawOp::Lookup(self.read(&owner)),
             "match" => RawOp::Match(self.read(&owner)),
+            "overlap" => RawOp::Overlap(self.read(&owner)),
             "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
             "slice" => RawOp::Slice(self.read(&owner)),
             other => {

@@ -1,0 +1,293 @@
+//! `overlap`: FG's overlap_feature. A row's query and title are each a
+//! sequence of terms (a string's non-empty parts between `separator`s, or
+//! ids in decimal, as `lookup` reads keys), compared four ways:
+//!
+//! - `query_common_ratio`: the query terms found in the title (each
+//!   occurrence counts, as FG's code counts them) over the query's terms;
+//! - `title_common_ratio`: the same count over the title's terms;
+//! - `is_contain`: 1 when the query's terms appear in the title in order
+//!   and next to each other, else 0;
+//! - `is_equal`: 1 when the two sequences are the same, else 0.
+//!
+//! A row whose query or title has no terms gives `default` (FG gives 0 for
+//! an empty or missing field, every method). Terms are compared as bytes.
+//! Short rows (q × t up to `PLAIN`) are compared term by term; longer ones
+//! cost O((q + t) log t), never q × t: the title's terms are sorted once and
+//! each query term found by binary search, and `is_contain` runs
+//! Knuth-Morris-Pratt over the terms' ranks.
+
+use super::lookup::each_key;
+use crate::columns::Column;
+use crate::error::ExtractError;
+
+/// What `overlap` computes for a row (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverlapMethod {
+    QueryRatio,
+    TitleRatio,
+    Contains,
+    Equals,
+}
+
+impl OverlapMethod {
+    /// FG's method names.
+    pub const NAMES: &'static str = "query_common_ratio, title_common_ratio, is_contain, is_equal";
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "query_common_ratio" => Self::QueryRatio,
+            "title_common_ratio" => Self::TitleRatio,
+            "is_contain" => Self::Contains,
+            "is_equal" => Self::Equals,
+            _ => return None,
+        })
+    }
+}
+
+/// Not in the title.
+const ABSENT: u32 = u32::MAX;
+
+/// Up to this many term comparisons (q × t) a row is compared term by
+/// term: a 4-word query against a 12-word title costs a tenth of sorting.
+const PLAIN: usize = 256;
+
+/// One row's terms, copied into one buffer (ids as their decimal text),
+/// each with a key: its length and first 7 bytes in one word, so that two
+/// terms of up to 7 bytes are equal exactly when their keys are.
+#[derive(Default)]
+struct Terms {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    keys: Vec<u64>,
+}
+
+impl Terms {
+    fn fill(&mut self, c: &Column, r: usize, separator: &[u8]) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.keys.clear();
+        each_key(c, r, separator, |t| {
+            self.bytes.extend_from_slice(t);
+            self.ends.push(self.bytes.len());
+            self.keys.push(key(t));
+        });
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
+/// A term's length (up to 255) and its first 7 bytes.
+fn key(term: &[u8]) -> u64 {
+    let head = term.iter().take(7).enumerate().fold(0u64, |k, (i, &b)| k | u64::from(b) << (8 * i));
+    (term.len().min(255) as u64) << 56 | head
+}
+
+/// Whether term `i` of `a` equals term `j` of `b`: the keys decide for
+/// terms of up to 7 bytes, the bytes for longer ones.
+#[inline(always)]
+fn same(a: &Terms, i: usize, b: &Terms, j: usize) -> bool {
+    a.keys[i] == b.keys[j] && (a.keys[i] >> 56 <= 7 || a.get(i) == b.get(j))
+}
+
+/// Buffers a thread reuses from row to row and call to call.
+#[derive(Default)]
+struct Scratch {
+    query: Terms,
+    title: Terms,
+    /// Title positions sorted by their terms' bytes.
+    sorted: Vec<u32>,
+    /// Each title position's rank: the index of its term among the
+    /// title's distinct terms in sorted order.
+    title_ranks: Vec<u32>,
+    /// Each query term's rank, or `ABSENT`.
+    query_ranks: Vec<u32>,
+    /// Knuth-Morris-Pratt's failure function over `query_ranks`.
+    failure: Vec<usize>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// `method` over each row of `query` and `title` (strings or ids; a column of
+/// one row stands for every row); dense `[rows, 1]`.
+pub(super) fn apply(
+    method: OverlapMethod,
+    query: &Column,
+    title: &Column,
+    out: &mut Column,
+    rows: usize,
+    (separator, default): (&[u8], f64),
+) -> Result<(), ExtractError> {
+    let values = &mut out.dense_mut().values;
+    SCRATCH.with(|cell| {
+        let (mut guard, mut fresh);
+        let s: &mut Scratch = match cell.try_borrow_mut() {
+            Ok(g) => {
+                guard = g;
+                &mut guard
+            }
+            Err(_) => {
+                fresh = Scratch::default();
+                &mut fresh
+            }
+        };
+        // A side of one row (a SHARED query, most often) is split once.
+        for r in 0..rows {
+            if r == 0 || query.rows() != 1 {
+                s.query.fill(query, r, separator);
+            }
+            if r == 0 || title.rows() != 1 {
+                s.title.fill(title, r, separator);
+            }
+            values.push_f64(s.row(method, PLAIN).unwrap_or(default));
+        }
+    });
+    Ok(())
+}
+
+impl Scratch {
+    /// The row's value; None when the query or the title has no terms.
+    /// Rows of up to `plain` comparisons are compared term by term.
+    fn row(&mut self, method: OverlapMethod, plain: usize) -> Option<f64> {
+        let (q, t) = (self.query.len(), self.title.len());
+        if q == 0 || t == 0 {
+            return None;
+        }
+        let yes = |b: bool| if b { 1.0 } else { 0.0 };
+        let (query, title) = (&self.query, &self.title);
+        if method == OverlapMethod::Equals {
+            return Some(yes(q == t && (0..q).all(|i| same(query, i, title, i))));
+        }
+        let (found, contains) = if q.saturating_mul(t) <= plain {
+            let found = (0..q).filter(|&i| (0..t).any(|j| same(query, i, title, j))).count();
+            let at = |start: usize| (0..q).all(|i| same(query, i, title, start + i));
+            (found, method == OverlapMethod::Contains && q <= t && (0..=t - q).any(at))
+        } else {
+            self.rank();
+            let found = self.query_ranks.iter().filter(|&&r| r != ABSENT).count();
+            (found, method == OverlapMethod::Contains && found == q && self.contains())
+        };
+        Some(match method {
+            OverlapMethod::QueryRatio => found as f64 / q as f64,
+            OverlapMethod::TitleRatio => found as f64 / t as f64,
+            OverlapMethod::Contains => yes(contains),
+            OverlapMethod::Equals => unreachable!("answered above"),
+        })
+    }
+
+    /// Ranks the title's terms and finds each query term's rank.
+    fn rank(&mut self) {
+        let title = &self.title;
+        self.sorted.clear();
+        self.sorted.extend(0..title.len() as u32);
+        self.sorted.sort_unstable_by(|&a, &b| title.get(a as usize).cmp(title.get(b as usize)));
+        self.title_ranks.clear();
+        self.title_ranks.resize(title.len(), 0);
+        let mut rank = 0;
+        for k in 0..self.sorted.len() {
+            let at = self.sorted[k] as usize;
+            if k > 0 && title.get(self.sorted[k - 1] as usize) != title.get(at) {
+                rank += 1;
+            }
+            self.title_ranks[at] = rank;
+        }
+        self.query_ranks.clear();
+        for i in 0..self.query.len() {
+            let term = self.query.get(i);
+            let hit = self.sorted.binary_search_by(|&p| title.get(p as usize).cmp(term));
+            self.query_ranks.push(hit.map_or(ABSENT, |k| self.title_ranks[self.sorted[k] as usize]));
+        }
+    }
+
+    /// Whether `query_ranks` occurs in `title_ranks` as a contiguous run.
+    fn contains(&mut self) -> bool {
+        let (pattern, text) = (&self.query_ranks, &self.title_ranks);
+        if pattern.len() > text.len() {
+            return false;
+        }
+        let failure = &mut self.failure;
+        failure.clear();
+        failure.resize(pattern.len(), 0);
+        let mut k = 0;
+        for i in 1..pattern.len() {
+            while k > 0 && pattern[i] != pattern[k] {
+                k = failure[k - 1];
+            }
+            if pattern[i] == pattern[k] {
+                k += 1;
+            }
+            failure[i] = k;
+        }
+        let mut k = 0;
+        for &x in text {
+            while k > 0 && x != pattern[k] {
+                k = failure[k - 1];
+            }
+            if x == pattern[k] {
+                k += 1;
+                if k == pattern.len() {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// FG lite's loops (OverLapFeatureEvaluator.h: `intersect`, `isContain`,
+    /// `isEqual`), with fex's answer for an empty side.
+    fn reference(method: OverlapMethod, q: &[&str], t: &[&str]) -> Option<f64> {
+        if q.is_empty() || t.is_empty() {
+            return None;
+        }
+        let found = q.iter().filter(|x| t.contains(x)).count();
+        let contains = (0..=t.len().saturating_sub(q.len())).any(|i| t.len() >= q.len() && t[i..i + q.len()] == *q);
+        let yes = |b: bool| if b { 1.0 } else { 0.0 };
+        Some(match method {
+            OverlapMethod::QueryRatio => found as f64 / q.len() as f64,
+            OverlapMethod::TitleRatio => found as f64 / t.len() as f64,
+            OverlapMethod::Contains => yes(contains),
+            OverlapMethod::Equals => yes(q == t),
+        })
+    }
+
+    fn run(method: OverlapMethod, q: &[&str], t: &[&str], plain: usize) -> Option<f64> {
+        let mut s = Scratch::default();
+        for (terms, words) in [(&mut s.query, q), (&mut s.title, t)] {
+            for w in words {
+                terms.bytes.extend_from_slice(w.as_bytes());
+                terms.ends.push(terms.bytes.len());
+                terms.keys.push(key(w.as_bytes()));
+            }
+        }
+        s.row(method, plain)
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_fg_lites_loops(
+            q in prop::collection::vec(prop::sample::select(vec!["a", "b", "ab", "abcdefgh", "abcdefgi"]), 0..6),
+            t in prop::collection::vec(prop::sample::select(vec!["a", "b", "ab", "abcdefgh", "abcdefgi", "d"]), 0..9),
+        ) {
+            // Both ways of comparing: term by term, and sorted with ranks.
+            for method in [OverlapMethod::QueryRatio, OverlapMethod::TitleRatio, OverlapMethod::Contains, OverlapMethod::Equals] {
+                for plain in [PLAIN, 0] {
+                    prop_assert_eq!(run(method, &q, &t, plain), reference(method, &q, &t), "{:?} {}", method, plain);
+                }
+            }
+        }
+    }
+}
