@@ -186,6 +186,16 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            // Id-to-id operators take an id sequence position by position;
+            // a float sequence, or hashing parts of strings, is no id sequence.
+            "name: m\nfeatures:\n  - {name: f, kind: sequence, dtype: f32, max_len: 2, width: 1, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: hash, input: f, buckets: 9}\n  - {name: b, op: hash, input: s, buckets: 9, separator: ','}\n  - {name: c, op: filter_slots, input: s, slots: [1]}",
+            &[
+                r#"features.a.input: op hash takes ragged ids, strings or an id sequence; "f" is LAYOUT_RAGGED DATA_TYPE_F32, a sequence"#,
+                r#"features.b.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.c.input: op filter_slots takes ragged ids; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

@@ -51,6 +51,28 @@ pub(super) fn map(
     Ok(())
 }
 
+/// An id sequence (`[rows, -1, width]`) mapped value by value: the same
+/// positions, the same width, each id replaced by `f(id)`.
+pub(super) fn map_positions(input: &Column, out: &mut Column, f: impl Fn(u64) -> u64) -> Result<(), ExtractError> {
+    let (Column::Ragged(i), Column::Ragged(o)) = (input, out) else {
+        return Ok(());
+    };
+    o.width = i.width;
+    let ids = i.values.ids(0..i.values.len());
+    o.values.reserve(ids.len());
+    ids.iter().for_each(|&x| o.values.push_u64(f(x)));
+    for k in 0..i.splits.len() {
+        o.splits.push(i.splits.get(k))?;
+    }
+    Ok(())
+}
+
+/// Whether `c` is a sequence (`[rows, -1, width]`): its values are mapped
+/// position by position.
+pub(super) fn is_sequence(c: &Column) -> bool {
+    matches!(c, Column::Ragged(r) if r.width.is_some())
+}
+
 /// Hashes ids (or whole strings) into `buckets`.
 pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, buckets: u64) -> Result<(), ExtractError> {
     if !is_strings(input) {

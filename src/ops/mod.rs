@@ -189,6 +189,23 @@ pub(crate) fn apply(
     let rows = rows::common(inputs)?;
     let shared = inputs.iter().all(|i| i.shared);
     let input = |i: usize| &inputs.get(i).column;
+    // An id sequence through an id-to-id operator: position by position.
+    if inputs.len() == 1 && ids::is_sequence(input(0)) {
+        let mut positions = |f: &dyn Fn(u64) -> u64| ids::map_positions(input(0), out, f);
+        let done = match &t.kind {
+            V1ToV2 => Some(positions(&crate::fid::v1_to_v2)),
+            Slot { v1: true } => Some(positions(&crate::fid::v1_slot)),
+            Slot { v1: false } => Some(positions(&crate::fid::v2_slot)),
+            Reslot { slot } => Some(positions(&|x| crate::fid::reslot(*slot, x))),
+            Hash { buckets, separator: None } => Some(positions(&|x| hash_u64(x) % buckets)),
+            Vocab(v) => Some(positions(&|x| v.id(x) as u64)),
+            _ => None,
+        };
+        if let Some(result) = done {
+            result?;
+            return Ok(shared);
+        }
+    }
     match &t.kind {
         V1ToV2 => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_to_v2(x))),
         Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),

@@ -15,6 +15,10 @@ pub(super) enum Need {
     Ids,
     /// Ragged ids or one string per row.
     IdsOrStrings,
+    /// Ragged ids, or an id sequence mapped position by position.
+    IdsOrSequence,
+    /// Ragged ids, one string per row, or an id sequence.
+    IdsStringsOrSequence,
     /// Dense numbers.
     Dense,
 }
@@ -128,20 +132,34 @@ impl Checker {
         let mut ok = true;
         for o in ins {
             let (layout, dtype, _) = o.layout();
-            let ids = layout == Layout::Ragged
-                && matches!(dtype, DataType::I64 | DataType::U64)
-                && !matches!(o.op, Op::Sequence { .. });
+            let any_ids = layout == Layout::Ragged && matches!(dtype, DataType::I64 | DataType::U64);
+            let sequence = sequence_width(o).is_some();
+            let ids = any_ids && !sequence;
+            let strings = layout == Layout::Strings;
             let (fits, want) = match need {
                 Need::Ids => (ids, "ragged ids"),
-                Need::IdsOrStrings => (ids || layout == Layout::Strings, "ragged ids or strings"),
+                Need::IdsOrStrings => (ids || strings, "ragged ids or strings"),
+                Need::IdsOrSequence => (any_ids, "ragged ids or an id sequence"),
+                Need::IdsStringsOrSequence => (any_ids || strings, "ragged ids, strings or an id sequence"),
                 Need::Dense => (layout == Layout::Dense, "a dense tensor"),
             };
             if !fits {
-                let found = format!("{} {}", layout.as_str_name(), dtype.as_str_name());
+                let kind = if sequence { ", a sequence" } else { "" };
+                let found = format!("{} {}{kind}", layout.as_str_name(), dtype.as_str_name());
                 self.error(format!("{path}.input"), format!("op {op} takes {want}; {:?} is {found}", o.name));
                 ok = false;
             }
         }
         ok
+    }
+}
+
+/// Values per position when `o` is a sequence (`[B, -1, width]`): the
+/// `sequence` kind, or an operator that mapped one position by position.
+pub(super) fn sequence_width(o: &Output) -> Option<i64> {
+    match &o.op {
+        Op::Sequence { width, .. } => Some(*width as i64),
+        Op::Derived(t) if t.layout == Layout::Ragged && t.spec_shape.len() == 3 => t.spec_shape.last().copied(),
+        _ => None,
     }
 }

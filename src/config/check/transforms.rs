@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::ops::Need;
+use super::ops::{Need, sequence_width};
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
@@ -23,14 +23,17 @@ impl Checker {
         let many = |cx: &mut Self, need, min| cx.inputs_fit(e, ins, need, min..=MAX_INPUTS);
         let ragged = |cx: &mut Self, kind, splits: &Option<String>| ragged(kind, cx.splits(path, splits.as_deref()));
         Some(match op {
-            RawOp::V1ToV2(o) => one(self, Need::Ids).then(|| ragged(self, K::V1ToV2, &o.splits))?,
+            RawOp::V1ToV2(o) => {
+                one(self, Need::IdsOrSequence).then(|| per_position(ragged(self, K::V1ToV2, &o.splits), ins))?
+            }
             RawOp::Slot(o) => {
                 let v1 = self.slot_method(path, o.method.as_deref());
-                one(self, Need::Ids).then(|| ragged(self, K::Slot { v1 }, &o.splits))?
+                one(self, Need::IdsOrSequence).then(|| per_position(ragged(self, K::Slot { v1 }, &o.splits), ins))?
             }
             RawOp::Reslot(o) => {
                 let slot = self.required_u64(path, "slot", o.slot, 0..=0x7fff);
-                one(self, Need::Ids).then(|| ragged(self, K::Reslot { slot }, &o.splits))?
+                one(self, Need::IdsOrSequence)
+                    .then(|| per_position(ragged(self, K::Reslot { slot }, &o.splits), ins))?
             }
             RawOp::Hash(o) => {
                 let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
@@ -41,7 +44,10 @@ impl Checker {
                         "is empty; give the string that splits the values (FG's is \\x1d)",
                     );
                 }
-                one(self, Need::IdsOrStrings).then(|| ragged(self, K::Hash { buckets, separator }, &o.splits))?
+                // Parts of strings are not positions: a sequence is hashed
+                // position by position only without a separator.
+                let need = if separator.is_some() { Need::IdsOrStrings } else { Need::IdsStringsOrSequence };
+                one(self, need).then(|| per_position(ragged(self, K::Hash { buckets, separator }, &o.splits), ins))?
             }
             RawOp::FilterSlots(o) => {
                 let slots = self.slots(path, o.slots.as_deref().unwrap_or_default());
@@ -53,7 +59,8 @@ impl Checker {
             }
             RawOp::Vocab(o) => {
                 let vocab = self.vocab(path, o.file.as_deref(), files)?;
-                one(self, Need::IdsOrStrings).then(|| ragged(self, K::Vocab(Arc::new(vocab)), &o.splits))?
+                let kind = K::Vocab(Arc::new(vocab));
+                one(self, Need::IdsStringsOrSequence).then(|| per_position(ragged(self, kind, &o.splits), ins))?
             }
             RawOp::Group(o) => many(self, Need::Ids, 1).then(|| ragged(self, K::Group, &o.splits))?,
             RawOp::Kjt => {
@@ -385,6 +392,15 @@ fn strings(kind: K) -> Transform {
         spec_shape: vec![-1],
         dense_shape: vec![],
     }
+}
+
+/// An id-to-id operator over a sequence keeps the sequence's shape
+/// (`[B, -1, width]`): its values are mapped position by position.
+fn per_position(mut t: Transform, ins: &[&Output]) -> Transform {
+    if let Some(width) = ins.first().and_then(|o| sequence_width(o)) {
+        t.spec_shape = vec![-1, -1, width];
+    }
+    t
 }
 
 fn ragged(kind: K, splits: DataType) -> Transform {
