@@ -35,7 +35,7 @@ fn bad_fixtures_report_every_error() {
         (
             "bad_unknown_op_key.yaml",
             &[
-                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, splits, separator, output"#,
+                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, splits, separator, weighted, output"#,
                 "features.item_tags.buckets: missing; required for this op",
             ],
         ),
@@ -193,6 +193,14 @@ fn inline_configs_report_every_error() {
                 r#"features.a.input: op hash takes ragged ids, strings or an id sequence; "f" is LAYOUT_RAGGED DATA_TYPE_F32, a sequence"#,
                 r#"features.b.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
                 r#"features.c.input: op filter_slots takes ragged ids; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+            ],
+        ),
+        (
+            "name: m\nfeatures:\n  - {name: ids, kind: sparse, output: false}\n  - {name: t, kind: string, output: false}\n  - {name: a, op: hash, input: ids, buckets: 9, weighted: true}\n  - {name: b, op: hash, input: t, weighted: true, separator: ''}",
+            &[
+                r#"features.a.input: takes one string feature; found "ids" (LAYOUT_RAGGED)"#,
+                "features.b.buckets: missing; required for this op",
+                "features.b.separator: is empty; give the string between key:weight parts (FG's is \\x1d)",
             ],
         ),
         (

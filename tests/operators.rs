@@ -165,7 +165,7 @@ fn operator_config_errors_are_precise() {
     );
     check(
         &format!("{ITEMS}  - {{name: h, op: hash, input: ids, buckets: 3, factor: 2}}\n"),
-        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, splits, separator, output"#,
+        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, splits, separator, weighted, output"#,
     );
     check(
         "  - {name: m, op: multi_hot, inputs: [], num_embeddings: [3]}\n",

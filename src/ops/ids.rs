@@ -133,6 +133,43 @@ pub(super) fn hash_parts(
     Ok(())
 }
 
+/// FG's weighted id_feature: each non-empty part of a string between
+/// `sep`s is `key:weight`; the key (up to the part's last `:`) is hashed
+/// into `buckets` as a whole string is, and the weight (after it, a number
+/// as Rust reads an f32) goes to the value's weight. A part without `:`,
+/// with an empty key, or with a weight that is not a number is skipped.
+/// Ragged ids with weights.
+pub(super) fn hash_weighted(
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+    buckets: u64,
+    sep: &[u8],
+) -> Result<(), ExtractError> {
+    let o = out.ragged_mut();
+    o.weighted = true;
+    o.splits.push(0)?;
+    for r in 0..rows {
+        for_each_part(string_at(input, r), sep, |part| {
+            if let Some((key, weight)) = weighted_part(part) {
+                o.values.push_u64(hash_bytes(key) % buckets);
+                o.weights.push(weight);
+            }
+        });
+        o.splits.push(o.values.len())?;
+    }
+    Ok(())
+}
+
+/// A `key:weight` part: the key up to the last `:` (not empty) and the
+/// weight after it.
+fn weighted_part(part: &[u8]) -> Option<(&[u8], f32)> {
+    let at = part.iter().rposition(|&b| b == b':')?;
+    let (key, weight) = (&part[..at], &part[at + 1..]);
+    let weight = std::str::from_utf8(weight).ok()?.parse().ok()?;
+    (!key.is_empty()).then_some((key, weight))
+}
+
 /// One input's values in the current row: its ids' bytes, or a string's hash
 /// (at most one value).
 #[derive(Clone, Copy, Default)]

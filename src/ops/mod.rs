@@ -68,6 +68,12 @@ pub enum TransformKind {
         buckets: u64,
         separator: Option<Vec<u8>>,
     },
+    /// Each `key:weight` part of a string: the key hashed into `buckets`,
+    /// the weight kept as the value's weight (FG's weighted id_feature).
+    HashWeighted {
+        buckets: u64,
+        separator: Vec<u8>,
+    },
     /// Keeps the fids whose v2 slot is listed (sorted).
     FilterSlots {
         slots: Vec<u64>,
@@ -213,6 +219,7 @@ pub(crate) fn apply(
         Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
         Hash { buckets, separator: None } => ids::hash(input(0), out, rows, *buckets),
         Hash { buckets, separator: Some(sep) } => ids::hash_parts(input(0), out, rows, *buckets, sep),
+        HashWeighted { buckets, separator } => ids::hash_weighted(input(0), out, rows, *buckets, separator),
         FilterSlots { slots } => {
             ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }

@@ -68,6 +68,28 @@ def feature_list(name: str, features, shared: bool) -> bytes:
     return body + (int_field(3, 1) if shared else b"")
 
 
+def user_cate_cnt(uid: int) -> bytes:
+    """The user's map for `lookup`: a count for 4 of 8 categories, 0x1D
+    between entries (FG's layout), one entry malformed for some users."""
+    entries = [f"c{(uid + k) % 8}:{(uid * 7 + k) % 10}".encode() for k in range(4)]
+    if uid % 5 == 0:
+        entries.insert(1, b"broken")
+    return b"\x1d".join(entries)
+
+
+def item_cate(item: int) -> bytes:
+    return f"c{item % 8}".encode()
+
+
+def query(uid: int) -> bytes:
+    """The user's query for `overlap`: 2 or 3 words of 6."""
+    return b"\x1d".join(f"w{(uid + k * 2) % 6}".encode() for k in range(2 + uid % 2))
+
+
+def title(item: int) -> bytes:
+    return b"\x1d".join(f"w{(item * (k + 1)) % 6}".encode() for k in range(1 + item % 4))
+
+
 def example_batch(uid: int, items, refresh: bool) -> bytes:
     rows = len(items)
     lists = [
@@ -75,6 +97,10 @@ def example_batch(uid: int, items, refresh: bool) -> bytes:
         feature_list("f_refresh", [int64_feature([1 if refresh else 0])], True),
         feature_list("item_fids", [fid_feature([(3 << 48) | i]) for i in items], False),
         feature_list("__LINE_ID__", [bytes_feature(line_id(uid, i)) for i in items], False),
+        feature_list("user_cate_cnt", [bytes_feature(user_cate_cnt(uid))], True),
+        feature_list("item_cate", [bytes_feature(item_cate(i)) for i in items], False),
+        feature_list("query", [bytes_feature(query(uid))], True),
+        feature_list("title", [bytes_feature(title(i)) for i in items], False),
     ]
     return b"".join(field(1, l) for l in lists) + int_field(3, rows)
 

@@ -35,6 +35,19 @@ impl Checker {
                 one(self, Need::IdsOrSequence)
                     .then(|| per_position(ragged(self, K::Reslot { slot }, &o.splits), ins))?
             }
+            RawOp::Hash(o) if o.weighted == Some(true) => {
+                let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
+                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+                if separator.is_empty() {
+                    self.error(
+                        format!("{path}.separator"),
+                        "is empty; give the string between key:weight parts (FG's is \\x1d)",
+                    );
+                }
+                let fits = self.strings_input(path, ins);
+                (fits && !separator.is_empty())
+                    .then(|| ragged(self, K::HashWeighted { buckets, separator }, &o.splits))?
+            }
             RawOp::Hash(o) => {
                 let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
                 let separator = o.separator.as_ref().map(|s| s.as_bytes().to_vec());
