@@ -90,6 +90,10 @@ class PlanTest {
         return field(2, field(1, cat(les)));
     }
 
+    static byte[] bytesFeature(String value) {
+        return field(6, field(1, utf8(value)));
+    }
+
     static byte[] list(String name, boolean shared, byte[]... features) {
         byte[][] parts = new byte[features.length + 2][];
         parts[0] = field(1, utf8(name));
@@ -104,15 +108,24 @@ class PlanTest {
     static byte[] logged(String requestId, long uid, long micros, boolean refresh, long... items) {
         byte[][] fids = new byte[items.length][];
         byte[][] lineIds = new byte[items.length][];
+        byte[][] cates = new byte[items.length][];
+        byte[][] titles = new byte[items.length][];
         for (int i = 0; i < items.length; i++) {
             fids[i] = fidFeature((3L << 48) | items[i]);
             lineIds[i] = field(6, field(1, cat(fixed64(2, uid), fixed64(4, items[i]))));
+            cates[i] = bytesFeature("c" + items[i] % 8);
+            titles[i] = bytesFeature("w" + items[i] % 6 + "\u001dw" + (items[i] * 2) % 6);
         }
         byte[] batch = cat(
                 field(1, list("user_fids", true, fidFeature((1L << 48) | uid))),
                 field(1, list("f_refresh", true, field(5, field(1, varint(refresh ? 1 : 0))))),
                 field(1, list("item_fids", false, fids)),
                 field(1, list("__LINE_ID__", false, lineIds)),
+                // The strings the model's lookup and overlap read (data.py's layout).
+                field(1, list("user_cate_cnt", true, bytesFeature("c" + uid % 8 + ":2\u001dbroken\u001dc3:5"))),
+                field(1, list("item_cate", false, cates)),
+                field(1, list("query", true, bytesFeature("w" + uid % 6 + "\u001dw1"))),
+                field(1, list("title", false, titles)),
                 intField(3, items.length));
         byte[] request = cat(field(1, utf8("nearline_ranker")), field(2, batch));
         return cat(field(1, request), field(2, utf8("nearline_ranker")), intField(5, micros), field(6, utf8(requestId)));
