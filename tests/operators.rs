@@ -141,7 +141,7 @@ fn operator_config_errors_are_precise() {
     );
     check(
         &format!("{ITEMS}  - {{name: l, op: ln, input: ids}}\n"),
-        r#"features.l.input: op ln takes a dense tensor; "ids" is LAYOUT_RAGGED DATA_TYPE_I64"#,
+        r#"features.l.input: op ln takes a dense tensor or a sequence; "ids" is LAYOUT_RAGGED DATA_TYPE_I64"#,
     );
     check(
         &format!("{DENSE}  - {{name: b, op: bucketize, input: x, boundaries: [2, 1]}}\n"),

@@ -195,8 +195,23 @@ pub(crate) fn apply(
     let rows = rows::common(inputs)?;
     let shared = inputs.iter().all(|i| i.shared);
     let input = |i: usize| &inputs.get(i).column;
-    // An id sequence through an id-to-id operator: position by position.
+    // A sequence through an id-to-id or a numeric operator: value by value,
+    // the positions kept.
     if inputs.len() == 1 && ids::is_sequence(input(0)) {
+        if matches!(
+            t.kind,
+            Ln { .. }
+                | Clip { .. }
+                | ZScore { .. }
+                | MinMax { .. }
+                | Bucketize { .. }
+                | Cast
+                | Scale { .. }
+                | Pow { .. }
+        ) {
+            numeric::apply_positions(&t.kind, input(0), out)?;
+            return Ok(shared);
+        }
         let mut positions = |f: &dyn Fn(u64) -> u64| ids::map_positions(input(0), out, f);
         let done = match &t.kind {
             V1ToV2 => Some(positions(&crate::fid::v1_to_v2)),

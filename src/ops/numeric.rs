@@ -22,6 +22,23 @@ pub(super) fn apply(kind: &TransformKind, input: &Column, out: &mut Column, rows
     Ok(())
 }
 
+/// A sequence (`[rows, -1, width]`) of any numeric dtype, element by
+/// element: the same positions and width, each value replaced.
+pub(super) fn apply_positions(kind: &TransformKind, input: &Column, out: &mut Column) -> Result<(), ExtractError> {
+    let (Column::Ragged(i), Column::Ragged(o)) = (input, out) else {
+        return Ok(());
+    };
+    o.width = i.width;
+    o.values.reserve(i.values.len());
+    for k in 0..i.values.len() {
+        o.values.push_f64(eval(kind, i.values.f64_at(k)));
+    }
+    for k in 0..i.splits.len() {
+        o.splits.push(i.splits.get(k))?;
+    }
+    Ok(())
+}
+
 /// One element.
 pub fn eval(kind: &TransformKind, x: f64) -> f64 {
     use TransformKind::*;

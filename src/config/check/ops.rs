@@ -21,6 +21,8 @@ pub(super) enum Need {
     IdsStringsOrSequence,
     /// Dense numbers.
     Dense,
+    /// Dense numbers, or a sequence mapped value by value.
+    DenseOrSequence,
 }
 
 /// The names a model declares, and those of them that had errors.
@@ -142,6 +144,7 @@ impl Checker {
                 Need::IdsOrSequence => (any_ids, "ragged ids or an id sequence"),
                 Need::IdsStringsOrSequence => (any_ids || strings, "ragged ids, strings or an id sequence"),
                 Need::Dense => (layout == Layout::Dense, "a dense tensor"),
+                Need::DenseOrSequence => (layout == Layout::Dense || sequence, "a dense tensor or a sequence"),
             };
             if !fits {
                 let kind = if sequence { ", a sequence" } else { "" };

@@ -121,7 +121,19 @@ impl Checker {
             }
             numeric => {
                 let (kind, dtype) = self.numeric(e, numeric)?;
-                one(self, Need::Dense).then(|| dense(kind, dtype, dims(ins[0])))?
+                let fits = one(self, Need::DenseOrSequence);
+                match ins.first().and_then(|o| sequence_width(o)) {
+                    // A sequence, value by value: its positions and width kept.
+                    Some(width) => fits.then(|| Transform {
+                        kind,
+                        layout: Layout::Ragged,
+                        dtype,
+                        splits: DataType::I64,
+                        spec_shape: vec![-1, -1, width],
+                        dense_shape: vec![],
+                    })?,
+                    None => fits.then(|| dense(kind, dtype, dims(ins[0])))?,
+                }
             }
         })
     }
