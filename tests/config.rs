@@ -152,7 +152,7 @@ fn inline_configs_report_every_error() {
                 "features.d.inputs: op lookup takes [map, key], found 3 inputs",
                 "features.e.separator: is empty; give the keys' separator (default \\x1d)",
                 "features.e.buckets: is for need_discrete: true (hashed values)",
-                r#"features.e.input: op lookup takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+                r#"features.e.input: op lookup takes ragged ids, strings or an id sequence; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
             ],
         ),
         (
@@ -193,6 +193,16 @@ fn inline_configs_report_every_error() {
                 r#"features.a.input: op hash takes ragged ids, strings or an id sequence; "f" is LAYOUT_RAGGED DATA_TYPE_F32, a sequence"#,
                 r#"features.b.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
                 r#"features.c.input: op filter_slots takes ragged ids; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+            ],
+        ),
+        (
+            // A lookup per position gives numbers; hashed values per
+            // position would not keep the positions' width.
+            "name: m\nfeatures:\n  - {name: kv, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: lookup, inputs: [kv, s], need_discrete: true, buckets: 9}\n  - {name: b, op: match, inputs: [kv, s, s]}",
+            &[
+                r#"features.a.input: op lookup takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.b.input: op match takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.b.input: op match takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
             ],
         ),
         (

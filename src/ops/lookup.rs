@@ -240,6 +240,46 @@ pub(super) fn values(
     Ok(())
 }
 
+/// Continuous, per position of an id sequence of keys (FG's lookup as a
+/// sub-feature of a sequence_feature): each position's ids (its `width`
+/// values, padding included) looked up as their decimal text and combined;
+/// a sequence of one value per position (`[rows, -1, 1]`), `default` where
+/// a position finds nothing.
+pub(super) fn values_positions(
+    map: &Column,
+    keys: &Column,
+    out: &mut Column,
+    rows: usize,
+    (combiner, default): (Combiner, f64),
+) -> Result<(), ExtractError> {
+    let Column::Ragged(k) = keys else { return Ok(()) };
+    let width = k.width.unwrap_or(1).max(1);
+    let signed = k.values.dtype() != DataType::U64;
+    let o = out.ragged_mut();
+    o.width = Some(1);
+    o.splits.push(0)?;
+    let mut text = [0u8; 20];
+    let mut result = Ok(());
+    rows_of(map, rows, |r, find| {
+        let r = super::rows::row_of(keys, r);
+        for p in k.splits.get(r)..k.splits.get(r + 1) {
+            let (mut n, mut acc) = (0usize, 0.0f64);
+            for &id in k.values.ids(p * width..(p + 1) * width) {
+                let len = if signed { decimal_i64(id as i64, &mut text) } else { decimal_u64(id, &mut text) };
+                if let Some(x) = find.number(&text[text.len() - len..]) {
+                    acc = combine(combiner, n, acc, x);
+                    n += 1;
+                }
+            }
+            o.values.push_f64(finish(combiner, n, acc, default));
+        }
+        if result.is_ok() {
+            result = o.splits.push(o.values.len());
+        }
+    });
+    result.map_err(Into::into)
+}
+
 /// Discrete: each found value's bytes hashed into `buckets`, in key order;
 /// ragged ids.
 pub(super) fn ids(

@@ -250,6 +250,9 @@ pub(crate) fn apply(
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
         Expr(e) => expr::apply(e, inputs, out, rows),
+        Lookup { combiner, default, .. } if ids::is_sequence(input(1)) => {
+            lookup::values_positions(input(0), input(1), out, rows, (*combiner, *default))
+        }
         Lookup { separator, combiner, default } => {
             lookup::values(input(0), input(1), out, rows, (separator, *combiner, *default))
         }

@@ -232,8 +232,8 @@ impl Checker {
     }
 
     /// Whether `ins[0]` is a string feature (a map) and the rest are keys
-    /// (strings or ids).
-    fn map_inputs(&mut self, path: &str, e: &RawEntry, ins: &[&Output]) -> bool {
+    /// (strings or ids; with `sequence`, also an id sequence).
+    fn map_inputs(&mut self, path: &str, e: &RawEntry, ins: &[&Output], sequence: bool) -> bool {
         let (map_layout, _, _) = ins[0].layout();
         if map_layout != Layout::Strings {
             let message = format!("the map {:?} must be a string feature (key:value entries)", ins[0].name);
@@ -241,7 +241,8 @@ impl Checker {
             return false;
         }
         let n = ins.len() - 1;
-        self.inputs_fit(e, &ins[1..], Need::IdsOrStrings, n..=n)
+        let need = if sequence { Need::IdsStringsOrSequence } else { Need::IdsOrStrings };
+        self.inputs_fit(e, &ins[1..], need, n..=n)
     }
 
     /// `lookup`: a map (strings) and its keys (strings or ids); numbers
@@ -255,8 +256,19 @@ impl Checker {
             self.error(format!("{path}.inputs"), message);
             return None;
         }
-        if !self.map_inputs(path, e, ins) {
+        // Keys per position of an id sequence give a value per position.
+        if !self.map_inputs(path, e, ins, kind.is_ok()) {
             return None;
+        }
+        if let (Ok((combiner, default)), Some(_)) = (kind, sequence_width(ins[1])) {
+            return Some(Transform {
+                kind: K::Lookup { separator, combiner, default },
+                layout: Layout::Ragged,
+                dtype: DataType::F32,
+                splits: DataType::I64,
+                spec_shape: vec![-1, -1, 1],
+                dense_shape: vec![],
+            });
         }
         Some(match kind {
             Ok((combiner, default)) => dense(K::Lookup { separator, combiner, default }, DataType::F32, vec![1]),
@@ -285,7 +297,7 @@ impl Checker {
                 return None;
             }
         };
-        if !self.map_inputs(path, e, ins) {
+        if !self.map_inputs(path, e, ins, false) {
             return None;
         }
         Some(match kind {
