@@ -214,6 +214,15 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: kv_dot, inputs: [q]}\n  - {name: b, op: kv_dot, inputs: [q, q], separator: '|', kv_delimiter: '|'}\n  - {name: c, op: kv_dot, inputs: [q, x], kv_delimiter: '::'}",
+            &[
+                "features.a.inputs: op kv_dot takes [query, document], found 1 inputs",
+                r#"features.b.kv_delimiter: found "|", expected one character that is not in the separator"#,
+                r#"features.c.kv_delimiter: found "::", expected one character that is not in the separator"#,
+                r#"features.c.input: op kv_dot takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

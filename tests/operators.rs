@@ -316,3 +316,55 @@ fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
         }
     });
 }
+
+/// `kv_dot` over a whole batch (a SHARED query read once, documents per
+/// row) gives, row by row, the dot product a map of keys gives: weights of
+/// a repeated key added, a part without a weight weighing 1.
+#[test]
+fn kv_dot_over_a_batch_agrees_with_a_map() {
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+    let p = plan(
+        "  - {name: q, kind: string, shared: once, output: false}\n  - {name: d, kind: string, output: false}\n  - {name: dot, op: kv_dot, inputs: [q, d], separator: \",\"}\n",
+    );
+    let entry = (prop::sample::select(vec!["a", "b", "c", "dd", "e:e"]), prop::option::of(-3i32..4));
+    let vector = move || prop::collection::vec(entry.clone(), 0..40);
+    let case = (vector(), prop::collection::vec(vector(), 1..4));
+    proptest!(ProptestConfig::with_cases(200), |((q, docs) in case)| {
+        let text = |v: &[(&str, Option<i32>)]| {
+            v.iter().map(|(k, w)| w.map_or(k.to_string(), |w| format!("{k}:{w}"))).collect::<Vec<_>>().join(",")
+        };
+        // The key is up to the part's last colon: "e:e:3" is the key "e:e"
+        // weighing 3, and "e:e" alone is skipped (its weight "e" is no number).
+        let bag = |v: &[(&str, Option<i32>)]| {
+            let mut m: HashMap<String, f64> = HashMap::new();
+            for (k, w) in v {
+                let (key, weight) = match (k.rsplit_once(':'), w) {
+                    (_, Some(w)) => (k.to_string(), f64::from(*w)),
+                    (Some((key, weight)), None) => match weight.parse::<f64>() {
+                        Ok(x) if !key.is_empty() => (key.to_string(), x),
+                        _ => continue,
+                    },
+                    (None, None) => (k.to_string(), 1.0),
+                };
+                *m.entry(key).or_default() += weight;
+            }
+            m
+        };
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: d\n    features:\n",
+            docs.len(),
+            text(&q)
+        );
+        for d in &docs {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", text(d)));
+        }
+        let got = get(&run(&p, &batch(&sample)), "dot").f32s();
+        let qb = bag(&q);
+        for (r, d) in docs.iter().enumerate() {
+            let db = bag(d);
+            let want: f64 = qb.iter().filter_map(|(k, w)| Some(w * db.get(k)?)).fold(0.0, |a, x| a + x);
+            prop_assert_eq!(got[r], want as f32, "row {}: {:?} . {:?}", r, text(&q), text(d));
+        }
+    });
+}

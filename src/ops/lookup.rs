@@ -71,6 +71,12 @@ pub(super) fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl Fn
     }
 }
 
+/// An id's decimal text (as i64 when `signed`) at the end of `buf`;
+/// returns its length.
+pub(super) fn decimal(id: u64, signed: bool, buf: &mut [u8; 20]) -> usize {
+    if signed { decimal_i64(id as i64, buf) } else { decimal_u64(id, buf) }
+}
+
 /// `x` in decimal at the end of `buf`; returns its length.
 fn decimal_u64(mut x: u64, buf: &mut [u8; 20]) -> usize {
     let mut at = buf.len();

@@ -10,6 +10,7 @@
 mod expr;
 mod hash;
 mod ids;
+mod kv_dot;
 mod layout;
 mod lookup;
 mod multihot;
@@ -150,6 +151,11 @@ pub enum TransformKind {
         combiner: Combiner,
         default: f64,
     },
+    /// The dot product of two `key:weight` vectors (FG's kv_dot_product).
+    KvDot {
+        separator: Vec<u8>,
+        kv: u8,
+    },
     /// A query's terms compared with a title's (FG's overlap_feature).
     Overlap {
         method: OverlapMethod,
@@ -261,6 +267,7 @@ pub(crate) fn apply(
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
         }
+        KvDot { separator, kv } => kv_dot::apply(input(0), input(1), out, rows, (separator, *kv)),
         Overlap { method, separator, default } => {
             overlap::apply(*method, input(0), input(1), out, rows, (separator, *default))
         }

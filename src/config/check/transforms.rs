@@ -92,6 +92,32 @@ impl Checker {
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
             RawOp::Overlap(o) => self.overlap(path, o, ins, e)?,
+            RawOp::KvDot(o) => {
+                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+                if separator.is_empty() {
+                    self.error(format!("{path}.separator"), "is empty; give the entries' separator (default \\x1d)");
+                }
+                let kv = match o.kv_delimiter.as_deref().map(str::as_bytes) {
+                    None => Some(b':'),
+                    Some([c]) if !separator.contains(c) => Some(*c),
+                    Some(other) => {
+                        let message = format!(
+                            "found {:?}, expected one character that is not in the separator",
+                            String::from_utf8_lossy(other)
+                        );
+                        self.error(format!("{path}.kv_delimiter"), message);
+                        None
+                    }
+                };
+                if ins.len() != 2 {
+                    let message = format!("op kv_dot takes [query, document], found {} inputs", ins.len());
+                    self.error(format!("{path}.inputs"), message);
+                    return None;
+                }
+                let fits = self.inputs_fit(e, ins, Need::IdsOrStrings, 2..=2);
+                let kv = kv.filter(|_| fits && !separator.is_empty())?;
+                dense(K::KvDot { separator, kv }, DataType::F32, vec![1])
+            }
             RawOp::RegexReplace(o) => {
                 let pattern = match o.pattern.as_deref().map(Pattern::new) {
                     Some(Ok(p)) => Some(p),

@@ -46,6 +46,7 @@ pub(in crate::config) enum RawOp {
     Lookup(entries::Lookup),
     Match(entries::Match),
     Overlap(entries::Overlap),
+    KvDot(entries::KvDot),
     RegexReplace(entries::RegexReplace),
     Slice(entries::Slice),
 }
@@ -124,6 +125,7 @@ impl Parsed<'_> {
             "lookup" => RawOp::Lookup(self.read(&owner)),
             "match" => RawOp::Match(self.read(&owner)),
             "overlap" => RawOp::Overlap(self.read(&owner)),
+            "kv_dot" => RawOp::KvDot(self.read(&owner)),
             "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
             "slice" => RawOp::Slice(self.read(&owner)),
             other => {
