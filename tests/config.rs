@@ -223,6 +223,15 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            "name: m\nfeatures:\n  - {name: v, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: bool_mask, inputs: [v, v]}\n  - {name: b, op: bool_mask, inputs: [v]}\n  - {name: c, op: bool_mask, inputs: [v, x], buckets: 0}",
+            &[
+                "features.a.buckets: missing; string values are hashed into buckets",
+                "features.b.inputs: op bool_mask takes [values, mask], found 1 inputs",
+                "features.c.buckets: found 0, expected at least 1",
+                r#"features.c.input: op bool_mask takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

@@ -13,6 +13,7 @@ mod ids;
 mod kv_dot;
 mod layout;
 mod lookup;
+mod mask;
 mod multihot;
 mod numeric;
 mod overlap;
@@ -151,6 +152,12 @@ pub enum TransformKind {
         combiner: Combiner,
         default: f64,
     },
+    /// Values kept where a mask is true (FG's bool_mask_feature); strings
+    /// (and ids, with `buckets`) hashed.
+    BoolMask {
+        separator: Vec<u8>,
+        buckets: Option<u64>,
+    },
     /// The dot product of two `key:weight` vectors (FG's kv_dot_product).
     KvDot {
         separator: Vec<u8>,
@@ -267,6 +274,7 @@ pub(crate) fn apply(
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
         }
+        BoolMask { separator, buckets } => mask::apply(input(0), input(1), out, rows, (separator, *buckets)),
         KvDot { separator, kv } => kv_dot::apply(input(0), input(1), out, rows, (separator, *kv)),
         Overlap { method, separator, default } => {
             overlap::apply(*method, input(0), input(1), out, rows, (separator, *default))

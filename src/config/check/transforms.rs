@@ -92,6 +92,32 @@ impl Checker {
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
             RawOp::Overlap(o) => self.overlap(path, o, ins, e)?,
+            RawOp::BoolMask(o) => {
+                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+                if separator.is_empty() {
+                    self.error(format!("{path}.separator"), "is empty; give the parts' separator (default \\x1d)");
+                }
+                if ins.len() != 2 {
+                    let message = format!("op bool_mask takes [values, mask], found {} inputs", ins.len());
+                    self.error(format!("{path}.inputs"), message);
+                    return None;
+                }
+                let strings = ins[0].layout().0 == Layout::Strings;
+                let buckets = match (o.buckets, strings) {
+                    (Some(0), _) => {
+                        self.error(format!("{path}.buckets"), "found 0, expected at least 1");
+                        None
+                    }
+                    (None, true) => {
+                        self.error(format!("{path}.buckets"), "missing; string values are hashed into buckets");
+                        None
+                    }
+                    (b, _) => Some(b),
+                };
+                let fits = self.inputs_fit(e, ins, Need::IdsOrStrings, 2..=2);
+                let buckets = buckets.filter(|_| fits && !separator.is_empty())?;
+                ragged(self, K::BoolMask { separator, buckets }, &o.splits)
+            }
             RawOp::KvDot(o) => {
                 let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
                 if separator.is_empty() {

@@ -47,6 +47,7 @@ pub(in crate::config) enum RawOp {
     Match(entries::Match),
     Overlap(entries::Overlap),
     KvDot(entries::KvDot),
+    BoolMask(entries::BoolMask),
     RegexReplace(entries::RegexReplace),
     Slice(entries::Slice),
 }
@@ -126,6 +127,7 @@ impl Parsed<'_> {
             "match" => RawOp::Match(self.read(&owner)),
             "overlap" => RawOp::Overlap(self.read(&owner)),
             "kv_dot" => RawOp::KvDot(self.read(&owner)),
+            "bool_mask" => RawOp::BoolMask(self.read(&owner)),
             "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
             "slice" => RawOp::Slice(self.read(&owner)),
             other => {
