@@ -232,6 +232,15 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: ids, kind: sparse, output: false}\n  - {name: a, op: tokenize, input: t}\n  - {name: b, op: tokenize, input: t, file: nope.json}\n  - {name: c, op: tokenize, input: ids, file: tests/fixtures/vocab/item_ids.txt}",
+            &[
+                "features.a.file: missing; name the tokenizer.json file",
+                "features.b.file: cannot read ",
+                "tests/fixtures/vocab/item_ids.txt is not a tokenizer.json: invalid type",
+                r#"features.c.input: takes one string feature; found "ids" (LAYOUT_RAGGED)"#,
+            ],
+        ),
+        (
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),

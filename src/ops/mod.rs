@@ -19,6 +19,7 @@ mod numeric;
 mod overlap;
 mod rows;
 mod text;
+mod tokenize;
 mod vocab;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ pub use lookup::{Combiner, MatchAll};
 pub use multihot::weight as multihot_weight;
 pub use overlap::OverlapMethod;
 pub use text::Pattern;
+pub use tokenize::TokenizerFile;
 pub use vocab::{Vocab, VocabError};
 
 /// Most inputs an operator takes; the config refuses more.
@@ -88,6 +90,9 @@ pub enum TransformKind {
     },
     /// 0 = missing, 1 = out of vocabulary, 2.. = position in the file.
     Vocab(Arc<Vocab>),
+    /// Each string's token ids by a Hugging Face tokenizer (FG's
+    /// tokenize_feature).
+    Tokenize(Arc<TokenizerFile>),
     /// `ln(x + c)`, or `floor` where `x + c <= 0` or x is NaN.
     Ln {
         c: f64,
@@ -255,6 +260,7 @@ pub(crate) fn apply(
             ids::cross(inputs, name, out, rows, (*buckets, *slot, *max_per_row), budget)
         }
         Vocab(v) => vocab::map(v, input(0), out, rows),
+        Tokenize(t) => tokenize::apply(t, name, input(0), out, rows),
         Group => layout::group(inputs, out, rows),
         KeyedJagged { keys } => layout::keyed_jagged(keys, inputs, out, rows),
         Concat => layout::concat(inputs, out, rows),

@@ -92,6 +92,27 @@ impl Checker {
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
             RawOp::Overlap(o) => self.overlap(path, o, ins, e)?,
+            RawOp::Tokenize(o) => {
+                let file = o.file.as_deref().unwrap_or_default();
+                let tokenizer = if file.is_empty() {
+                    self.error(format!("{path}.file"), "missing; name the tokenizer.json file");
+                    None
+                } else {
+                    match crate::ops::TokenizerFile::load_from(files.source, &files.base_dir.join(file)) {
+                        Ok(t) => {
+                            self.files.push((t.path.clone(), t.digest));
+                            Some(t)
+                        }
+                        Err(message) => {
+                            self.error(format!("{path}.file"), message);
+                            None
+                        }
+                    }
+                };
+                let fits = self.strings_input(path, ins);
+                let tokenizer = tokenizer.filter(|_| fits)?;
+                ragged(self, K::Tokenize(Arc::new(tokenizer)), &o.splits)
+            }
             RawOp::BoolMask(o) => {
                 let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
                 if separator.is_empty() {

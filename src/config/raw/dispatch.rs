@@ -48,6 +48,7 @@ pub(in crate::config) enum RawOp {
     Overlap(entries::Overlap),
     KvDot(entries::KvDot),
     BoolMask(entries::BoolMask),
+    Tokenize(entries::Tokenize),
     RegexReplace(entries::RegexReplace),
     Slice(entries::Slice),
 }
@@ -128,6 +129,7 @@ impl Parsed<'_> {
             "overlap" => RawOp::Overlap(self.read(&owner)),
             "kv_dot" => RawOp::KvDot(self.read(&owner)),
             "bool_mask" => RawOp::BoolMask(self.read(&owner)),
+            "tokenize" => RawOp::Tokenize(self.read(&owner)),
             "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
             "slice" => RawOp::Slice(self.read(&owner)),
             other => {

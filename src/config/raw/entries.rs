@@ -120,6 +120,7 @@ entry!(Match, op, [inputs: Vec<MatchInput>], {
     combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
 });
 entry!(BoolMask, op, [inputs: Vec<String>], { separator: String, buckets: u64, splits: String });
+entry!(Tokenize, op, [input: String], { file: String, splits: String });
 entry!(KvDot, op, [inputs: Vec<String>], { separator: String, kv_delimiter: String });
 entry!(Overlap, op, [inputs: Vec<String>], { method: String, separator: String, default: f64 });
 entry!(RegexReplace, op, [input: String], { pattern: String, replacement: String });

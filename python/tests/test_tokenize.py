@@ -1,0 +1,55 @@
+"""`op: tokenize` against Hugging Face's tokenizers itself (the Python
+package, built apart from the Rust crate fex links): the same tokenizer.json
+(tests/fixtures/tokenizer/bpe.json) must give the same token ids for random
+text, Chinese, emoji, runs of spaces and strings that are not UTF-8 (read by
+both with U+FFFD for each bad sequence)."""
+
+import os
+import random
+
+import pytest
+
+import fex
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BPE = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "bpe.json")
+MODEL = """name: t
+features:
+  - {name: title, kind: string, output: false}
+  - {name: tokens, op: tokenize, input: title, file: bpe.json}
+"""
+
+PIECES = ["red", "running", "shoes", "水", "红色", "运动鞋", "😀", " ", "  ", "\t", ",", "'s", "M", "750ml", "é", "ü"]
+
+
+def texts(rng, n):
+    out = []
+    for _ in range(n):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randrange(0, 12))).encode()
+        if rng.random() < 0.15 and text:
+            # A byte that is not UTF-8 at a random place.
+            at = rng.randrange(len(text))
+            text = text[:at] + bytes([rng.choice([0x80, 0xFF, 0xC3])]) + text[at:]
+        out.append(text)
+    return out
+
+
+def test_token_ids_are_those_of_huggingface_tokenizers(protos):
+    tokenizers = pytest.importorskip("tokenizers")
+    example = protos["example"]
+    reference = tokenizers.Tokenizer.from_file(BPE)
+    with open(BPE, "rb") as f:
+        plan = fex.Plan.from_yaml(MODEL, files={"bpe.json": f.read()})
+    rng = random.Random(36)
+    for _ in range(5):
+        rows = texts(rng, 200)
+        features = [example.Feature(bytes_list=example.BytesList(value=[t])) for t in rows]
+        batch = example.ExampleBatch(
+            named_feature_list=[example.NamedFeatureList(name="title", feature=features)], batch_size=len(rows)
+        )
+        out = plan.extract_batch(batch.SerializeToString())["tokens"]
+        splits, values = out.row_splits, out.values
+        for r, text in enumerate(rows):
+            want = reference.encode(text.decode("utf-8", errors="replace"), add_special_tokens=False).ids
+            got = values[splits[r] : splits[r + 1]].tolist()
+            assert got == want, (text, got, want)
