@@ -29,7 +29,7 @@ pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use lookup::{Combiner, MatchAll};
 pub use multihot::weight as multihot_weight;
 pub use overlap::OverlapMethod;
-pub use text::Pattern;
+pub use text::{Pattern, TextNormalizer};
 pub use tokenize::TokenizerFile;
 pub use vocab::{Vocab, VocabError};
 
@@ -179,6 +179,9 @@ pub enum TransformKind {
         pattern: Pattern,
         replacement: Vec<u8>,
     },
+    /// FG's text_normalizer (`normalize_text`): case, width, stop
+    /// characters, spaces, CJK split, length.
+    NormalizeText(Arc<TextNormalizer>),
     /// Characters `start..end` of each row's string (Python's counting).
     Slice {
         start: i64,
@@ -287,6 +290,7 @@ pub(crate) fn apply(
         }
         RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
         Slice { start, end } => text::slice(*start, *end, input(0), out, rows),
+        NormalizeText(n) => text::normalize(n, input(0), out, rows),
         MatchIds { separator, all, buckets } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_ids(input(0), keys, out, rows, *buckets)

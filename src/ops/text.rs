@@ -151,3 +151,106 @@ mod tests {
         assert!(Pattern::new("(a{1000}){1000}").unwrap_err().contains("size limit"));
     }
 }
+
+/// FG's text_normalizer as an operator (`normalize_text`), with FG's
+/// option names. Applied in a fixed order, whatever the order given:
+/// full-width to half-width (`TEXT_SBC2DBC`: U+FF01..U+FF5E to ASCII,
+/// U+3000 to a space), case (`TEXT_LOWER2UPPER` or `TEXT_UPPER2LOWER`,
+/// ASCII letters only), stop characters removed (`TEXT_FILTER`, the
+/// characters of `stop_chars`), white space removed (`TEXT_REMOVE_SPACE`,
+/// Unicode White_Space), CJK ideographs split by spaces (`TEXT_SPLITCHRS`:
+/// one space between two characters where either is a CJK ideograph and
+/// neither is white space), then cut to `max_length` characters. A string
+/// that is not UTF-8 is read with U+FFFD for each bad sequence.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TextNormalizer {
+    pub sbc2dbc: bool,
+    /// Some(true): to upper case; Some(false): to lower case.
+    pub upper: Option<bool>,
+    /// Sorted stop characters (`TEXT_FILTER`), and their file's digest.
+    pub stop_chars: Option<(Vec<char>, u64)>,
+    pub remove_space: bool,
+    pub split_chars: bool,
+    pub max_length: Option<usize>,
+}
+
+impl TextNormalizer {
+    /// The stop characters of a file: every character but line ends.
+    pub fn stop_chars(bytes: &[u8]) -> Result<Vec<char>, String> {
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("is not UTF-8 ({e})"))?;
+        let mut chars: Vec<char> = text.chars().filter(|c| !matches!(c, '\n' | '\r')).collect();
+        chars.sort_unstable();
+        chars.dedup();
+        Ok(chars)
+    }
+
+    fn char(&self, c: char) -> Option<char> {
+        let c = match c {
+            '\u{3000}' if self.sbc2dbc => ' ',
+            '\u{FF01}'..='\u{FF5E}' if self.sbc2dbc => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+            c => c,
+        };
+        let c = match self.upper {
+            Some(true) => c.to_ascii_uppercase(),
+            Some(false) => c.to_ascii_lowercase(),
+            None => c,
+        };
+        if self.stop_chars.as_ref().is_some_and(|(stop, _)| stop.binary_search(&c).is_ok()) {
+            return None;
+        }
+        if self.remove_space && c.is_whitespace() {
+            return None;
+        }
+        Some(c)
+    }
+
+    /// `text` normalized, appended to `out`.
+    fn apply(&self, text: &str, out: &mut Vec<u8>) {
+        let mut count = 0usize;
+        let mut last: Option<char> = None;
+        let limit = self.max_length.unwrap_or(usize::MAX);
+        let mut buf = [0u8; 4];
+        for c in text.chars().filter_map(|c| self.char(c)) {
+            if self.split_chars
+                && let Some(p) = last
+                && !p.is_whitespace()
+                && !c.is_whitespace()
+                && (is_cjk(p) || is_cjk(c))
+            {
+                if count == limit {
+                    break;
+                }
+                out.push(b' ');
+                count += 1;
+            }
+            if count == limit {
+                break;
+            }
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            count += 1;
+            last = Some(c);
+        }
+    }
+}
+
+/// A CJK unified ideograph (the main block, extensions A to G, and the
+/// compatibility ideographs).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2EBEF | 0x30000..=0x3134F | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
+}
+
+/// Each row's string normalized; one string per row.
+pub(super) fn normalize(n: &TextNormalizer, input: &Column, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
+    let s = out.strings_mut();
+    s.end_row();
+    for r in 0..rows {
+        let bytes = string_at(input, r);
+        match std::str::from_utf8(bytes) {
+            Ok(text) => n.apply(text, &mut s.bytes),
+            Err(_) => n.apply(&String::from_utf8_lossy(bytes), &mut s.bytes),
+        }
+        s.end_row();
+    }
+    Ok(())
+}

@@ -182,6 +182,11 @@ impl Checker {
                 let pattern = pattern.filter(|_| fits)?;
                 strings(K::RegexReplace { pattern, replacement })
             }
+            RawOp::NormalizeText(o) => {
+                let n = self.text_normalizer(path, o, files);
+                let fits = self.strings_input(path, ins);
+                n.filter(|_| fits).map(|n| strings(K::NormalizeText(Arc::new(n))))?
+            }
             RawOp::Slice(o) => {
                 if o.start.is_none() && o.end.is_none() {
                     self.error(format!("{path}.start"), "give start, end or both (characters; negative from the end)");
@@ -407,6 +412,96 @@ impl Checker {
         let inputs_ok = self.inputs_fit(e, ins, Need::IdsOrStrings, 2..=2);
         let method = method.filter(|_| inputs_ok && !separator.is_empty())?;
         Some(dense(K::Overlap { method, separator, default }, DataType::F32, vec![1]))
+    }
+
+    /// `normalize_text`: FG's option names, each once, one case at most;
+    /// `TEXT_FILTER` with the file of stop characters it removes.
+    fn text_normalizer(
+        &mut self,
+        path: &str,
+        o: &entries::NormalizeText,
+        files: Files<'_>,
+    ) -> Option<crate::ops::TextNormalizer> {
+        const NAMES: &str =
+            "TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_FILTER, TEXT_REMOVE_SPACE, TEXT_SPLITCHRS";
+        let mut n = crate::ops::TextNormalizer::default();
+        let options = o.options.as_deref().unwrap_or_default();
+        if options.is_empty() {
+            self.error(format!("{path}.options"), format!("missing; give some of {NAMES}"));
+        }
+        let mut filter = false;
+        let mut ok = true;
+        for (i, option) in options.iter().enumerate() {
+            let at = format!("{path}.options[{i}]");
+            if options[..i].contains(option) {
+                self.error(at, format!("{option} is given twice"));
+                ok = false;
+                continue;
+            }
+            match option.as_str() {
+                "TEXT_LOWER2UPPER" | "TEXT_UPPER2LOWER" if n.upper.is_some() => {
+                    self.error(at, "TEXT_LOWER2UPPER and TEXT_UPPER2LOWER undo each other; give one");
+                    ok = false;
+                }
+                "TEXT_LOWER2UPPER" => n.upper = Some(true),
+                "TEXT_UPPER2LOWER" => n.upper = Some(false),
+                "TEXT_SBC2DBC" => n.sbc2dbc = true,
+                "TEXT_FILTER" => filter = true,
+                "TEXT_REMOVE_SPACE" => n.remove_space = true,
+                "TEXT_SPLITCHRS" => n.split_chars = true,
+                "TEXT_CHT2CHS" => {
+                    self.error(at, "needs FG's table of traditional to simplified characters, which fex does not ship");
+                    ok = false;
+                }
+                other => {
+                    self.error(at, format!("found {other:?}, expected one of {NAMES}"));
+                    ok = false;
+                }
+            }
+        }
+        if n.remove_space && n.split_chars {
+            self.error(
+                format!("{path}.options"),
+                "TEXT_SPLITCHRS puts spaces that TEXT_REMOVE_SPACE takes out; give one",
+            );
+            ok = false;
+        }
+        match (filter, o.stop_chars.as_deref()) {
+            (true, None) => {
+                self.error(format!("{path}.stop_chars"), "missing; TEXT_FILTER removes the characters of this file");
+                ok = false;
+            }
+            (false, Some(_)) => {
+                self.error(format!("{path}.stop_chars"), "is for TEXT_FILTER");
+                ok = false;
+            }
+            (true, Some(file)) => {
+                let path_of = files.base_dir.join(file);
+                let read = files.source.read(&path_of).map_err(|e| format!("cannot read {}: {e}", path_of.display()));
+                let parsed = read.and_then(|bytes| {
+                    let chars = crate::ops::TextNormalizer::stop_chars(&bytes)
+                        .map_err(|e| format!("{} {e}", path_of.display()))?;
+                    Ok((chars, crate::ops::digest(&bytes)))
+                });
+                match parsed {
+                    Ok((chars, digest)) => {
+                        self.files.push((path_of, digest));
+                        n.stop_chars = Some((chars, digest));
+                    }
+                    Err(message) => {
+                        self.error(format!("{path}.stop_chars"), message);
+                        ok = false;
+                    }
+                }
+            }
+            (false, None) => {}
+        }
+        n.max_length = o.max_length.map(|m| m as usize);
+        if o.max_length == Some(0) {
+            self.error(format!("{path}.max_length"), "found 0, expected at least 1 (characters kept)");
+            ok = false;
+        }
+        ok.then_some(n)
     }
 
     /// Parses and checks the expression against its inputs' names and widths.

@@ -51,6 +51,7 @@ pub(in crate::config) enum RawOp {
     Tokenize(entries::Tokenize),
     RegexReplace(entries::RegexReplace),
     Slice(entries::Slice),
+    NormalizeText(entries::NormalizeText),
 }
 
 /// One feature mapping being read into its struct.
@@ -132,6 +133,7 @@ impl Parsed<'_> {
             "tokenize" => RawOp::Tokenize(self.read(&owner)),
             "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
             "slice" => RawOp::Slice(self.read(&owner)),
+            "normalize_text" => RawOp::NormalizeText(self.read(&owner)),
             other => {
                 self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));
                 return None;

@@ -124,6 +124,7 @@ entry!(Tokenize, op, [input: String], { file: String, splits: String });
 entry!(KvDot, op, [inputs: Vec<String>], { separator: String, kv_delimiter: String });
 entry!(Overlap, op, [inputs: Vec<String>], { method: String, separator: String, default: f64 });
 entry!(RegexReplace, op, [input: String], { pattern: String, replacement: String });
+entry!(NormalizeText, op, [input: String], { options: Vec<String>, stop_chars: String, max_length: u64 });
 entry!(Slice, op, [input: String], { start: i64, end: i64 });
 entry!(Expr, op, [input: String, inputs: Vec<String>], { expression: String, dtype: String });
 entry!(MultiHot, op, [inputs: Vec<String>], { num_embeddings: Vec<u64>, min_table_size: u64, multi_hot_size: u64 });
