@@ -147,6 +147,13 @@ fn request() -> Vec<u8> {
         // from a pool of 64, for `overlap`.
         list("query", true, |_| string(words(r, 4))),
         list("title", false, |_| string(words(r, 12))),
+        // Each item's weighted tags for `hash` with `weighted: true`: 4
+        // `word:weight` parts.
+        list("item_tag_weights", false, |_| {
+            let parts: Vec<String> =
+                (0..4).map(|_| format!("w{}:{}", r.random_range(0..64), r.random_range(1..100) as f32 / 10.0)).collect();
+            string(parts.join("\u{1d}"))
+        }),
         list("__LABEL__", false, |_| {
             feature(Type::FloatList(pb::FloatList { value: vec![r.random_range(0..2) as f32] }))
         }),
@@ -160,12 +167,16 @@ fn words(rng: &mut ChaCha8Rng, n: usize) -> String {
     words.join("\u{1d}")
 }
 
-/// `item_ids.txt` and `categories.txt`: the first `VOCAB` of each pool.
+/// `item_ids.txt` and `categories.txt`: the first `VOCAB` of each pool; and
+/// `bpe.json`, the tests' tokenizer.
 fn write_vocabularies(dir: &Path) {
     let ids: String = (0..VOCAB as u64).map(|k| format!("{}\n", item_id(k))).collect();
     let cats: String = (0..VOCAB as u64).map(|k| format!("{}\n", category(k))).collect();
     std::fs::write(dir.join("item_ids.txt"), ids).expect("write vocabulary");
     std::fs::write(dir.join("categories.txt"), cats).expect("write vocabulary");
+    // The tests' byte-level BPE tokenizer (tests/fixtures/tokenizer).
+    let bpe = include_bytes!("../tests/fixtures/tokenizer/bpe.json");
+    std::fs::write(dir.join("bpe.json"), bpe).expect("write tokenizer");
 }
 
 // ---------------------------------------------------------------------------
@@ -185,6 +196,7 @@ const SOURCES: &[&str] = &[
     "{name: user_kkv, kind: string, shared: once",
     "{name: query, kind: string, shared: once",
     "{name: title, kind: string",
+    "{name: item_tag_weights, kind: string",
     "{name: click_seq, kind: sequence, dtype: i64, max_len: 20, width: 1",
     "{name: req_time, kind: line_id, field: req_time",
     "{name: label, kind: label",
@@ -238,6 +250,16 @@ const OPS: &[(&str, &str)] = &[
     ("match_all", "{name: op, op: match, inputs: [user_kkv, ALL, category]}"),
     ("overlap_ratio", "{name: op, op: overlap, inputs: [query, title], method: query_common_ratio}"),
     ("overlap_contain", "{name: op, op: overlap, inputs: [query, title], method: is_contain}"),
+    ("kv_dot", "{name: op, op: kv_dot, inputs: [query, title]}"),
+    ("bool_mask", "{name: op, op: bool_mask, inputs: [item_tags, item_tags]}"),
+    ("hash_weighted", "{name: op, op: hash, input: item_tag_weights, buckets: 1000003, weighted: true}"),
+    ("tokenize", "{name: op, op: tokenize, input: title, file: bpe.json}"),
+    (
+        "normalize_text",
+        "{name: op, op: normalize_text, input: title, options: [TEXT_LOWER2UPPER, TEXT_SBC2DBC]}",
+    ),
+    ("seq_hash", "{name: op, op: hash, input: click_seq, buckets: 1000003}"),
+    ("seq_lookup", "{name: op, op: lookup, inputs: [user_cate_cnt, click_seq]}"),
     ("regex_replace", "{name: op, op: regex_replace, input: category, pattern: \"[0-9]+\", replacement: \"#\"}"),
     ("slice", "{name: op, op: slice, input: category, start: -3}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),

@@ -57,7 +57,7 @@ pub(super) fn apply(
             let text = String::from_utf8_lossy(bytes);
             // A panic in the tokenizer is this row's error, not the process's.
             let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                t.tokenizer.encode(text.as_ref(), false).map_err(|e| e.to_string())
+                t.tokenizer.encode_fast(text.as_ref(), false).map_err(|e| e.to_string())
             }))
             .unwrap_or_else(|_| Err("it panicked".to_string()));
             let encoding = encoded.map_err(|e| {
