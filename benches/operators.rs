@@ -150,8 +150,9 @@ fn request() -> Vec<u8> {
         // Each item's weighted tags for `hash` with `weighted: true`: 4
         // `word:weight` parts.
         list("item_tag_weights", false, |_| {
-            let parts: Vec<String> =
-                (0..4).map(|_| format!("w{}:{}", r.random_range(0..64), r.random_range(1..100) as f32 / 10.0)).collect();
+            let parts: Vec<String> = (0..4)
+                .map(|_| format!("w{}:{}", r.random_range(0..64), r.random_range(1..100) as f32 / 10.0))
+                .collect();
             string(parts.join("\u{1d}"))
         }),
         list("__LABEL__", false, |_| {
@@ -254,10 +255,7 @@ const OPS: &[(&str, &str)] = &[
     ("bool_mask", "{name: op, op: bool_mask, inputs: [item_tags, item_tags]}"),
     ("hash_weighted", "{name: op, op: hash, input: item_tag_weights, buckets: 1000003, weighted: true}"),
     ("tokenize", "{name: op, op: tokenize, input: title, file: bpe.json}"),
-    (
-        "normalize_text",
-        "{name: op, op: normalize_text, input: title, options: [TEXT_LOWER2UPPER, TEXT_SBC2DBC]}",
-    ),
+    ("normalize_text", "{name: op, op: normalize_text, input: title, options: [TEXT_LOWER2UPPER, TEXT_SBC2DBC]}"),
     ("seq_hash", "{name: op, op: hash, input: click_seq, buckets: 1000003}"),
     ("seq_lookup", "{name: op, op: lookup, inputs: [user_cate_cnt, click_seq]}"),
     ("regex_replace", "{name: op, op: regex_replace, input: category, pattern: \"[0-9]+\", replacement: \"#\"}"),

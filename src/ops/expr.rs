@@ -873,13 +873,7 @@ thread_local! {
 
 /// Runs `e` over the inputs' rows into `out` (dense, reset by the caller).
 pub(super) fn apply(e: &Expr, inputs: Inputs<'_>, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    SCRATCH.with(|cell| {
-        let Ok(mut scratch) = cell.try_borrow_mut() else {
-            // Only a re-entrant call finds it taken; it works on its own.
-            return apply_with(&mut Scratch::default(), e, inputs, out, rows);
-        };
-        apply_with(&mut scratch, e, inputs, out, rows)
-    })
+    super::rows::with_scratch(&SCRATCH, |scratch| apply_with(scratch, e, inputs, out, rows))
 }
 
 fn apply_with(

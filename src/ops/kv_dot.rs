@@ -114,18 +114,7 @@ pub(super) fn apply(
     (separator, kv): (&[u8], u8),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    SCRATCH.with(|cell| {
-        let (mut guard, mut fresh);
-        let s: &mut Scratch = match cell.try_borrow_mut() {
-            Ok(g) => {
-                guard = g;
-                &mut guard
-            }
-            Err(_) => {
-                fresh = Scratch::default();
-                &mut fresh
-            }
-        };
+    super::rows::with_scratch(&SCRATCH, |s| {
         for r in 0..rows {
             if r == 0 || query.rows() != 1 {
                 s.query.fill(query, r, separator, kv);

@@ -41,18 +41,7 @@ pub(super) fn apply(
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
-    BITS.with(|cell| {
-        let (mut guard, mut fresh);
-        let bits: &mut Vec<bool> = match cell.try_borrow_mut() {
-            Ok(g) => {
-                guard = g;
-                &mut guard
-            }
-            Err(_) => {
-                fresh = Vec::new();
-                &mut fresh
-            }
-        };
+    super::rows::with_scratch(&BITS, |bits| {
         for r in 0..rows {
             mask_of(mask, r, separator, bits);
             let mut at = 0;

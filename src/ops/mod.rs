@@ -202,6 +202,24 @@ pub enum TransformKind {
     },
 }
 
+impl TransformKind {
+    /// Element by element over numbers (`numeric::eval`).
+    fn is_numeric(&self) -> bool {
+        use TransformKind::*;
+        matches!(
+            self,
+            Ln { .. }
+                | Clip { .. }
+                | ZScore { .. }
+                | MinMax { .. }
+                | Bucketize { .. }
+                | Cast
+                | Scale { .. }
+                | Pow { .. }
+        )
+    }
+}
+
 /// Runs `t` on `inputs` into `out` (already reset by the caller), for the
 /// output called `name`; returns whether the result is a SHARED row returned
 /// once (all its inputs are).
@@ -219,17 +237,7 @@ pub(crate) fn apply(
     // A sequence through an id-to-id or a numeric operator: value by value,
     // the positions kept.
     if inputs.len() == 1 && ids::is_sequence(input(0)) {
-        if matches!(
-            t.kind,
-            Ln { .. }
-                | Clip { .. }
-                | ZScore { .. }
-                | MinMax { .. }
-                | Bucketize { .. }
-                | Cast
-                | Scale { .. }
-                | Pow { .. }
-        ) {
+        if t.kind.is_numeric() {
             numeric::apply_positions(&t.kind, input(0), out)?;
             return Ok(shared);
         }
@@ -295,6 +303,8 @@ pub(crate) fn apply(
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_ids(input(0), keys, out, rows, *buckets)
         }
+        // The kinds `is_numeric` names, listed so that a new kind must be
+        // placed here or above.
         Ln { .. }
         | Clip { .. }
         | ZScore { .. }

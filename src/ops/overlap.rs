@@ -127,18 +127,7 @@ pub(super) fn apply(
     (separator, default): (&[u8], f64),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    SCRATCH.with(|cell| {
-        let (mut guard, mut fresh);
-        let s: &mut Scratch = match cell.try_borrow_mut() {
-            Ok(g) => {
-                guard = g;
-                &mut guard
-            }
-            Err(_) => {
-                fresh = Scratch::default();
-                &mut fresh
-            }
-        };
+    super::rows::with_scratch(&SCRATCH, |s| {
         // A side of one row (a SHARED query, most often) is split once.
         for r in 0..rows {
             if r == 0 || query.rows() != 1 {

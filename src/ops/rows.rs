@@ -22,3 +22,16 @@ pub(super) fn common(inputs: super::Inputs<'_>) -> Result<usize, ExtractError> {
 pub(super) fn row_of(c: &Column, r: usize) -> usize {
     if c.rows() == 1 { 0 } else { r }
 }
+
+/// Runs `f` on this thread's scratch of one operator (buffers kept from
+/// call to call, so steady state allocates nothing); a re-entrant call,
+/// which finds it taken, works on scratch of its own.
+pub(super) fn with_scratch<T: Default + 'static, R>(
+    key: &'static std::thread::LocalKey<std::cell::RefCell<T>>,
+    f: impl FnOnce(&mut T) -> R,
+) -> R {
+    key.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => f(&mut scratch),
+        Err(_) => f(&mut T::default()),
+    })
+}
