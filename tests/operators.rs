@@ -368,3 +368,32 @@ fn kv_dot_over_a_batch_agrees_with_a_map() {
         }
     });
 }
+
+/// `tokenize` keeps each thread's recent strings and their ids: a string
+/// that comes again, and the same strings through another tokenizer in
+/// turn on one thread, give what a first encoding gives (the cache is keyed
+/// by the tokenizer file's digest as well as the bytes).
+#[test]
+fn tokenize_answers_from_its_cache_as_from_the_tokenizer() {
+    let word_level = br#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],"normalizer":null,
+        "pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,
+        "model":{"type":"WordLevel","vocab":{"red":0,"running":1,"shoes":2,"[UNK]":3},"unk_token":"[UNK]"}}"#;
+    let bpe = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizer/bpe.json")).unwrap();
+    let plan_with = |bytes: &[u8]| {
+        let mut files = fex::files::InMemory::new();
+        files.insert("t.json", bytes.to_vec());
+        let yaml = "name: t\nfeatures:\n  - {name: s, kind: string, output: false}\n  - {name: ids, op: tokenize, input: s, file: t.json}\n";
+        Plan::from_yaml_with(yaml, std::path::Path::new("."), &files).unwrap()
+    };
+    let (a, b) = (plan_with(&bpe), plan_with(word_level));
+    let sample = batch(
+        "batch_size: 3\nlists:\n  - name: s\n    features: [{bytes_list: [\"red running shoes\"]}, {bytes_list: [\"red running shoes\"]}, {bytes_list: [\"blue\"]}]",
+    );
+    let rows = |p: &Plan| get(&run(p, &sample), "ids").ragged_u64();
+    let first = (rows(&a), rows(&b));
+    assert_eq!(first.1, [vec![0, 1, 2], vec![0, 1, 2], vec![3]], "the word-level tokenizer's own ids");
+    assert_eq!(first.0[0], [82, 267, 282, 280], "the BPE's ids (tests/corpus/op_tokenize_gives_token_ids.yaml)");
+    for _ in 0..3 {
+        assert_eq!((rows(&a), rows(&b)), first, "answers from the cache, tokenizers in turn");
+    }
+}

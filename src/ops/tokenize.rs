@@ -3,7 +3,8 @@
 //! tokenizers-cpp) into its token ids, without special tokens; ragged ids.
 //! A string that is not UTF-8 is read with each bad sequence replaced by
 //! U+FFFD, as `String::from_utf8_lossy` does; an empty string gives an
-//! empty row.
+//! empty row. Each thread keeps the ids of the strings it tokenized lately
+//! (`Cache`): the ids are a function of the tokenizer file and the bytes.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,47 @@ impl TokenizerFile {
     }
 }
 
+/// Strings a thread tokenized lately and their ids, for strings that come
+/// again (an item's title in request after request): a hit costs a hash and
+/// a comparison instead of the tokenizer's hundreds of thousands of
+/// instructions. Keyed by the tokenizer's digest and the string's bytes;
+/// emptied whole when it holds `CACHED` strings or `CACHED_BYTES`.
+#[derive(Default)]
+struct Cache {
+    /// XXH64 of the bytes, seeded with the tokenizer's digest → entries.
+    entries: rustc_hash::FxHashMap<u64, Vec<Cached>>,
+    strings: usize,
+    bytes: usize,
+}
+
+/// A cached string: the tokenizer's digest, the bytes, their ids.
+type Cached = (u64, Box<[u8]>, Box<[u32]>);
+
+const CACHED: usize = 16_384;
+const CACHED_BYTES: usize = 8 << 20;
+
+impl Cache {
+    fn get(&self, digest: u64, key: u64, text: &[u8]) -> Option<&[u32]> {
+        let bucket = self.entries.get(&key)?;
+        bucket.iter().find(|(d, t, _)| *d == digest && **t == *text).map(|(_, _, ids)| &ids[..])
+    }
+
+    fn put(&mut self, digest: u64, key: u64, text: &[u8], ids: &[u32]) {
+        let size = text.len() + 4 * ids.len();
+        if self.strings >= CACHED || self.bytes + size > CACHED_BYTES {
+            self.entries.clear();
+            (self.strings, self.bytes) = (0, 0);
+        }
+        self.entries.entry(key).or_default().push((digest, text.into(), ids.into()));
+        self.strings += 1;
+        self.bytes += size;
+    }
+}
+
+thread_local! {
+    static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(Cache::default());
+}
+
 /// Each row's token ids.
 pub(super) fn apply(
     t: &TokenizerFile,
@@ -51,22 +93,34 @@ pub(super) fn apply(
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
-    for r in 0..rows {
-        let bytes = string_at(input, r);
-        if !bytes.is_empty() {
-            let text = String::from_utf8_lossy(bytes);
-            // A panic in the tokenizer is this row's error, not the process's.
-            let encoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                t.tokenizer.encode_fast(text.as_ref(), false).map_err(|e| e.to_string())
-            }))
-            .unwrap_or_else(|_| Err("it panicked".to_string()));
-            let encoding = encoded.map_err(|e| {
-                let message = format!("row {r}: the tokenizer {} failed: {e}", t.path.display());
-                ExtractError::from(ErrorKind::Operator { name: name.to_string(), message })
-            })?;
-            encoding.get_ids().iter().for_each(|&id| o.values.push_i64(i64::from(id)));
+    super::rows::with_scratch(&CACHE, |cache| {
+        for r in 0..rows {
+            let bytes = string_at(input, r);
+            if !bytes.is_empty() {
+                let key = xxhash_rust::xxh64::xxh64(bytes, t.digest);
+                if let Some(ids) = cache.get(t.digest, key, bytes) {
+                    ids.iter().for_each(|&id| o.values.push_i64(i64::from(id)));
+                } else {
+                    let ids = encode(t, bytes).map_err(|e| {
+                        let message = format!("row {r}: the tokenizer {} failed: {e}", t.path.display());
+                        ExtractError::from(ErrorKind::Operator { name: name.to_string(), message })
+                    })?;
+                    ids.iter().for_each(|&id| o.values.push_i64(i64::from(id)));
+                    cache.put(t.digest, key, bytes, &ids);
+                }
+            }
+            o.splits.push(o.values.len())?;
         }
-        o.splits.push(o.values.len())?;
-    }
-    Ok(())
+        Ok(())
+    })
+}
+
+/// One string's ids; a panic in the tokenizer is this string's error, not
+/// the process's.
+fn encode(t: &TokenizerFile, bytes: &[u8]) -> Result<Vec<u32>, String> {
+    let text = String::from_utf8_lossy(bytes);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        t.tokenizer.encode_fast(text.as_ref(), false).map(|e| e.get_ids().to_vec()).map_err(|e| e.to_string())
+    }))
+    .unwrap_or_else(|_| Err("it panicked".to_string()))
 }
