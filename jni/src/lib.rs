@@ -335,3 +335,41 @@ mod tests {
         assert!(e.message.starts_with("logged request: "), "{}", e.message);
     }
 }
+
+/// The library's thread-local block, which the dynamic loader must place in
+/// the static TLS space of a JVM that `dlopen`s it (the library has
+/// initial-exec accesses, so its block is static). That space is small and
+/// shared: RocksDB's JNI library takes its part in the same TaskManager,
+/// and a block that grew by a few hundred bytes (operator scratch held in
+/// thread-locals by value) made loading fail with "cannot allocate memory
+/// in static TLS block". Scratch is boxed now (`ops::rows::Scratch`); this
+/// holds the block under a budget.
+#[cfg(test)]
+mod tls {
+    /// Bytes of thread-local storage the loaded library may ask for.
+    const BUDGET: u64 = 512;
+
+    /// The memory size of the ELF's PT_TLS segment (0 without one).
+    fn tls_size(elf: &[u8]) -> u64 {
+        let u16_at = |at: usize| u16::from_le_bytes([elf[at], elf[at + 1]]) as usize;
+        let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().expect("8 bytes"));
+        assert_eq!(&elf[..5], b"\x7fELF\x02", "a 64-bit ELF");
+        let (phoff, phentsize, phnum) = (u64_at(0x20) as usize, u16_at(0x36), u16_at(0x38));
+        (0..phnum)
+            .map(|i| phoff + i * phentsize)
+            .find(|&ph| u32::from_le_bytes(elf[ph..ph + 4].try_into().expect("4 bytes")) == 7)
+            .map_or(0, |ph| u64_at(ph + 0x28))
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_thread_local_block_stays_small() {
+        // target/<profile>/deps/<this test> → target/<profile>/libfex_jni.so
+        let exe = std::env::current_exe().expect("the test's path");
+        let lib = exe.parent().and_then(|d| d.parent()).expect("target/<profile>").join("libfex_jni.so");
+        let elf = std::fs::read(&lib)
+            .unwrap_or_else(|e| panic!("{}: {e} (build it first: cargo build -p fex-jni)", lib.display()));
+        let size = tls_size(&elf);
+        assert!(size <= BUDGET, "{} asks for {size} bytes of static TLS, over {BUDGET}", lib.display());
+    }
+}

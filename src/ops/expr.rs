@@ -868,7 +868,7 @@ impl Scratch {
 }
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
 }
 
 /// Runs `e` over the inputs' rows into `out` (dense, reset by the caller).

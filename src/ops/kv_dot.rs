@@ -101,7 +101,7 @@ struct Scratch {
 }
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
 }
 
 /// The dot product of each row's two vectors; dense `[rows, 1]`. A side of

@@ -201,7 +201,7 @@ impl<'m> Finder<'m> {
 }
 
 thread_local! {
-    static INDEX: std::cell::RefCell<Index> = std::cell::RefCell::new(Index::default());
+    static INDEX: super::rows::Scratch<Index> = const { std::cell::RefCell::new(None) };
 }
 
 /// Calls `each(row, finder)` for every row: through an index when one map
@@ -212,8 +212,9 @@ fn rows_of(map: &Column, rows: usize, mut each: impl FnMut(usize, &Finder<'_>)) 
         let m = string_at(map, 0);
         INDEX.with(|cell| match cell.try_borrow_mut() {
             Ok(mut index) => {
+                let index = index.get_or_insert_with(Box::default);
                 index.build(m);
-                let finder = Finder::Indexed(m, &index);
+                let finder = Finder::Indexed(m, index);
                 (0..rows).for_each(|r| each(r, &finder));
             }
             Err(_) => (0..rows).for_each(|r| each(r, &Finder::Scan(m))),
@@ -388,8 +389,9 @@ fn match_rows(map: &Column, keys: &MatchKeys<'_>, rows: usize, mut row: impl FnM
         let m = string_at(map, 0);
         INDEX.with(|cell| match cell.try_borrow_mut() {
             Ok(mut index) => {
+                let index = index.get_or_insert_with(Box::default);
                 index.build_with(m, b'|', b'^', false);
-                let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match_in(m, Some(&index), keys, r, f);
+                let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match_in(m, Some(&*index), keys, r, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }
             Err(_) => {

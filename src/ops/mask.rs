@@ -28,7 +28,7 @@ fn mask_of(mask: &Column, r: usize, separator: &[u8], bits: &mut Vec<bool>) {
 }
 
 thread_local! {
-    static BITS: std::cell::RefCell<Vec<bool>> = const { std::cell::RefCell::new(Vec::new()) };
+    static BITS: super::rows::Scratch<Vec<bool>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Ragged ids: each row's values where its mask is true, in order.

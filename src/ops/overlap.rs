@@ -113,7 +113,7 @@ struct Scratch {
 }
 
 thread_local! {
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
 }
 
 /// `method` over each row of `query` and `title` (strings or ids; a column of

@@ -80,7 +80,7 @@ impl Cache {
 }
 
 thread_local! {
-    static CACHE: std::cell::RefCell<Cache> = std::cell::RefCell::new(Cache::default());
+    static CACHE: super::rows::Scratch<Cache> = const { std::cell::RefCell::new(None) };
 }
 
 /// Each row's token ids.
