@@ -66,7 +66,7 @@ pub(super) fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl Fn
     let signed = keys.values().is_some_and(|v| v.dtype() != DataType::U64);
     let mut text = [0u8; 20];
     for &id in row_ids(keys, r) {
-        let n = if signed { decimal_i64(id as i64, &mut text) } else { decimal_u64(id, &mut text) };
+        let n = decimal(id, signed, &mut text);
         f(&text[text.len() - n..]);
     }
 }
@@ -272,7 +272,7 @@ pub(super) fn values_positions(
         for p in k.splits.get(r)..k.splits.get(r + 1) {
             let (mut n, mut acc) = (0usize, 0.0f64);
             for &id in k.values.ids(p * width..(p + 1) * width) {
-                let len = if signed { decimal_i64(id as i64, &mut text) } else { decimal_u64(id, &mut text) };
+                let len = decimal(id, signed, &mut text);
                 if let Some(x) = find.number(&text[text.len() - len..]) {
                     acc = combine(combiner, n, acc, x);
                     n += 1;
