@@ -31,6 +31,17 @@ fex_python_env() {
     fi
     PY="$venv/bin/python"
     export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+    # A venv that already holds exactly these requirement files (a stamp
+    # named by a digest of their text, made after every install succeeded)
+    # is not resolved again: a run costs no pip resolution, and what a
+    # caller removed after installing (test.sh removes torch's Triton
+    # compiler) stays removed. Delete the venv, or its .fex-requirements-*
+    # stamps, to install afresh.
+    local stamp
+    stamp="$venv/.fex-requirements-$(cat "$@" | sha256sum | cut -c1-16)"
+    if [ -e "$stamp" ]; then
+        return 0
+    fi
     local req
     # --no-compile: pip would byte-compile all 13,500 modules of these
     # packages (TensorFlow, torch, Spark) one after another; a module is
@@ -38,6 +49,7 @@ fex_python_env() {
     for req in "$@"; do
         "$PY" -m pip install --quiet --no-compile -r "$req"
     done
+    touch "$stamp"
 }
 
 fex_make_venv() {

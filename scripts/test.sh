@@ -8,9 +8,27 @@ cd "$(dirname "$0")/.."
 SUITE_START=$SECONDS
 STEP_START=$SECONDS
 took() {
-    echo "test.sh: $1: $((SECONDS - STEP_START)) s ($((SECONDS - SUITE_START)) s in all)" >&2
+    echo "test.sh: $1: $((SECONDS - STEP_START)) s ($((SECONDS - SUITE_START)) s in all; $(free_disk) free)" >&2
     STEP_START=$SECONDS
 }
+
+# The suite needs about 11 GB of disk under target/ (the test virtualenv
+# with torch's CUDA libraries and TensorFlow about 6.8, the dev build about
+# 4); a CI run once died of a full disk halfway through the build. Each
+# step's line says what is left, and a start with too little says so first.
+free_disk() {
+    df -Ph . | awk 'NR == 2 { print $4 }'
+}
+FREE_KB=$(df -Pk . | awk 'NR == 2 { print $4 }')
+if [ "${FREE_KB:-0}" -lt $((12 * 1024 * 1024)) ]; then
+    echo "test.sh: warning: $(free_disk) of disk free here; the suite needs about 11 GB under target/" >&2
+fi
+
+# The workspace is built once from scratch: incremental compilation's cache
+# would only take disk (1.4 GB), and the test binaries' line tables (a third
+# of each binary, 1.1 GB over the suite's sixty) are not needed for a panic's
+# message and location, which the tests print either way.
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_STRIP=debuginfo
 
 if ! command -v cargo >/dev/null; then
     echo "cargo is required (https://rustup.rs)" >&2
@@ -26,6 +44,12 @@ fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt
 # TorchRec without its requirements: they name fbgemm-gpu's GPU build, and
 # requirements-torch.txt has the CPU one (and torchrec's other imports).
 "$PY" -m pip install --quiet --no-deps torchrec==1.9.2
+# torch requires OpenAI's Triton compiler (900 MB) for torch.compile on a
+# GPU; nothing here compiles, and torch, fbgemm-gpu and TorchRec import
+# without it.
+if "$PY" -m pip show --quiet triton >/dev/null 2>&1; then
+    "$PY" -m pip uninstall --quiet --yes triton
+fi
 took "python test venv"
 
 # Formatting is part of the contract: fail early and cheaply.
