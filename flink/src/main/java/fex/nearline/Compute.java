@@ -53,7 +53,7 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
         } catch (FexException e) {
             ctx.output(LabelJoin.MANIFEST, new Json().where(j.source, j.index, j.offset).put("kind", Parse.BAD_REQUEST)
                     .put("request_id", j.requestId).put("user_id", j.userId).put("error", Parse.clip(e.getMessage()))
-                    .toString());
+                    .bytes());
             return;
         }
         rows.inc(c.rowsWritten());
@@ -65,6 +65,6 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
         }
         out.collect(new Keyed(j.userId, c.joined()));
         ctx.output(SAMPLES, new Keyed(j.userId, c.samples()));
-        ctx.output(LabelJoin.MANIFEST, line.toString());
+        ctx.output(LabelJoin.MANIFEST, line.bytes());
     }
 }

@@ -16,7 +16,6 @@ import java.util.Map;
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.serialization.Encoder;
-import org.apache.flink.api.common.serialization.SimpleStringEncoder;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.file.sink.FileSink;
@@ -356,14 +355,14 @@ public final class Job {
         String out = location(o.out).replaceAll("/+$", "");
         outputs.joined.sinkTo(sink(out + "/joined", new RawBytesEncoder(), ".pb")).name("joined");
         outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples");
-        outputs.manifest.sinkTo(sink(out + "/manifest", new SimpleStringEncoder<>(), ".jsonl")).name("manifest");
-        outputs.corrections.sinkTo(sink(out + "/corrections", new SimpleStringEncoder<>(), ".jsonl"))
+        outputs.manifest.sinkTo(sink(out + "/manifest", new LineEncoder(), ".jsonl")).name("manifest");
+        outputs.corrections.sinkTo(sink(out + "/corrections", new LineEncoder(), ".jsonl"))
                 .name("corrections");
         return env;
     }
 
-    private static Keyed unkeyed(String line) {
-        return new Keyed(null, line.getBytes(StandardCharsets.UTF_8));
+    private static Keyed unkeyed(byte[] line) {
+        return new Keyed(null, line);
     }
 
     /**
@@ -415,8 +414,8 @@ public final class Job {
 
     /** What the join writes: joined and sample records (framed bytes), manifest and correction lines. */
     public record Outputs(
-            DataStream<Keyed> joined, DataStream<Keyed> samples, DataStream<String> manifest,
-            DataStream<String> corrections) {}
+            DataStream<Keyed> joined, DataStream<Keyed> samples, DataStream<byte[]> manifest,
+            DataStream<byte[]> corrections) {}
 
     /**
      * The join of request and action events (parsed, with watermarks; bad records as {@link Event#BAD} events): the
@@ -437,7 +436,7 @@ public final class Job {
                 .name("label join");
         SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir),
                 TypeInformation.of(Keyed.class)).name("sample computation");
-        DataStream<String> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(
+        DataStream<byte[]> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(
                 joined.getSideOutput(LabelJoin.MANIFEST),
                 goodRequests.getSideOutput(LabelJoin.MANIFEST),
                 goodActions.getSideOutput(LabelJoin.MANIFEST));

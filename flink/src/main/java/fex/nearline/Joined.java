@@ -15,7 +15,7 @@ public class Joined {
     public int[] rowLengths;
     public int[] actions;
     /** The joined actions as a JSON array, for the manifest. */
-    public String joinedJson;
+    public byte[] joinedJson;
     public boolean lateRequest;
     public String source = "";
     public long index = -1;

@@ -48,8 +48,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private static final long serialVersionUID = 1L;
 
     public static final long END_OF_TIME = Long.MAX_VALUE;
-    public static final OutputTag<String> MANIFEST = new OutputTag<>("manifest", Types.STRING);
-    public static final OutputTag<String> CORRECTIONS = new OutputTag<>("corrections", Types.STRING);
+    /** Manifest and correction lines: UTF-8 JSON, one object per line, without the line end. */
+    public static final OutputTag<byte[]> MANIFEST =
+            new OutputTag<>("manifest", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
+    public static final OutputTag<byte[]> CORRECTIONS =
+            new OutputTag<>("corrections", PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
 
     // Kinds of manifest lines.
     public static final String EMITTED = "emitted";
@@ -74,6 +77,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         public long nextEvent = END_OF_TIME;
         /** The earliest time something is to be forgotten. */
         public long nextCleanup = END_OF_TIME;
+        /**
+         * Streaming only, not encoded: the user's held actions by request id, in the order they came, as {@code held}
+         * has them, or null when not on the heap (a user read back from state). Kept while the user is cached, so
+         * an emission neither reads nor decodes the list; every change is still written through to {@code held}.
+         */
+        transient Map<String, List<Action>> heldBy;
 
         public Waiting() {}
 
@@ -271,6 +280,27 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         return w == NOTHING ? null : w;
     }
 
+    /**
+     * A user with nothing waiting (no {@code waiting} value) has nothing held either: holding an action stores
+     * {@code waiting} (its cleanup time), and the state is cleared only when nothing is held. So the new value starts
+     * with its held actions known, and empty, when streaming.
+     */
+    private Waiting fresh() {
+        Waiting w = new Waiting();
+        if (cache != null) {
+            w.heldBy = new TreeMap<>();
+        }
+        return w;
+    }
+
+    /** Appends an action to the user's held ones (state, and the heap when they are known there). */
+    private void hold(Waiting w, Action a) throws Exception {
+        held.add(a.encode());
+        if (w.heldBy != null) {
+            w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(a);
+        }
+    }
+
     private void store(String user, Waiting w) throws Exception {
         waiting.update(w.encode());
         if (cache != null) {
@@ -298,7 +328,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         String user = ctx.getCurrentKey();
         Waiting w = load(user);
         if (w == null) {
-            w = new Waiting();
+            w = fresh();
         }
         if (Event.REQUEST.equals(event.kind)) {
             Request r = event.request;
@@ -306,7 +336,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 // The first copy stands; a duplicate is reported and counts toward nothing.
                 counters.get("duplicate_requests").inc();
                 ctx.output(MANIFEST, new Json().where(r).put("kind", DUPLICATE).put("request_id", r.requestId)
-                        .put("user_id", r.userId).toString());
+                        .put("user_id", r.userId).bytes());
                 return;
             }
             bodies.put(r.requestId, r);
@@ -326,7 +356,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
         Action a = event.action;
         if (w.has(a.requestId)) {
-            held.add(a.encode());
+            hold(w, a);
             return;
         }
         Long at = emittedAt(user, a.requestId);
@@ -340,7 +370,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return;
         }
         // Waits for its request at most `retention`: forgotten once the watermark is past that.
-        held.add(a.encode());
+        hold(w, a);
         long forget = forgetAfter(a.eventTime);
         long horizon = w.horizon();
         if (forget < w.nextCleanup) {
@@ -367,8 +397,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private void late(List<Action> late, String reason, long emittedMs, Context ctx) {
         for (Action a : late) {
             counters.get("late_actions").inc();
-            String line = new Json().action(a).put("kind", LATE).put("reason", reason).put("emitted_at", emittedMs)
-                    .toString();
+            byte[] line = new Json().action(a).put("kind", LATE).put("reason", reason).put("emitted_at", emittedMs)
+                    .bytes();
             ctx.output(MANIFEST, line);
             if (correction) {
                 ctx.output(CORRECTIONS, line);
@@ -378,11 +408,18 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
 
     private void unmatched(Action a, Context ctx) {
         counters.get("unmatched_actions").inc();
-        ctx.output(MANIFEST, new Json().action(a).put("kind", UNMATCHED).toString());
+        ctx.output(MANIFEST, new Json().action(a).put("kind", UNMATCHED).bytes());
     }
 
-    /** The held actions by request id (in the order they came), read once per advance that needs them. */
-    private Map<String, List<Action>> heldByRequest() throws Exception {
+    /**
+     * The held actions by request id (in the order they came), read once per advance that needs them: the heap's when
+     * the user's are known there (the caller's changes to the map are then the heap's, and it writes them to
+     * {@code held}), else decoded from state and kept on the heap from then on.
+     */
+    private Map<String, List<Action>> heldByRequest(Waiting w) throws Exception {
+        if (w.heldBy != null) {
+            return w.heldBy;
+        }
         Map<String, List<Action>> by = new TreeMap<>();
         Iterable<byte[]> all = held.get();
         if (all != null) {
@@ -391,10 +428,16 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 by.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(a);
             }
         }
+        if (cache != null) {
+            w.heldBy = by;
+        }
         return by;
     }
 
-    private boolean heldIsEmpty() throws Exception {
+    private boolean heldIsEmpty(Waiting w) throws Exception {
+        if (w.heldBy != null) {
+            return w.heldBy.isEmpty();
+        }
         Iterable<byte[]> all = held.get();
         return all == null || !all.iterator().hasNext();
     }
@@ -434,7 +477,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 nextEvent = Math.min(nextEvent, r.dueMs);
             }
             if (!emittedNow.isEmpty()) {
-                heldNow = heldByRequest();
+                heldNow = heldByRequest(w);
             }
             Map<String, Long> known = knownEmitted(user);
             for (Request ordered : emittedNow) {
@@ -457,7 +500,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 late(e.late(), Rules.LATE_TIME, r.dueMs, ctx);
                 for (Action a : e.unknownItem()) {
                     counters.get("unknown_item_actions").inc();
-                    ctx.output(MANIFEST, new Json().action(a).put("kind", UNKNOWN_ITEM).toString());
+                    ctx.output(MANIFEST, new Json().action(a).put("kind", UNKNOWN_ITEM).bytes());
                 }
                 for (Action a : e.unmatched()) {
                     unmatched(a, ctx);
@@ -492,7 +535,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 }
             }
             if (heldNow == null) {
-                heldNow = heldByRequest();
+                heldNow = heldByRequest(w);
             }
             for (var it = heldNow.entrySet().iterator(); it.hasNext(); ) {
                 var e = it.next();
@@ -515,7 +558,10 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 if (rest.isEmpty()) {
                     it.remove();
                 } else {
-                    e.setValue(rest);
+                    if (rest.size() < gone.size()) {
+                        // Written to `held` below in this order; untouched, a list keeps the order `held` has.
+                        e.setValue(rest);
+                    }
                     long earliest = rest.get(0).eventTime;
                     nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
                 }
@@ -539,7 +585,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             w.recent = new ArrayList<>();
             Map<String, Long> known = knownEmitted(user);
             boolean noneEmitted = known != null ? known.isEmpty() : emitted.isEmpty();
-            if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty()) && noneEmitted) {
+            if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty(w)) && noneEmitted) {
                 clear(user);
                 return;
             }

@@ -266,7 +266,7 @@ final class Parse {
         @Override
         public void processElement(Event e, Context ctx, Collector<Event> out) {
             if (Event.BAD.equals(e.kind)) {
-                ctx.output(LabelJoin.MANIFEST, e.bad);
+                ctx.output(LabelJoin.MANIFEST, e.bad.getBytes(java.nio.charset.StandardCharsets.UTF_8));
             } else {
                 out.collect(e);
             }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import fex.nearline.Rules.Settings;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -46,8 +47,8 @@ class LabelJoinTest {
             out.add("emitted " + j.requestId + " " + j.rule + " " + j.dueMs + " " + Arrays.toString(j.rowLengths) + " "
                     + Arrays.toString(j.actions) + " late=" + j.lateRequest);
         }
-        for (StreamRecord<String> line : h.getSideOutput(LabelJoin.MANIFEST)) {
-            out.add(line.getValue());
+        for (StreamRecord<byte[]> line : h.getSideOutput(LabelJoin.MANIFEST)) {
+            out.add(new String(line.getValue(), StandardCharsets.UTF_8));
         }
         out.sort(null);
         return out;
@@ -82,8 +83,8 @@ class LabelJoinTest {
         h.processElement(Event.of(new Action(past, "A", "5", 1, "u")), past);
         h.processElement(Event.of(new Action(past - 1, "A", "5", 2, "u")), past - 1);
         List<String> lines = new ArrayList<>();
-        for (StreamRecord<String> line : h.getSideOutput(LabelJoin.MANIFEST)) {
-            lines.add(line.getValue());
+        for (StreamRecord<byte[]> line : h.getSideOutput(LabelJoin.MANIFEST)) {
+            lines.add(new String(line.getValue(), StandardCharsets.UTF_8));
         }
         assertEquals(2, lines.size(), lines.toString());
         assertTrue(lines.get(0).contains("\"action\": 1") && lines.get(0).endsWith("\"kind\": \"unmatched\"}"), lines.get(0));
@@ -92,7 +93,7 @@ class LabelJoinTest {
         // late_actions: correction sends the late one, not the unmatched one, to the corrections too.
         var corrections = h.getSideOutput(LabelJoin.CORRECTIONS);
         assertEquals(1, corrections.size(), corrections.toString());
-        assertEquals(lines.get(1), corrections.peek().getValue());
+        assertEquals(lines.get(1), new String(corrections.peek().getValue(), StandardCharsets.UTF_8));
         h.close();
     }
 
