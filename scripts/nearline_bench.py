@@ -254,12 +254,16 @@ def throughput(work, args, env, requests, actions):
     for r in range(args.repeat):
         if args.floor:
             out = os.path.join(work, f"out-floor-{r}")
+            shutil.rmtree(out, ignore_errors=True)
             wall, cpu, peak, _, groups = measured(floor_cmd(requests, actions, out), env, args.lock)
             # Per row of the data, as the join's runs count them.
             results.append(("floor, streaming, 1 slot", wall, cpu, peak, args.rows_in_data, groups))
         for mode in args.modes:
             for slots in args.slots:
                 out = os.path.join(work, f"out-{mode}-{slots}-{r}")
+                # A kept work directory (--keep) may hold an earlier run's
+                # output, which the job's summary would count again.
+                shutil.rmtree(out, ignore_errors=True)
                 wall, cpu, peak, _, groups = measured(job_cmd(requests, actions, out, mode, slots), env, args.lock)
                 emitted = json.load(open(out + ".json"))["rows_emitted"]
                 results.append((f"{mode}, {slots} slot{'s' if slots > 1 else ''}", wall, cpu, peak, emitted, groups))

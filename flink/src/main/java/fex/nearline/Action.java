@@ -64,6 +64,18 @@ public class Action implements Comparable<Action> {
         return a;
     }
 
+    /** The request id of an action in {@link #encode}'s bytes, without decoding the rest. */
+    static String requestIdOf(byte[] bytes) {
+        ByteBuffer b = ByteBuffer.wrap(bytes);
+        byte version = b.get();
+        if (version != VERSION) {
+            throw new IllegalStateException("a held action in state is of encoding " + version + ", this job reads "
+                    + VERSION);
+        }
+        b.position(1 + 8 + 4);
+        return string(b);
+    }
+
     private static String string(ByteBuffer b) {
         int n = b.getInt();
         String s = new String(b.array(), b.position(), n, StandardCharsets.UTF_8);

@@ -78,11 +78,22 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         /** The earliest time something is to be forgotten. */
         public long nextCleanup = END_OF_TIME;
         /**
-         * Streaming only, not encoded: the user's held actions by request id, in the order they came, as {@code held}
-         * has them, or null when not on the heap (a user read back from state). Kept while the user is cached, so
-         * an emission neither reads nor decodes the list; every change is still written through to {@code held}.
+         * Streaming only, not encoded: the user's held actions by request id, in the order they came, as the same
+         * byte arrays {@code held} has ({@link Action#encode}), or null when not on the heap (a user read back from
+         * state). Kept while the user is cached, so an emission neither reads the list from RocksDB nor decodes the
+         * actions of other requests; every change is still written through to {@code held}. Bytes, not decoded
+         * actions: one small array per action lives long on the heap instead of seven objects.
          */
-        transient Map<String, List<Action>> heldBy;
+        transient Map<String, List<byte[]>> heldBy;
+        /**
+         * Streaming only, not encoded: the user's emitted request ids with their emission times when all of them are
+         * on the heap, else null (read {@code emitted}). A user with nothing in {@code waiting} has none (the state
+         * is cleared only when nothing is left), so the heap knows a user's ids from their first request on, or from
+         * the first cleanup that reads them all; puts and removes are written through.
+         */
+        transient Map<String, Long> emittedBy;
+        /** The ids of {@code arrived} and {@code pending} once they are many; null when to be built again. */
+        private transient java.util.Set<String> ids;
 
         public Waiting() {}
 
@@ -95,7 +106,24 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return Math.min(nextEvent, nextCleanup);
         }
 
+        /** After {@code arrived} or {@code pending} changed: {@link #has}'s index is built again when next needed. */
+        void changed() {
+            ids = null;
+        }
+
         boolean has(String requestId) {
+            if (arrived.size() + pending.size() > 8) {
+                if (ids == null) {
+                    ids = new java.util.HashSet<>();
+                    for (Request r : arrived) {
+                        ids.add(r.requestId);
+                    }
+                    for (Request r : pending) {
+                        ids.add(r.requestId);
+                    }
+                }
+                return ids.contains(requestId);
+            }
             for (Request r : arrived) {
                 if (r.requestId.equals(requestId)) {
                     return true;
@@ -204,9 +232,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private transient MapState<String, Long> emitted;
     private transient Map<String, Counter> counters;
     private transient Map<String, Waiting> cache;
-    private transient Map<String, Map<String, Long>> emittedCache;
 
-    /** Users whose waiting requests and emitted ids are kept on the heap between events (see {@link #load}). */
+    /**
+     * Users whose waiting requests, held actions and emitted ids are kept on the heap between events (see
+     * {@link #load}).
+     */
     static final int CACHED_USERS = 20_000;
     /** In {@link #cache}: a user with nothing waiting. */
     private static final Waiting NOTHING = new Waiting();
@@ -227,7 +257,6 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         counters = new HashMap<>();
         if (!batch) {
             cache = lru();
-            emittedCache = lru();
         }
         for (String name : List.of("emitted_" + Rules.REFRESH, "emitted_" + Rules.REQUESTS_BACK, "emitted_" + Rules.TIME,
                 "actions_joined", "late_actions", "unmatched_actions", "unknown_item_actions", "duplicate_requests",
@@ -245,19 +274,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         };
     }
 
-    /**
-     * The user's emitted request ids with their emission times when all of them are on the heap, else null (read
-     * {@code emitted}). A user with nothing in {@code waiting} has none (the state is cleared only when nothing is
-     * left), so the heap knows a user's ids from their first request on, or from the first cleanup that reads them
-     * all; puts and removes are written through.
-     */
-    private Map<String, Long> knownEmitted(String user) {
-        return emittedCache == null ? null : emittedCache.get(user);
-    }
-
-    private Long emittedAt(String user, String requestId) throws Exception {
-        Map<String, Long> known = knownEmitted(user);
-        return known != null ? known.get(requestId) : emitted.get(requestId);
+    private Long emittedAt(Waiting w, String requestId) throws Exception {
+        return w.emittedBy != null ? w.emittedBy.get(requestId) : emitted.get(requestId);
     }
 
     /**
@@ -272,9 +290,6 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             w = stored == null ? NOTHING : Waiting.decode(stored);
             if (cache != null) {
                 cache.put(user, w);
-                if (w == NOTHING) {
-                    emittedCache.put(user, new HashMap<>());
-                }
             }
         }
         return w == NOTHING ? null : w;
@@ -289,15 +304,17 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         Waiting w = new Waiting();
         if (cache != null) {
             w.heldBy = new TreeMap<>();
+            w.emittedBy = new HashMap<>();
         }
         return w;
     }
 
     /** Appends an action to the user's held ones (state, and the heap when they are known there). */
     private void hold(Waiting w, Action a) throws Exception {
-        held.add(a.encode());
+        byte[] bytes = a.encode();
+        held.add(bytes);
         if (w.heldBy != null) {
-            w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(a);
+            w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(bytes);
         }
     }
 
@@ -312,7 +329,6 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         waiting.clear();
         if (cache != null) {
             cache.put(user, NOTHING);
-            emittedCache.put(user, new HashMap<>());
         }
     }
 
@@ -332,7 +348,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
         if (Event.REQUEST.equals(event.kind)) {
             Request r = event.request;
-            if (w.has(r.requestId) || emittedAt(user, r.requestId) != null) {
+            if (w.has(r.requestId) || emittedAt(w, r.requestId) != null) {
                 // The first copy stands; a duplicate is reported and counts toward nothing.
                 counters.get("duplicate_requests").inc();
                 ctx.output(MANIFEST, new Json().where(r).put("kind", DUPLICATE).put("request_id", r.requestId)
@@ -347,6 +363,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             light.refresh = r.refresh;
             long horizon = w.horizon();
             w.arrived.add(light);
+            w.changed();
             w.nextEvent = Math.min(w.nextEvent, r.timeMs);
             store(user, w);
             if (!batch && r.timeMs < horizon) {
@@ -359,7 +376,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             hold(w, a);
             return;
         }
-        Long at = emittedAt(user, a.requestId);
+        Long at = emittedAt(w, a.requestId);
         if (at != null) {
             String reason = Rules.afterEmission(settings, a, at);
             if (reason == null) {
@@ -416,22 +433,29 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
      * the user's are known there (the caller's changes to the map are then the heap's, and it writes them to
      * {@code held}), else decoded from state and kept on the heap from then on.
      */
-    private Map<String, List<Action>> heldByRequest(Waiting w) throws Exception {
+    private Map<String, List<byte[]>> heldByRequest(Waiting w) throws Exception {
         if (w.heldBy != null) {
             return w.heldBy;
         }
-        Map<String, List<Action>> by = new TreeMap<>();
+        Map<String, List<byte[]>> by = new TreeMap<>();
         Iterable<byte[]> all = held.get();
         if (all != null) {
             for (byte[] bytes : all) {
-                Action a = Action.decode(bytes);
-                by.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(a);
+                by.computeIfAbsent(Action.requestIdOf(bytes), k -> new ArrayList<>()).add(bytes);
             }
         }
         if (cache != null) {
             w.heldBy = by;
         }
         return by;
+    }
+
+    private static List<Action> decode(List<byte[]> bytes) {
+        List<Action> actions = new ArrayList<>(bytes.size());
+        for (byte[] b : bytes) {
+            actions.add(Action.decode(b));
+        }
+        return actions;
     }
 
     private boolean heldIsEmpty(Waiting w) throws Exception {
@@ -455,7 +479,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         if (!(eventsDue || cleanupDue)) {
             return;
         }
-        Map<String, List<Action>> heldNow = null;
+        Map<String, List<byte[]>> heldNow = null;
         boolean heldChanged = false;
         if (eventsDue) {
             Map<String, Request> arrivedNow = new LinkedHashMap<>();
@@ -469,6 +493,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             List<Request> emittedNow = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
             w.arrived = new ArrayList<>(arrivedNow.values());
             w.pending = new ArrayList<>(pendingNow.values());
+            w.changed();
             nextEvent = END_OF_TIME;
             for (Request r : w.arrived) {
                 nextEvent = Math.min(nextEvent, r.timeMs);
@@ -479,16 +504,16 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             if (!emittedNow.isEmpty()) {
                 heldNow = heldByRequest(w);
             }
-            Map<String, Long> known = knownEmitted(user);
+            Map<String, Long> known = w.emittedBy;
             for (Request ordered : emittedNow) {
                 Request r = bodies.get(ordered.requestId);
                 bodies.remove(ordered.requestId);
                 r.dueMs = ordered.dueMs;
                 r.rule = ordered.rule;
                 r.late = ordered.late;
-                List<Action> forIt = heldNow.remove(r.requestId);
+                List<byte[]> forIt = heldNow.remove(r.requestId);
                 heldChanged |= forIt != null;
-                Rules.Emitted e = Rules.join(settings, r, forIt == null ? List.of() : forIt);
+                Rules.Emitted e = Rules.join(settings, r, forIt == null ? List.of() : decode(forIt));
                 counters.get("emitted_" + r.rule).inc();
                 counters.get("actions_joined").inc(e.joined().size());
                 emitted.put(r.requestId, r.dueMs);
@@ -515,14 +540,14 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             nextCleanup = END_OF_TIME;
             // Forget emitted requests past retention, and report actions that waited that long for a request
             // that never came.
-            Map<String, Long> all = knownEmitted(user);
+            Map<String, Long> all = w.emittedBy;
             if (all == null) {
                 all = new HashMap<>();
                 for (var e : emitted.entries()) {
                     all.put(e.getKey(), e.getValue());
                 }
-                if (emittedCache != null) {
-                    emittedCache.put(user, all);
+                if (cache != null) {
+                    w.emittedBy = all;
                 }
             }
             for (var it = all.entrySet().iterator(); it.hasNext(); ) {
@@ -542,37 +567,42 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 if (w.has(e.getKey())) {
                     continue;
                 }
-                List<Action> rest = new ArrayList<>();
-                List<Action> gone = new ArrayList<>(e.getValue());
-                gone.sort(Action.ORDER);
-                for (Action a : gone) {
+                List<byte[]> bytes = e.getValue();
+                List<Action> actions = decode(bytes);
+                Integer[] order = new Integer[actions.size()];
+                for (int i = 0; i < order.length; i++) {
+                    order[i] = i;
+                }
+                java.util.Arrays.sort(order, (x, y) -> Action.ORDER.compare(actions.get(x), actions.get(y)));
+                List<byte[]> rest = new ArrayList<>();
+                long earliest = END_OF_TIME;
+                for (int i : order) {
+                    Action a = actions.get(i);
                     if (forgetAfter(a.eventTime) <= now) {
                         unmatched(a, ctx);
                     } else {
-                        rest.add(a);
+                        rest.add(bytes.get(i));
+                        earliest = Math.min(earliest, a.eventTime);
                     }
                 }
-                if (rest.size() < gone.size()) {
+                if (rest.size() < bytes.size()) {
                     heldChanged = true;
                 }
                 if (rest.isEmpty()) {
                     it.remove();
                 } else {
-                    if (rest.size() < gone.size()) {
+                    if (rest.size() < bytes.size()) {
                         // Written to `held` below in this order; untouched, a list keeps the order `held` has.
                         e.setValue(rest);
                     }
-                    long earliest = rest.get(0).eventTime;
                     nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
                 }
             }
         }
         if (heldChanged) {
             List<byte[]> rest = new ArrayList<>();
-            for (List<Action> l : heldNow.values()) {
-                for (Action a : l) {
-                    rest.add(a.encode());
-                }
+            for (List<byte[]> l : heldNow.values()) {
+                rest.addAll(l);
             }
             if (rest.isEmpty()) {
                 held.clear();
@@ -583,8 +613,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         if (w.arrived.isEmpty() && w.pending.isEmpty()) {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.
             w.recent = new ArrayList<>();
-            Map<String, Long> known = knownEmitted(user);
-            boolean noneEmitted = known != null ? known.isEmpty() : emitted.isEmpty();
+            boolean noneEmitted = w.emittedBy != null ? w.emittedBy.isEmpty() : emitted.isEmpty();
             if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty(w)) && noneEmitted) {
                 clear(user);
                 return;
