@@ -440,8 +440,8 @@ public final class Job {
                 actions.process(new Parse.Route(), eventType).name("bad actions out");
         DataStream<Event> events = goodRequests.union(goodActions);
         SingleOutputStreamOperator<Joined> joined = events.keyBy((Event e) -> e.userId, org.apache.flink.api.common.typeinfo.Types.STRING)
-                .process(new LabelJoin(settings, correction, batch), TypeInformation.of(Joined.class))
-                .name("label join");
+                .transform("label join", TypeInformation.of(Joined.class),
+                        new LabelJoin.Operator(new LabelJoin(settings, correction, batch)));
         SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir),
                 TypeInformation.of(Keyed.class)).name("sample computation");
         DataStream<byte[]> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(

@@ -21,6 +21,8 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.metrics.Counter;
 import org.apache.flink.streaming.api.TimerService;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
 
@@ -85,6 +87,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          * actions: one small array per action lives long on the heap instead of seven objects.
          */
         transient Map<String, List<byte[]>> heldBy;
+        /**
+         * Held actions appended on the heap ({@link #heldBy}) and not yet to {@code held}: run by {@link Operator},
+         * the join writes them in one append per user before each checkpoint's barrier, when the user leaves the
+         * cache, and at the end, instead of one RocksDB merge per action. Null when none.
+         */
+        transient List<byte[]> unwritten;
         /**
          * Streaming only, not encoded: the user's emitted request ids with their emission times when all of them are
          * on the heap, else null (read {@code emitted}). A user with nothing in {@code waiting} has none (the state
@@ -225,6 +233,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private final Settings settings;
     private final boolean correction;
     private final boolean batch;
+    private final int cachedUsers;
 
     private transient ValueState<byte[]> waiting;
     private transient MapState<String, Request> bodies;
@@ -232,6 +241,10 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private transient MapState<String, Long> emitted;
     private transient Map<String, Counter> counters;
     private transient Map<String, Waiting> cache;
+    /** The operator running the join when it is {@link Operator}: held actions are then written in batches. */
+    private transient AbstractStreamOperator<?> operator;
+    /** The users whose {@link Waiting#unwritten} is not null. */
+    private transient Map<String, Waiting> unwritten;
 
     /**
      * Users whose waiting requests, held actions and emitted ids are kept on the heap between events (see
@@ -242,9 +255,51 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private static final Waiting NOTHING = new Waiting();
 
     public LabelJoin(Settings settings, boolean correction, boolean batch) {
+        this(settings, correction, batch, CACHED_USERS);
+    }
+
+    /** {@code cachedUsers}: how many users streaming keeps on the heap (tests make it small). */
+    LabelJoin(Settings settings, boolean correction, boolean batch, int cachedUsers) {
         this.settings = settings;
         this.correction = correction;
         this.batch = batch;
+        this.cachedUsers = cachedUsers;
+    }
+
+    /**
+     * The operator that runs the join: Flink's keyed process operator, which also has the join write the held actions
+     * it kept on the heap ({@link Waiting#unwritten}) to state before each checkpoint's barrier and when the input
+     * ends. Run by Flink's plain {@link KeyedProcessOperator} instead, the join appends every action to state as it
+     * comes.
+     */
+    public static final class Operator extends KeyedProcessOperator<String, Event, Joined> {
+        private static final long serialVersionUID = 1L;
+
+        public Operator(LabelJoin join) {
+            super(join);
+        }
+
+        private LabelJoin join() {
+            return (LabelJoin) userFunction;
+        }
+
+        @Override
+        public void open() throws Exception {
+            super.open();
+            join().operator = this;
+        }
+
+        @Override
+        public void prepareSnapshotPreBarrier(long checkpointId) throws Exception {
+            join().writeUnwritten();
+            super.prepareSnapshotPreBarrier(checkpointId);
+        }
+
+        @Override
+        public void finish() throws Exception {
+            join().writeUnwritten();
+            super.finish();
+        }
     }
 
     @Override
@@ -257,6 +312,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         counters = new HashMap<>();
         if (!batch) {
             cache = lru();
+            unwritten = new HashMap<>();
         }
         for (String name : List.of("emitted_" + Rules.REFRESH, "emitted_" + Rules.REQUESTS_BACK, "emitted_" + Rules.TIME,
                 "actions_joined", "late_actions", "unmatched_actions", "unknown_item_actions", "duplicate_requests",
@@ -265,13 +321,54 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
     }
 
-    private static <V> Map<String, V> lru() {
+    private Map<String, Waiting> lru() {
         return new LinkedHashMap<>(1024, 0.75f, true) {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
-                return size() > CACHED_USERS;
+            protected boolean removeEldestEntry(Map.Entry<String, Waiting> eldest) {
+                if (size() <= cachedUsers) {
+                    return false;
+                }
+                if (eldest.getValue().unwritten != null) {
+                    // Leaving the heap, where the only copy of its latest held actions is.
+                    try {
+                        writeUnwritten(eldest.getKey(), eldest.getValue());
+                    } catch (Exception e) {
+                        throw new IllegalStateException("writing user " + eldest.getKey() + "'s held actions", e);
+                    }
+                }
+                return true;
             }
         };
+    }
+
+    /** Appends each user's {@link Waiting#unwritten} held actions to {@code held}. */
+    void writeUnwritten() throws Exception {
+        if (unwritten == null || unwritten.isEmpty()) {
+            return;
+        }
+        for (var e : new ArrayList<>(unwritten.entrySet())) {
+            writeUnwritten(e.getKey(), e.getValue());
+        }
+    }
+
+    private void writeUnwritten(String user, Waiting w) throws Exception {
+        Object current = operator.getCurrentKey();
+        operator.setCurrentKey(user);
+        try {
+            held.addAll(w.unwritten);
+        } finally {
+            operator.setCurrentKey(current);
+        }
+        w.unwritten = null;
+        unwritten.remove(user);
+    }
+
+    /** After {@code held} was written whole from the user's {@link Waiting#heldBy}: nothing is left unwritten. */
+    private void written(String user, Waiting w) {
+        if (w.unwritten != null) {
+            w.unwritten = null;
+            unwritten.remove(user);
+        }
     }
 
     private Long emittedAt(Waiting w, String requestId) throws Exception {
@@ -309,13 +406,27 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         return w;
     }
 
-    /** Appends an action to the user's held ones (state, and the heap when they are known there). */
-    private void hold(Waiting w, Action a) throws Exception {
+    /**
+     * Appends an action to the user's held ones: on the heap when they are known there, to state now or (run by
+     * {@link Operator}, see {@link Waiting#unwritten}) later. The caller stores {@code w} in the cache before it
+     * returns.
+     */
+    private void hold(String user, Waiting w, Action a) throws Exception {
         byte[] bytes = a.encode();
-        held.add(bytes);
-        if (w.heldBy != null) {
-            w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(bytes);
+        if (w.heldBy == null) {
+            held.add(bytes);
+            return;
         }
+        w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(bytes);
+        if (operator == null) {
+            held.add(bytes);
+            return;
+        }
+        if (w.unwritten == null) {
+            w.unwritten = new ArrayList<>();
+            unwritten.put(user, w);
+        }
+        w.unwritten.add(bytes);
     }
 
     private void store(String user, Waiting w) throws Exception {
@@ -373,7 +484,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
         Action a = event.action;
         if (w.has(a.requestId)) {
-            hold(w, a);
+            hold(user, w, a);
             return;
         }
         Long at = emittedAt(w, a.requestId);
@@ -387,7 +498,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return;
         }
         // Waits for its request at most `retention`: forgotten once the watermark is past that.
-        hold(w, a);
+        hold(user, w, a);
         long forget = forgetAfter(a.eventTime);
         long horizon = w.horizon();
         if (forget < w.nextCleanup) {
@@ -609,6 +720,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             } else {
                 held.update(rest);
             }
+            written(user, w);
         }
         if (w.arrived.isEmpty() && w.pending.isEmpty()) {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.

@@ -14,7 +14,6 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
-import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.junit.jupiter.api.Test;
@@ -28,10 +27,15 @@ class LabelJoinTest {
     static final Settings SETTINGS = new Settings(3, 10 * MINUTE, 2 * 60 * MINUTE);
 
     static KeyedOneInputStreamOperatorTestHarness<String, Event, Joined> harness(boolean batch) throws Exception {
-        var h = new KeyedOneInputStreamOperatorTestHarness<>(
-                new KeyedProcessOperator<>(new LabelJoin(SETTINGS, true, batch)), (Event e) -> e.userId, Types.STRING);
+        var h = operator(new LabelJoin(SETTINGS, true, batch));
         h.open();
         return h;
+    }
+
+    /** The join run as the job runs it ({@link LabelJoin.Operator}), not yet opened. */
+    static KeyedOneInputStreamOperatorTestHarness<String, Event, Joined> operator(LabelJoin join) throws Exception {
+        return new KeyedOneInputStreamOperatorTestHarness<>(new LabelJoin.Operator(join), (Event e) -> e.userId,
+                Types.STRING);
     }
 
     static Request req(String user, String id, long time, boolean refresh, String... items) {
@@ -143,6 +147,12 @@ class LabelJoinTest {
 
     /** Streaming: events with out-of-order arrivals inside the delay, watermarks behind the largest time seen. */
     static List<String> streaming(List<Event> events, long seed, boolean restoreHalfway) throws Exception {
+        return streaming(events, seed, restoreHalfway, LabelJoin.CACHED_USERS);
+    }
+
+    /** {@code cachedUsers}: the join's heap of users; few, users leave it (writing what they hold) all the time. */
+    static List<String> streaming(List<Event> events, long seed, boolean restoreHalfway, int cachedUsers)
+            throws Exception {
         Random rng = new Random(seed);
         List<Event> arriving = new ArrayList<>(events);
         long delay = MINUTE;
@@ -153,17 +163,19 @@ class LabelJoinTest {
                 arriving.set(i + 1, a);
             }
         }
-        var h = harness(false);
+        var h = operator(new LabelJoin(SETTINGS, true, false, cachedUsers));
+        h.open();
         List<String> out = new ArrayList<>();
         long max = Long.MIN_VALUE;
         for (int i = 0; i < arriving.size(); i++) {
             if (restoreHalfway && i == arriving.size() / 2) {
+                // As a task checkpoints: the operator's pre-barrier step, then the snapshot (the harness leaves the
+                // first to its caller).
+                h.prepareSnapshotPreBarrier(1);
                 OperatorSubtaskState snapshot = h.snapshot(1, 0);
                 out.addAll(outputs(h));
                 h.close();
-                h = new KeyedOneInputStreamOperatorTestHarness<>(
-                        new KeyedProcessOperator<>(new LabelJoin(SETTINGS, true, false)), (Event e) -> e.userId,
-                        Types.STRING);
+                h = operator(new LabelJoin(SETTINGS, true, false, cachedUsers));
                 h.initializeState(snapshot);
                 h.open();
             }
@@ -206,6 +218,9 @@ class LabelJoinTest {
             List<String> streaming = streaming(events, seed, false);
             assertEquals(batch, streaming, "seed " + seed);
             assertEquals(batch, streaming(events, seed, true), "seed " + seed + ", restored halfway");
+            // Three users on the heap of twelve: held actions are written as users leave it, and read back.
+            assertEquals(batch, streaming(events, seed, false, 3), "seed " + seed + ", 3 users cached");
+            assertEquals(batch, streaming(events, seed, true, 3), "seed " + seed + ", 3 users cached, restored");
             TreeMap<String, Integer> kinds = new TreeMap<>();
             for (String line : batch) {
                 String kind = line.startsWith("emitted ") ? "emitted " + line.split(" ")[2]
