@@ -7,7 +7,6 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
@@ -119,8 +118,15 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             ids = null;
         }
 
+        /** After a request was added to {@code arrived}. */
+        void added(String requestId) {
+            if (ids != null) {
+                ids.add(requestId);
+            }
+        }
+
         boolean has(String requestId) {
-            if (arrived.size() + pending.size() > 8) {
+            if (arrived.size() + pending.size() > 4) {
                 if (ids == null) {
                     ids = new java.util.HashSet<>();
                     for (Request r : arrived) {
@@ -400,7 +406,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private Waiting fresh() {
         Waiting w = new Waiting();
         if (cache != null) {
-            w.heldBy = new TreeMap<>();
+            w.heldBy = new HashMap<>();
             w.emittedBy = new HashMap<>();
         }
         return w;
@@ -474,7 +480,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             light.refresh = r.refresh;
             long horizon = w.horizon();
             w.arrived.add(light);
-            w.changed();
+            w.added(light.requestId);
             w.nextEvent = Math.min(w.nextEvent, r.timeMs);
             store(user, w);
             if (!batch && r.timeMs < horizon) {
@@ -548,7 +554,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         if (w.heldBy != null) {
             return w.heldBy;
         }
-        Map<String, List<byte[]>> by = new TreeMap<>();
+        Map<String, List<byte[]>> by = new HashMap<>();
         Iterable<byte[]> all = held.get();
         if (all != null) {
             for (byte[] bytes : all) {
@@ -673,12 +679,14 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             if (heldNow == null) {
                 heldNow = heldByRequest(w);
             }
-            for (var it = heldNow.entrySet().iterator(); it.hasNext(); ) {
-                var e = it.next();
-                if (w.has(e.getKey())) {
+            // In request id order, so the lines come out in the same order every run.
+            List<String> requests = new ArrayList<>(heldNow.keySet());
+            requests.sort(null);
+            for (String requestId : requests) {
+                if (w.has(requestId)) {
                     continue;
                 }
-                List<byte[]> bytes = e.getValue();
+                List<byte[]> bytes = heldNow.get(requestId);
                 List<Action> actions = decode(bytes);
                 Integer[] order = new Integer[actions.size()];
                 for (int i = 0; i < order.length; i++) {
@@ -700,11 +708,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                     heldChanged = true;
                 }
                 if (rest.isEmpty()) {
-                    it.remove();
+                    heldNow.remove(requestId);
                 } else {
                     if (rest.size() < bytes.size()) {
                         // Written to `held` below in this order; untouched, a list keeps the order `held` has.
-                        e.setValue(rest);
+                        heldNow.put(requestId, rest);
                     }
                     nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
                 }
