@@ -48,13 +48,19 @@ public class Action implements Comparable<Action> {
         return b.array();
     }
 
-    static Action decode(byte[] bytes) {
+    /** The bytes, past their version byte, which must be this job's. */
+    private static ByteBuffer open(byte[] bytes) {
         ByteBuffer b = ByteBuffer.wrap(bytes);
         byte version = b.get();
         if (version != VERSION) {
             throw new IllegalStateException("a held action in state is of encoding " + version + ", this job reads "
                     + VERSION);
         }
+        return b;
+    }
+
+    static Action decode(byte[] bytes) {
+        ByteBuffer b = open(bytes);
         Action a = new Action();
         a.eventTime = b.getLong();
         a.action = b.getInt();
@@ -66,12 +72,7 @@ public class Action implements Comparable<Action> {
 
     /** The request id of an action in {@link #encode}'s bytes, without decoding the rest. */
     static String requestIdOf(byte[] bytes) {
-        ByteBuffer b = ByteBuffer.wrap(bytes);
-        byte version = b.get();
-        if (version != VERSION) {
-            throw new IllegalStateException("a held action in state is of encoding " + version + ", this job reads "
-                    + VERSION);
-        }
+        ByteBuffer b = open(bytes);
         b.position(1 + 8 + 4);
         return string(b);
     }
