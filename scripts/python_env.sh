@@ -35,7 +35,7 @@ fex_python_env() {
     # named by a digest of their text, made after every install succeeded)
     # is not resolved again: a run costs no pip resolution, and what a
     # caller removed after installing (test.sh removes torch's Triton
-    # compiler) stays removed. Delete the venv, or its .fex-requirements-*
+    # compiler and cuDNN's GPU kernels) stays removed. Delete the venv, or its .fex-requirements-*
     # stamps, to install afresh.
     local stamp
     stamp="$venv/.fex-requirements-$(cat "$@" | sha256sum | cut -c1-16)"

@@ -82,8 +82,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          * Streaming only, not encoded: the user's held actions by request id, in the order they came, as the same
          * byte arrays {@code held} has ({@link Action#encode}), or null when not on the heap (a user read back from
          * state). Kept while the user is cached, so an emission neither reads the list from RocksDB nor decodes the
-         * actions of other requests; every change is still written through to {@code held}. Bytes, not decoded
-         * actions: one small array per action lives long on the heap instead of seven objects.
+         * actions of other requests; a change reaches {@code held} at once or, for an append, as {@link #unwritten}
+         * says. Bytes, not decoded actions: one small array per action lives long on the heap instead of seven
+         * objects.
          */
         transient Map<String, List<byte[]>> heldBy;
         /**
@@ -352,12 +353,19 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         if (unwritten == null || unwritten.isEmpty()) {
             return;
         }
-        for (var e : new ArrayList<>(unwritten.entrySet())) {
-            writeUnwritten(e.getKey(), e.getValue());
+        for (var e : unwritten.entrySet()) {
+            append(e.getKey(), e.getValue());
         }
+        unwritten.clear();
     }
 
+    /** One user's {@link #writeUnwritten}. */
     private void writeUnwritten(String user, Waiting w) throws Exception {
+        append(user, w);
+        unwritten.remove(user);
+    }
+
+    private void append(String user, Waiting w) throws Exception {
         Object current = operator.getCurrentKey();
         operator.setCurrentKey(user);
         try {
@@ -366,7 +374,6 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             operator.setCurrentKey(current);
         }
         w.unwritten = null;
-        unwritten.remove(user);
     }
 
     /** After {@code held} was written whole from the user's {@link Waiting#heldBy}: nothing is left unwritten. */
@@ -567,6 +574,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         return by;
     }
 
+    /** A held action decoded, beside the bytes it is kept as. */
+    private record Held(Action action, byte[] bytes) {
+        static final java.util.Comparator<Held> ORDER = java.util.Comparator.comparing(Held::action, Action.ORDER);
+    }
+
     private static List<Action> decode(List<byte[]> bytes) {
         List<Action> actions = new ArrayList<>(bytes.size());
         for (byte[] b : bytes) {
@@ -687,30 +699,27 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                     continue;
                 }
                 List<byte[]> bytes = heldNow.get(requestId);
-                List<Action> actions = decode(bytes);
-                Integer[] order = new Integer[actions.size()];
-                for (int i = 0; i < order.length; i++) {
-                    order[i] = i;
+                List<Held> gone = new ArrayList<>(bytes.size());
+                for (byte[] b : bytes) {
+                    gone.add(new Held(Action.decode(b), b));
                 }
-                java.util.Arrays.sort(order, (x, y) -> Action.ORDER.compare(actions.get(x), actions.get(y)));
+                gone.sort(Held.ORDER);
                 List<byte[]> rest = new ArrayList<>();
                 long earliest = END_OF_TIME;
-                for (int i : order) {
-                    Action a = actions.get(i);
-                    if (forgetAfter(a.eventTime) <= now) {
-                        unmatched(a, ctx);
+                for (Held h : gone) {
+                    if (forgetAfter(h.action().eventTime) <= now) {
+                        unmatched(h.action(), ctx);
                     } else {
-                        rest.add(bytes.get(i));
-                        earliest = Math.min(earliest, a.eventTime);
+                        rest.add(h.bytes());
+                        earliest = Math.min(earliest, h.action().eventTime);
                     }
                 }
-                if (rest.size() < bytes.size()) {
-                    heldChanged = true;
-                }
+                boolean forgot = rest.size() < bytes.size();
+                heldChanged |= forgot;
                 if (rest.isEmpty()) {
                     heldNow.remove(requestId);
                 } else {
-                    if (rest.size() < bytes.size()) {
+                    if (forgot) {
                         // Written to `held` below in this order; untouched, a list keeps the order `held` has.
                         heldNow.put(requestId, rest);
                     }
