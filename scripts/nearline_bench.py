@@ -126,6 +126,8 @@ def threads_of(pids):
                 continue
             name = stat[stat.index("(") + 1:stat.rindex(")")]
             group = next((g for g, starts in THREAD_GROUPS if name.startswith(starts)), "other")
+            if group == "other" and os.environ.get("FEX_BENCH_THREAD_NAMES"):
+                group = f"other: {name.rstrip('0123456789-')}"
             out[(pid, int(tid))] = (group, stat_cpu(stat))
     return out
 

@@ -23,7 +23,7 @@ from collections import Counter
 import pytest
 
 import fex
-from fex.nearline import committed, read_manifest, summarize
+from fex.nearline import committed, read_manifest, read_manifest_lines, summarize, summarize_lines
 
 from conftest import MODEL, job, kill_once_committed, records  # noqa: E402
 import data  # noqa: E402
@@ -111,6 +111,15 @@ def test_the_summary_counts_what_the_manifest_holds(streaming, inputs):
     assert (s.late_actions, s.unmatched_actions, s.unknown_item_actions) == (len(late), len(unmatched), len(unknown))
     # Items are distinct within a request, so each joined action is on one row.
     assert s.actions_joined == sum(len(row) for _, _, per_row in emitted.values() for row in per_row)
+    # The launcher's summary reads emitted lines only up to their actions,
+    # counting them by `actions_joined`, and gives the same.
+    lines = list(read_manifest_lines(streaming))
+    assert all(json.loads(l)["actions_joined"] == len(json.loads(l)["actions"])
+               for l in lines if json.loads(l)["kind"] == "emitted")
+    assert summarize_lines(lines) == s
+    # A line without `actions_joined` (an older job's) is read whole.
+    older = [json.dumps({k: v for k, v in json.loads(l).items() if k != "actions_joined"}) for l in lines]
+    assert summarize_lines(older) == s
 
 
 def test_killed_and_restored_it_writes_every_row_once(tmp_path):

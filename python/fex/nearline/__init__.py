@@ -19,7 +19,7 @@ import json
 import os
 from typing import Dict, Iterator, List
 
-__all__ = ["Summary", "read_manifest", "summarize", "committed"]
+__all__ = ["Summary", "read_manifest", "read_manifest_lines", "summarize", "summarize_lines", "committed"]
 
 
 def committed(directory: str) -> List[str]:
@@ -36,11 +36,18 @@ def committed(directory: str) -> List[str]:
 
 def read_manifest(out: str) -> Iterator[dict]:
     """The manifest lines of a job's output directory, committed files only."""
+    for line in read_manifest_lines(out):
+        yield json.loads(line)
+
+
+def read_manifest_lines(out: str) -> Iterator[str]:
+    """The manifest lines of a job's output directory as text, committed
+    files only, blank lines left out."""
     for path in committed(os.path.join(out, "manifest")):
         with open(path, encoding="utf-8") as f:
             for line in f:
                 if line.strip():
-                    yield json.loads(line)
+                    yield line
 
 
 @dataclasses.dataclass
@@ -89,16 +96,59 @@ COUNTED = {
 def summarize(manifest: Iterator[dict]) -> Summary:
     s = Summary()
     for line in manifest:
-        kind = line["kind"]
-        if kind == "emitted":
-            s.emitted[line["rule"]] = s.emitted.get(line["rule"], 0) + 1
-            s.actions_joined += len(line["actions"])
-            s.rows_emitted += line["rows"]
-            s.rows_written += line["rows_written"]
-            s.payloads[line["payload"]] = s.payloads.get(line["payload"], 0) + 1
-            s.late_requests += bool(line.get("late_request"))
-        elif kind in COUNTED:
-            setattr(s, COUNTED[kind], getattr(s, COUNTED[kind]) + 1)
+        _count(s, line)
+    return _totals(s)
+
+
+# The job's manifest lines (fex.nearline.Json) separate keys from values
+# with '": ' and write a line's kind as a plain word. Neither text below can
+# occur inside a JSON string, whose quotes are escaped, so each finds the key
+# itself. An emitted line's actions come last, after `actions_joined`.
+_KIND = '"kind": "'
+_ACTIONS = ', "actions": ['
+
+
+def summarize_lines(lines: Iterator[str]) -> Summary:
+    """What :func:`summarize` gives for the job's manifest lines as text,
+    decoding only what it counts: a line's kind, and an emitted line up to
+    its actions (their count is its ``actions_joined``). A line it cannot
+    read so (an older job's emitted line, without ``actions_joined``) is
+    decoded whole."""
+    s = Summary()
+    for text in lines:
+        at = text.find(_KIND)
+        if at >= 0:
+            at += len(_KIND)
+            kind = text[at:text.find('"', at)]
+            field = COUNTED.get(kind)
+            if field is not None:
+                setattr(s, field, getattr(s, field) + 1)
+                continue
+            at = text.find(_ACTIONS) if kind == "emitted" else -1
+            if at >= 0:
+                head = json.loads(text[:at] + "}")
+                if "actions_joined" in head:
+                    _count(s, head)
+                    continue
+        _count(s, json.loads(text))
+    return _totals(s)
+
+
+def _count(s: Summary, line: dict) -> None:
+    kind = line["kind"]
+    if kind == "emitted":
+        s.emitted[line["rule"]] = s.emitted.get(line["rule"], 0) + 1
+        joined = line.get("actions_joined")
+        s.actions_joined += joined if joined is not None else len(line["actions"])
+        s.rows_emitted += line["rows"]
+        s.rows_written += line["rows_written"]
+        s.payloads[line["payload"]] = s.payloads.get(line["payload"], 0) + 1
+        s.late_requests += bool(line.get("late_request"))
+    elif kind in COUNTED:
+        setattr(s, COUNTED[kind], getattr(s, COUNTED[kind]) + 1)
+
+
+def _totals(s: Summary) -> Summary:
     s.requests_read = sum(s.emitted.values()) + s.duplicate_requests + s.bad_requests
     s.actions_read = (
         s.actions_joined + s.late_actions + s.unmatched_actions + s.unknown_item_actions + s.bad_actions

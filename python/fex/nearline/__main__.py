@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 
-from . import Summary, committed, expand, read_manifest, summarize
+from . import Summary, committed, expand, read_manifest_lines, summarize_lines
 
 EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE = 64, 65, 69, 70
 
@@ -134,19 +134,28 @@ def parquet_actions(paths, out):
 
 
 def progress(out: str, stop: threading.Event, started: float) -> None:
-    """Counts manifest lines written so far, committed or in progress."""
+    """Counts manifest lines written so far, committed or in progress. A
+    committed part file no longer changes, so it is read once; the files in
+    progress (dot-prefixed) are read again each time."""
     manifest = os.path.join(out, "manifest")
+    done = {}  # committed file -> (emitted, late)
     while not stop.wait(2.0):
         emitted = late = 0
         for root, _, files in os.walk(manifest):
             for name in files:
-                try:
-                    with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
-                        for line in f:
-                            emitted += '"kind": "emitted"' in line
-                            late += '"kind": "late"' in line
-                except OSError:
-                    pass
+                path = os.path.join(root, name)
+                counts = done.get(path)
+                if counts is None:
+                    try:
+                        with open(path, "rb") as f:
+                            text = f.read()
+                    except OSError:
+                        continue
+                    counts = (text.count(b'"kind": "emitted"'), text.count(b'"kind": "late"'))
+                    if not name.startswith("."):
+                        done[path] = counts
+                emitted += counts[0]
+                late += counts[1]
         print(f"[{time.monotonic() - started:6.1f}s] emitted {emitted} requests, {late} late actions", file=sys.stderr, flush=True)
 
 
@@ -247,7 +256,7 @@ def main(argv=None) -> int:
         print(f"done in {seconds:.1f} s; output in {args.out} (the summary reads local output only)")
         return 0
     args.out = out_local
-    summary = summarize(read_manifest(args.out))
+    summary = summarize_lines(read_manifest_lines(args.out))
     if args.table:
         try:
             code = write_table(plan, args, summary)

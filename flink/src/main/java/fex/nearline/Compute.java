@@ -59,10 +59,13 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
         rows.inc(c.rowsWritten());
         Json line = new Json().put("kind", LabelJoin.EMITTED).put("request_id", j.requestId).put("user_id", j.userId)
                 .put("time", j.timeMs).put("emitted_at", j.dueMs).put("rule", j.rule).put("payload", c.payload())
-                .put("rows", j.rowLengths.length).put("rows_written", c.rowsWritten()).raw("actions", j.joinedJson);
+                .put("rows", j.rowLengths.length).put("rows_written", c.rowsWritten())
+                .put("actions_joined", j.actionsJoined);
         if (j.lateRequest) {
             line.put("late_request", true);
         }
+        // Last, so a reader that wants the counts can stop before the actions (fex.nearline.summarize_lines).
+        line.raw("actions", j.joinedJson);
         out.collect(new Keyed(j.userId, c.joined()));
         ctx.output(SAMPLES, new Keyed(j.userId, c.samples()));
         ctx.output(LabelJoin.MANIFEST, line.bytes());

@@ -1,9 +1,12 @@
 package fex.nearline;
 
+import org.apache.flink.api.common.typeinfo.TypeInfo;
+
 /**
- * What the join is keyed on and fed: a request, an action, or (batch execution) the end of a user's input. A POJO for
- * Flink's serializer.
+ * What the join is keyed on and fed: a request, an action, or (batch execution) the end of a user's input. Flink
+ * serializes it with {@link EventType}'s encoding.
  */
+@TypeInfo(EventType.Factory.class)
 public class Event {
     public static final String REQUEST = "r";
     public static final String ACTION = "a";

@@ -16,6 +16,8 @@ public class Joined {
     public int[] actions;
     /** The joined actions as a JSON array, for the manifest. */
     public byte[] joinedJson;
+    /** How many actions {@code joinedJson} holds. */
+    public int actionsJoined;
     public boolean lateRequest;
     public String source = "";
     public long index = -1;

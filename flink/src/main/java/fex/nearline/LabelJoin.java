@@ -595,141 +595,46 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         return all == null || !all.iterator().hasNext();
     }
 
+    /**
+     * What one {@link #advance} changed, handed between its steps (kept apart so the JIT compiles, and after a
+     * deoptimization recompiles, each step on its own instead of one large method).
+     */
+    private static final class Advance {
+        final Waiting w;
+        long nextEvent;
+        long nextCleanup;
+        /** The held actions by request, once read. */
+        Map<String, List<byte[]>> heldNow;
+        boolean heldChanged;
+
+        Advance(Waiting w) {
+            this.w = w;
+            this.nextEvent = w.nextEvent;
+            this.nextCleanup = w.nextCleanup;
+        }
+    }
+
     private void advance(TimerService timers, long now, Context ctx, Collector<Joined> out) throws Exception {
         String user = ctx.getCurrentKey();
         Waiting w = load(user);
         if (w == null) {
             return;
         }
-        long nextEvent = w.nextEvent;
-        long nextCleanup = w.nextCleanup;
-        boolean eventsDue = nextEvent < END_OF_TIME && now >= nextEvent;
-        boolean cleanupDue = nextCleanup < END_OF_TIME && now >= nextCleanup;
+        boolean eventsDue = w.nextEvent < END_OF_TIME && now >= w.nextEvent;
+        boolean cleanupDue = w.nextCleanup < END_OF_TIME && now >= w.nextCleanup;
         if (!(eventsDue || cleanupDue)) {
             return;
         }
-        Map<String, List<byte[]>> heldNow = null;
-        boolean heldChanged = false;
+        Advance a = new Advance(w);
         if (eventsDue) {
-            Map<String, Request> arrivedNow = new LinkedHashMap<>();
-            for (Request r : w.arrived) {
-                arrivedNow.put(r.requestId, r);
-            }
-            Map<String, Request> pendingNow = new LinkedHashMap<>();
-            for (Request r : w.pending) {
-                pendingNow.put(r.requestId, r);
-            }
-            List<Request> emittedNow = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
-            w.arrived = new ArrayList<>(arrivedNow.values());
-            w.pending = new ArrayList<>(pendingNow.values());
-            w.changed();
-            nextEvent = END_OF_TIME;
-            for (Request r : w.arrived) {
-                nextEvent = Math.min(nextEvent, r.timeMs);
-            }
-            for (Request r : w.pending) {
-                nextEvent = Math.min(nextEvent, r.dueMs);
-            }
-            if (!emittedNow.isEmpty()) {
-                heldNow = heldByRequest(w);
-            }
-            Map<String, Long> known = w.emittedBy;
-            for (Request ordered : emittedNow) {
-                Request r = bodies.get(ordered.requestId);
-                bodies.remove(ordered.requestId);
-                r.dueMs = ordered.dueMs;
-                r.rule = ordered.rule;
-                r.late = ordered.late;
-                List<byte[]> forIt = heldNow.remove(r.requestId);
-                heldChanged |= forIt != null;
-                Rules.Emitted e = Rules.join(settings, r, forIt == null ? List.of() : decode(forIt));
-                counters.get("emitted_" + r.rule).inc();
-                counters.get("actions_joined").inc(e.joined().size());
-                emitted.put(r.requestId, r.dueMs);
-                if (known != null) {
-                    known.put(r.requestId, r.dueMs);
-                }
-                long forget = forgetAfter(r.dueMs);
-                nextCleanup = Math.min(nextCleanup, forget);
-                late(e.late(), Rules.LATE_TIME, r.dueMs, ctx);
-                for (Action a : e.unknownItem()) {
-                    counters.get("unknown_item_actions").inc();
-                    ctx.output(MANIFEST, new Json().action(a).put("kind", UNKNOWN_ITEM).bytes());
-                }
-                for (Action a : e.unmatched()) {
-                    unmatched(a, ctx);
-                }
-                if (r.late) {
-                    counters.get("late_requests").inc();
-                }
-                out.collect(joined(r, e));
-            }
+            emitDue(a, now, ctx, out);
         }
         if (cleanupDue) {
-            nextCleanup = END_OF_TIME;
-            // Forget emitted requests past retention, and report actions that waited that long for a request
-            // that never came.
-            Map<String, Long> all = w.emittedBy;
-            if (all == null) {
-                all = new HashMap<>();
-                for (var e : emitted.entries()) {
-                    all.put(e.getKey(), e.getValue());
-                }
-                if (cache != null) {
-                    w.emittedBy = all;
-                }
-            }
-            for (var it = all.entrySet().iterator(); it.hasNext(); ) {
-                var e = it.next();
-                if (forgetAfter(e.getValue()) <= now) {
-                    emitted.remove(e.getKey());
-                    it.remove();
-                } else {
-                    nextCleanup = Math.min(nextCleanup, forgetAfter(e.getValue()));
-                }
-            }
-            if (heldNow == null) {
-                heldNow = heldByRequest(w);
-            }
-            // In request id order, so the lines come out in the same order every run.
-            List<String> requests = new ArrayList<>(heldNow.keySet());
-            requests.sort(null);
-            for (String requestId : requests) {
-                if (w.has(requestId)) {
-                    continue;
-                }
-                List<byte[]> bytes = heldNow.get(requestId);
-                List<Held> gone = new ArrayList<>(bytes.size());
-                for (byte[] b : bytes) {
-                    gone.add(new Held(Action.decode(b), b));
-                }
-                gone.sort(Held.ORDER);
-                List<byte[]> rest = new ArrayList<>();
-                long earliest = END_OF_TIME;
-                for (Held h : gone) {
-                    if (forgetAfter(h.action().eventTime) <= now) {
-                        unmatched(h.action(), ctx);
-                    } else {
-                        rest.add(h.bytes());
-                        earliest = Math.min(earliest, h.action().eventTime);
-                    }
-                }
-                boolean forgot = rest.size() < bytes.size();
-                heldChanged |= forgot;
-                if (rest.isEmpty()) {
-                    heldNow.remove(requestId);
-                } else {
-                    if (forgot) {
-                        // Written to `held` below in this order; untouched, a list keeps the order `held` has.
-                        heldNow.put(requestId, rest);
-                    }
-                    nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
-                }
-            }
+            forget(a, now, ctx);
         }
-        if (heldChanged) {
+        if (a.heldChanged) {
             List<byte[]> rest = new ArrayList<>();
-            for (List<byte[]> l : heldNow.values()) {
+            for (List<byte[]> l : a.heldNow.values()) {
                 rest.addAll(l);
             }
             if (rest.isEmpty()) {
@@ -743,18 +648,149 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.
             w.recent = new ArrayList<>();
             boolean noneEmitted = w.emittedBy != null ? w.emittedBy.isEmpty() : emitted.isEmpty();
-            if ((heldNow != null ? heldNow.isEmpty() : heldIsEmpty(w)) && noneEmitted) {
+            if ((a.heldNow != null ? a.heldNow.isEmpty() : heldIsEmpty(w)) && noneEmitted) {
                 clear(user);
                 return;
             }
         }
-        w.nextEvent = nextEvent;
-        w.nextCleanup = nextCleanup;
+        w.nextEvent = a.nextEvent;
+        w.nextCleanup = a.nextCleanup;
         store(user, w);
         if (!batch && w.horizon() < END_OF_TIME) {
             // The timer for the new horizon (the one that fired, or an earlier one, woke us).
             timers.registerEventTimeTimer(w.horizon());
         }
+    }
+
+    /** Orders the requests that arrived and emits those due by {@code now}, with their held actions. */
+    private void emitDue(Advance a, long now, Context ctx, Collector<Joined> out) throws Exception {
+        Waiting w = a.w;
+        Map<String, Request> arrivedNow = new LinkedHashMap<>();
+        for (Request r : w.arrived) {
+            arrivedNow.put(r.requestId, r);
+        }
+        Map<String, Request> pendingNow = new LinkedHashMap<>();
+        for (Request r : w.pending) {
+            pendingNow.put(r.requestId, r);
+        }
+        List<Request> emittedNow = Rules.advance(settings, now, arrivedNow, pendingNow, w.recent);
+        w.arrived = new ArrayList<>(arrivedNow.values());
+        w.pending = new ArrayList<>(pendingNow.values());
+        w.changed();
+        long nextEvent = END_OF_TIME;
+        for (Request r : w.arrived) {
+            nextEvent = Math.min(nextEvent, r.timeMs);
+        }
+        for (Request r : w.pending) {
+            nextEvent = Math.min(nextEvent, r.dueMs);
+        }
+        a.nextEvent = nextEvent;
+        if (emittedNow.isEmpty()) {
+            return;
+        }
+        a.heldNow = heldByRequest(w);
+        for (Request ordered : emittedNow) {
+            emit(a, ordered, ctx, out);
+        }
+    }
+
+    /** Emits one request that is due: joins its held actions and reports those it does not take. */
+    private void emit(Advance a, Request ordered, Context ctx, Collector<Joined> out) throws Exception {
+        Request r = bodies.get(ordered.requestId);
+        bodies.remove(ordered.requestId);
+        r.dueMs = ordered.dueMs;
+        r.rule = ordered.rule;
+        r.late = ordered.late;
+        List<byte[]> forIt = a.heldNow.remove(r.requestId);
+        a.heldChanged |= forIt != null;
+        Rules.Emitted e = Rules.join(settings, r, forIt == null ? List.of() : decode(forIt));
+        counters.get("emitted_" + r.rule).inc();
+        counters.get("actions_joined").inc(e.joined().size());
+        emitted.put(r.requestId, r.dueMs);
+        if (a.w.emittedBy != null) {
+            a.w.emittedBy.put(r.requestId, r.dueMs);
+        }
+        a.nextCleanup = Math.min(a.nextCleanup, forgetAfter(r.dueMs));
+        late(e.late(), Rules.LATE_TIME, r.dueMs, ctx);
+        for (Action u : e.unknownItem()) {
+            counters.get("unknown_item_actions").inc();
+            ctx.output(MANIFEST, new Json().action(u).put("kind", UNKNOWN_ITEM).bytes());
+        }
+        for (Action u : e.unmatched()) {
+            unmatched(u, ctx);
+        }
+        if (r.late) {
+            counters.get("late_requests").inc();
+        }
+        out.collect(joined(r, e));
+    }
+
+    /**
+     * Forgets emitted requests past retention, and reports actions that waited that long for a request that never
+     * came.
+     */
+    private void forget(Advance a, long now, Context ctx) throws Exception {
+        Waiting w = a.w;
+        long nextCleanup = END_OF_TIME;
+        Map<String, Long> all = w.emittedBy;
+        if (all == null) {
+            all = new HashMap<>();
+            for (var e : emitted.entries()) {
+                all.put(e.getKey(), e.getValue());
+            }
+            if (cache != null) {
+                w.emittedBy = all;
+            }
+        }
+        for (var it = all.entrySet().iterator(); it.hasNext(); ) {
+            var e = it.next();
+            if (forgetAfter(e.getValue()) <= now) {
+                emitted.remove(e.getKey());
+                it.remove();
+            } else {
+                nextCleanup = Math.min(nextCleanup, forgetAfter(e.getValue()));
+            }
+        }
+        if (a.heldNow == null) {
+            a.heldNow = heldByRequest(w);
+        }
+        Map<String, List<byte[]>> heldNow = a.heldNow;
+        // In request id order, so the lines come out in the same order every run.
+        List<String> requests = new ArrayList<>(heldNow.keySet());
+        requests.sort(null);
+        for (String requestId : requests) {
+            if (w.has(requestId)) {
+                continue;
+            }
+            List<byte[]> bytes = heldNow.get(requestId);
+            List<Held> gone = new ArrayList<>(bytes.size());
+            for (byte[] b : bytes) {
+                gone.add(new Held(Action.decode(b), b));
+            }
+            gone.sort(Held.ORDER);
+            List<byte[]> rest = new ArrayList<>();
+            long earliest = END_OF_TIME;
+            for (Held h : gone) {
+                if (forgetAfter(h.action().eventTime) <= now) {
+                    unmatched(h.action(), ctx);
+                } else {
+                    rest.add(h.bytes());
+                    earliest = Math.min(earliest, h.action().eventTime);
+                }
+            }
+            boolean forgot = rest.size() < bytes.size();
+            a.heldChanged |= forgot;
+            if (rest.isEmpty()) {
+                heldNow.remove(requestId);
+            } else {
+                if (forgot) {
+                    // Written to `held` below in this order; untouched, a list keeps the order `held` has.
+                    heldNow.put(requestId, rest);
+                }
+                nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
+            }
+        }
+        a.nextCleanup = nextCleanup;
     }
 
     private static Joined joined(Request r, Rules.Emitted e) {
@@ -779,6 +815,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             at += row.length;
         }
         j.joinedJson = Json.actions(e.joined());
+        j.actionsJoined = e.joined().size();
         j.lateRequest = r.late;
         j.source = r.source;
         j.index = r.index;
