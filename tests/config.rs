@@ -186,6 +186,25 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            // `bm25`: its constants, its file (read once, every bad line
+            // named by path and line) and its inputs, all reported at once.
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: bm25, inputs: [q, q]}\n  - {name: b, op: bm25, inputs: [q, q], file: tests/fixtures/bm25/title_df.tsv, documents: 2, avg_len: 0, k1: -1, b: 1.5}\n  - {name: c, op: bm25, inputs: [q, x], file: nope.tsv, documents: 9, avg_len: .nan, separator: ''}\n  - {name: d, op: bm25, inputs: [q], file: tests/fixtures/bm25/title_df.tsv, documents: 10, avg_len: 3}",
+            &[
+                "features.a.avg_len: missing; required for op bm25",
+                "features.a.documents: missing; required for this op",
+                "features.a.file: missing; name the file of document frequencies (term, tab, count)",
+                "features.b.k1: found -1, allowed k1 >= 0",
+                "features.b.b: found 1.5, allowed 0 <= b <= 1",
+                "features.b.avg_len: found 0, expected the titles' average term count (> 0)",
+                "features.b.file: ./tests/fixtures/bm25/title_df.tsv:2: found the count 5, more than documents (2)",
+                "features.c.separator: is empty; give the terms' separator (default \\x1d)",
+                "features.c.avg_len: found NaN, expected a finite number",
+                "features.c.file: cannot read ./nope.tsv: No such file or directory (os error 2)",
+                r#"features.c.input: op bm25 takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+                "features.d.inputs: op bm25 takes [query, title], found 1 inputs",
+            ],
+        ),
+        (
             // Id-to-id operators take an id sequence position by position;
             // a float sequence, or hashing parts of strings, is no id sequence.
             "name: m\nfeatures:\n  - {name: f, kind: sequence, dtype: f32, max_len: 2, width: 1, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: hash, input: f, buckets: 9}\n  - {name: b, op: hash, input: s, buckets: 9, separator: ','}\n  - {name: c, op: filter_slots, input: s, slots: [1]}",

@@ -317,6 +317,52 @@ fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
     });
 }
 
+/// `bm25` over a whole batch (a SHARED query split and looked up once,
+/// titles per row, short rows counted term by term and long ones through
+/// sorted runs) gives, row by row, Okapi BM25 with Lucene's idf as the
+/// reference's "BM25 (op: bm25)" section writes it, term by term in query
+/// order; `default` where a side has no terms.
+#[test]
+fn bm25_over_a_batch_agrees_with_the_formula() {
+    use proptest::prelude::*;
+    let p = plan(
+        "  - {name: q, kind: string, shared: once, output: false}\n  - {name: t, kind: string, output: false}\n  - {name: s, op: bm25, inputs: [q, t], file: ../bm25/title_df.tsv, documents: 10, avg_len: 6, k1: 1.5, b: 0.5, default: -1}\n",
+    );
+    // title_df.tsv: red 2, shoes 5, running 1 (of 10 documents).
+    let df = |w: &str| match w {
+        "red" => 2.0f64,
+        "shoes" => 5.0,
+        "running" => 1.0,
+        _ => 0.0,
+    };
+    let word = prop::sample::select(vec!["red", "shoes", "running", "blue", "a_longer_word"]);
+    let words = move |max| prop::collection::vec(word.clone(), 0..max);
+    let case = (words(8), prop::collection::vec(words(60), 1..5));
+    proptest!(ProptestConfig::with_cases(200), |((q, titles) in case)| {
+        let join = |w: &[&str]| w.join("\\x1d");
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: t\n    features:\n",
+            titles.len(),
+            join(&q)
+        );
+        for t in &titles {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", join(t)));
+        }
+        let got = get(&run(&p, &batch(&sample)), "s").f32s();
+        let (k1, b, avg_len) = (1.5f64, 0.5f64, 6.0f64);
+        for (r, t) in titles.iter().enumerate() {
+            let norm = k1 * (1.0 - b + b * t.len() as f64 / avg_len);
+            let share = |w: &&str| {
+                let tf = t.iter().filter(|x| *x == w).count() as f64;
+                let idf = (1.0 + (10.0 - df(w) + 0.5) / (df(w) + 0.5)).ln();
+                if tf == 0.0 { 0.0 } else { idf * (tf * (k1 + 1.0)) / (tf + norm) }
+            };
+            let want = if q.is_empty() || t.is_empty() { -1.0 } else { q.iter().fold(0.0, |s, w| s + share(w)) as f32 };
+            prop_assert_eq!(got[r], want, "row {}: query {:?}, title {:?}", r, &q, t);
+        }
+    });
+}
+
 /// `kv_dot` over a whole batch (a SHARED query read once, documents per
 /// row) gives, row by row, the dot product a map of keys gives: weights of
 /// a repeated key added, a part without a weight weighing 1.

@@ -54,30 +54,33 @@ const PLAIN: usize = 256;
 /// One row's terms, copied into one buffer (ids as their decimal text),
 /// each with a key: its length and first 7 bytes in one word, so that two
 /// terms of up to 7 bytes are equal exactly when their keys are.
+/// `bm25` splits its rows the same way.
 #[derive(Default)]
-struct Terms {
+pub(super) struct Terms {
     bytes: Vec<u8>,
     ends: Vec<usize>,
     keys: Vec<u64>,
 }
 
 impl Terms {
-    fn fill(&mut self, c: &Column, r: usize, separator: &[u8]) {
+    pub(super) fn fill(&mut self, c: &Column, r: usize, separator: &[u8]) {
         self.bytes.clear();
         self.ends.clear();
         self.keys.clear();
-        each_key(c, r, separator, |t| {
-            self.bytes.extend_from_slice(t);
-            self.ends.push(self.bytes.len());
-            self.keys.push(key(t));
-        });
+        each_key(c, r, separator, |t| self.push(t));
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn push(&mut self, term: &[u8]) {
+        self.bytes.extend_from_slice(term);
+        self.ends.push(self.bytes.len());
+        self.keys.push(key(term));
+    }
+
+    pub(super) fn len(&self) -> usize {
         self.ends.len()
     }
 
-    fn get(&self, i: usize) -> &[u8] {
+    pub(super) fn get(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..self.ends[i]]
     }
@@ -92,7 +95,7 @@ fn key(term: &[u8]) -> u64 {
 /// Whether term `i` of `a` equals term `j` of `b`: the keys decide for
 /// terms of up to 7 bytes, the bytes for longer ones.
 #[inline(always)]
-fn same(a: &Terms, i: usize, b: &Terms, j: usize) -> bool {
+pub(super) fn same(a: &Terms, i: usize, b: &Terms, j: usize) -> bool {
     a.keys[i] == b.keys[j] && (a.keys[i] >> 56 <= 7 || a.get(i) == b.get(j))
 }
 
@@ -257,9 +260,7 @@ mod tests {
         let mut s = Scratch::default();
         for (terms, words) in [(&mut s.query, q), (&mut s.title, t)] {
             for w in words {
-                terms.bytes.extend_from_slice(w.as_bytes());
-                terms.ends.push(terms.bytes.len());
-                terms.keys.push(key(w.as_bytes()));
+                terms.push(w.as_bytes());
             }
         }
         s.row(method, plain)
