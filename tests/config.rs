@@ -175,7 +175,7 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
-            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}",
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}\n  - {name: e, op: overlap, inputs: [q, q], method: proximity_avg_dist}",
             &[
                 "features.a.method: missing; give one of query_common_ratio, title_common_ratio, is_contain, is_equal",
                 r#"features.b.method: found "jaccard", expected one of query_common_ratio, title_common_ratio, is_contain, is_equal"#,
@@ -183,6 +183,7 @@ fn inline_configs_report_every_error() {
                 "features.c.inputs: op overlap takes [query, title], found 1 inputs",
                 "features.d.separator: is empty; give the terms' separator (default \\x1d)",
                 r#"features.d.input: op overlap takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+                "features.e.method: proximity_avg_dist is not in fex: FG does not say which pairs of terms it measures",
             ],
         ),
         (

@@ -272,12 +272,15 @@ fn discrete_lookup_hashes_the_value_bytes() {
 /// short rows compared term by term and long ones through sorted ranks)
 /// gives, row by row, what FG lite's loops give (OverLapFeatureEvaluator.h:
 /// `intersect` counts each query term found, `isContain` looks for the
-/// query as a contiguous run, `isEqual` compares in order), with `default`
-/// where a side has no terms.
+/// query as a contiguous run, `isEqual` compares in order), and what brute
+/// force gives for `index_of` and `proximity_min_cover` (TorchEasyRec's
+/// docs/source/feature/feature.md, "OverlapFeature", names them; FG lite
+/// lacks them), with `default` where a side has no terms.
 #[test]
 fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
     use proptest::prelude::*;
-    let methods = ["query_common_ratio", "title_common_ratio", "is_contain", "is_equal"];
+    let methods =
+        ["query_common_ratio", "title_common_ratio", "is_contain", "is_equal", "index_of", "proximity_min_cover"];
     let mut features = String::from(
         "  - {name: q, kind: string, shared: once, output: false}\n  - {name: t, kind: string, output: false}\n",
     );
@@ -303,12 +306,18 @@ fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
             let got = get(&out, m).f32s();
             for (r, t) in titles.iter().enumerate() {
                 let found = q.iter().filter(|w| t.contains(w)).count();
-                let contains = t.len() >= q.len() && t.windows(q.len().max(1)).any(|w| w == q.as_slice());
+                let start = t.windows(q.len().max(1)).position(|w| w == q.as_slice()).filter(|_| t.len() >= q.len());
+                // The shortest window holding every query term (0: some term is missing).
+                let cover = (1..=t.len())
+                    .find(|&n| t.windows(n).any(|w| q.iter().all(|x| w.contains(x))))
+                    .filter(|_| q.iter().all(|x| t.contains(x)));
                 let want = match m {
                     _ if q.is_empty() || t.is_empty() => -1.0,
                     "query_common_ratio" => (found as f64 / q.len() as f64) as f32,
                     "title_common_ratio" => (found as f64 / t.len() as f64) as f32,
-                    "is_contain" => f32::from(u8::from(contains)),
+                    "is_contain" => f32::from(u8::from(start.is_some())),
+                    "index_of" => start.map_or(-1.0, |s| s as f32),
+                    "proximity_min_cover" => cover.map_or(0.0, |n| n as f32),
                     _ => f32::from(u8::from(q == *t)),
                 };
                 prop_assert_eq!(got[r], want, "{} row {}: query {:?}, title {:?}", m, r, &q, t);

@@ -1,20 +1,26 @@
 //! `overlap`: FG's overlap_feature. A row's query and title are each a
 //! sequence of terms (a string's non-empty parts between `separator`s, or
-//! ids in decimal, as `lookup` reads keys), compared four ways:
+//! ids in decimal, as `lookup` reads keys), compared six ways:
 //!
 //! - `query_common_ratio`: the query terms found in the title (each
 //!   occurrence counts, as FG's code counts them) over the query's terms;
 //! - `title_common_ratio`: the same count over the title's terms;
 //! - `is_contain`: 1 when the query's terms appear in the title in order
 //!   and next to each other, else 0;
-//! - `is_equal`: 1 when the two sequences are the same, else 0.
+//! - `is_equal`: 1 when the two sequences are the same, else 0;
+//! - `index_of`: where `is_contain`'s run first starts, counted in title
+//!   terms from 0, or -1;
+//! - `proximity_min_cover`: the fewest consecutive title terms that hold
+//!   every distinct query term, or 0 when a query term is not in the title.
 //!
 //! A row whose query or title has no terms gives `default` (FG gives 0 for
-//! an empty or missing field, every method). Terms are compared as bytes.
+//! an empty or missing field, every method it tests; fex's `default` is -1
+//! for `index_of`, where 0 would read as found). Terms are compared as bytes.
 //! Short rows (q × t up to `PLAIN`) are compared term by term; longer ones
 //! cost O((q + t) log t), never q × t: the title's terms are sorted once and
-//! each query term found by binary search, and `is_contain` runs
-//! Knuth-Morris-Pratt over the terms' ranks.
+//! each query term found by binary search, `is_contain` and `index_of` run
+//! Knuth-Morris-Pratt over the terms' ranks, and `proximity_min_cover`
+//! (always ranked) slides a window over them.
 
 use super::lookup::each_key;
 use crate::columns::Column;
@@ -27,11 +33,14 @@ pub enum OverlapMethod {
     TitleRatio,
     Contains,
     Equals,
+    IndexOf,
+    MinCover,
 }
 
 impl OverlapMethod {
     /// FG's method names.
-    pub const NAMES: &'static str = "query_common_ratio, title_common_ratio, is_contain, is_equal";
+    pub const NAMES: &'static str =
+        "query_common_ratio, title_common_ratio, is_contain, is_equal, index_of, proximity_min_cover";
 
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -39,6 +48,8 @@ impl OverlapMethod {
             "title_common_ratio" => Self::TitleRatio,
             "is_contain" => Self::Contains,
             "is_equal" => Self::Equals,
+            "index_of" => Self::IndexOf,
+            "proximity_min_cover" => Self::MinCover,
             _ => return None,
         })
     }
@@ -113,6 +124,10 @@ struct Scratch {
     query_ranks: Vec<u32>,
     /// Knuth-Morris-Pratt's failure function over `query_ranks`.
     failure: Vec<usize>,
+    /// By rank: whether the query has the term (`proximity_min_cover`).
+    needed: Vec<bool>,
+    /// By rank: the term's occurrences in the window.
+    counts: Vec<u32>,
 }
 
 thread_local! {
@@ -155,23 +170,30 @@ impl Scratch {
         }
         let yes = |b: bool| if b { 1.0 } else { 0.0 };
         let (query, title) = (&self.query, &self.title);
-        if method == OverlapMethod::Equals {
-            return Some(yes(q == t && (0..q).all(|i| same(query, i, title, i))));
+        match method {
+            OverlapMethod::Equals => return Some(yes(q == t && (0..q).all(|i| same(query, i, title, i)))),
+            OverlapMethod::MinCover => {
+                self.rank();
+                return Some(self.min_cover() as f64);
+            }
+            _ => {}
         }
-        let (found, contains) = if q.saturating_mul(t) <= plain {
+        let run = matches!(method, OverlapMethod::Contains | OverlapMethod::IndexOf);
+        let (found, start) = if q.saturating_mul(t) <= plain {
             let found = (0..q).filter(|&i| (0..t).any(|j| same(query, i, title, j))).count();
             let at = |start: usize| (0..q).all(|i| same(query, i, title, start + i));
-            (found, method == OverlapMethod::Contains && q <= t && (0..=t - q).any(at))
+            (found, if run && q <= t { (0..=t - q).find(|&s| at(s)) } else { None })
         } else {
             self.rank();
             let found = self.query_ranks.iter().filter(|&&r| r != ABSENT).count();
-            (found, method == OverlapMethod::Contains && found == q && self.contains())
+            (found, if run && found == q { self.first_run() } else { None })
         };
         Some(match method {
             OverlapMethod::QueryRatio => found as f64 / q as f64,
             OverlapMethod::TitleRatio => found as f64 / t as f64,
-            OverlapMethod::Contains => yes(contains),
-            OverlapMethod::Equals => unreachable!("answered above"),
+            OverlapMethod::Contains => yes(start.is_some()),
+            OverlapMethod::IndexOf => start.map_or(-1.0, |s| s as f64),
+            OverlapMethod::Equals | OverlapMethod::MinCover => unreachable!("answered above"),
         })
     }
 
@@ -199,11 +221,11 @@ impl Scratch {
         }
     }
 
-    /// Whether `query_ranks` occurs in `title_ranks` as a contiguous run.
-    fn contains(&mut self) -> bool {
+    /// Where `query_ranks` first occurs in `title_ranks` as a contiguous run.
+    fn first_run(&mut self) -> Option<usize> {
         let (pattern, text) = (&self.query_ranks, &self.title_ranks);
         if pattern.len() > text.len() {
-            return false;
+            return None;
         }
         let failure = &mut self.failure;
         failure.clear();
@@ -219,18 +241,54 @@ impl Scratch {
             failure[i] = k;
         }
         let mut k = 0;
-        for &x in text {
+        for (at, &x) in text.iter().enumerate() {
             while k > 0 && x != pattern[k] {
                 k = failure[k - 1];
             }
             if x == pattern[k] {
                 k += 1;
                 if k == pattern.len() {
-                    return true;
+                    return Some(at + 1 - k);
                 }
             }
         }
-        false
+        None
+    }
+
+    /// The shortest window of `title_ranks` holding every rank of
+    /// `query_ranks`, or 0 when one is `ABSENT`: a window slides right,
+    /// its left end following as far as it can.
+    fn min_cover(&mut self) -> usize {
+        if self.query_ranks.contains(&ABSENT) {
+            return 0;
+        }
+        let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
+        self.needed.clear();
+        self.needed.resize(ranks, false);
+        self.counts.clear();
+        self.counts.resize(ranks, 0);
+        let mut want = 0;
+        for &r in &self.query_ranks {
+            want += usize::from(!std::mem::replace(&mut self.needed[r as usize], true));
+        }
+        let (text, needed, counts) = (&self.title_ranks, &self.needed, &mut self.counts);
+        let (mut have, mut left, mut best) = (0, 0, text.len());
+        for (right, &r) in text.iter().enumerate() {
+            if needed[r as usize] {
+                counts[r as usize] += 1;
+                have += usize::from(counts[r as usize] == 1);
+            }
+            while have == want {
+                best = best.min(right + 1 - left);
+                let l = text[left] as usize;
+                if needed[l] {
+                    counts[l] -= 1;
+                    have -= usize::from(counts[l] == 0);
+                }
+                left += 1;
+            }
+        }
+        best
     }
 }
 
@@ -240,19 +298,26 @@ mod tests {
     use proptest::prelude::*;
 
     /// FG lite's loops (OverLapFeatureEvaluator.h: `intersect`, `isContain`,
-    /// `isEqual`), with fex's answer for an empty side.
+    /// `isEqual`), with fex's answer for an empty side; `index_of` and
+    /// `proximity_min_cover` (which FG lite lacks) as brute force.
     fn reference(method: OverlapMethod, q: &[&str], t: &[&str]) -> Option<f64> {
         if q.is_empty() || t.is_empty() {
             return None;
         }
         let found = q.iter().filter(|x| t.contains(x)).count();
-        let contains = (0..=t.len().saturating_sub(q.len())).any(|i| t.len() >= q.len() && t[i..i + q.len()] == *q);
+        let start = (0..=t.len().saturating_sub(q.len())).find(|&i| t.len() >= q.len() && t[i..i + q.len()] == *q);
+        // Every window, shortest first, for the one holding every query term.
+        let cover = (1..=t.len())
+            .find(|&n| t.windows(n).any(|w| q.iter().all(|x| w.contains(x))))
+            .filter(|_| q.iter().all(|x| t.contains(x)));
         let yes = |b: bool| if b { 1.0 } else { 0.0 };
         Some(match method {
             OverlapMethod::QueryRatio => found as f64 / q.len() as f64,
             OverlapMethod::TitleRatio => found as f64 / t.len() as f64,
-            OverlapMethod::Contains => yes(contains),
+            OverlapMethod::Contains => yes(start.is_some()),
             OverlapMethod::Equals => yes(q == t),
+            OverlapMethod::IndexOf => start.map_or(-1.0, |s| s as f64),
+            OverlapMethod::MinCover => cover.map_or(0.0, |n| n as f64),
         })
     }
 
@@ -273,7 +338,14 @@ mod tests {
             t in prop::collection::vec(prop::sample::select(vec!["a", "b", "ab", "abcdefgh", "abcdefgi", "d"]), 0..9),
         ) {
             // Both ways of comparing: term by term, and sorted with ranks.
-            for method in [OverlapMethod::QueryRatio, OverlapMethod::TitleRatio, OverlapMethod::Contains, OverlapMethod::Equals] {
+            for method in [
+                OverlapMethod::QueryRatio,
+                OverlapMethod::TitleRatio,
+                OverlapMethod::Contains,
+                OverlapMethod::Equals,
+                OverlapMethod::IndexOf,
+                OverlapMethod::MinCover,
+            ] {
                 for plain in [PLAIN, 0] {
                     prop_assert_eq!(run(method, &q, &t, plain), reference(method, &q, &t), "{:?} {}", method, plain);
                 }

@@ -392,7 +392,15 @@ impl Checker {
     fn overlap(&mut self, path: &str, o: &entries::Overlap, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
         let method = match o.method.as_deref() {
             Some(m) => OverlapMethod::parse(m).or_else(|| {
-                self.error(format!("{path}.method"), format!("found {m:?}, expected one of {}", OverlapMethod::NAMES));
+                let message = if ["proximity_min_dist", "proximity_max_dist", "proximity_avg_dist"].contains(&m) {
+                    format!(
+                        "{m} is not in fex: FG does not say which pairs of terms it measures; give one of {}",
+                        OverlapMethod::NAMES
+                    )
+                } else {
+                    format!("found {m:?}, expected one of {}", OverlapMethod::NAMES)
+                };
+                self.error(format!("{path}.method"), message);
                 None
             }),
             None => {
@@ -404,7 +412,9 @@ impl Checker {
         if separator.is_empty() {
             self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
         }
-        let default = self.finite(path, "overlap", "default", o.default, Some(0.0));
+        // 0 is a position for index_of, so its rows without terms give -1.
+        let none = if method == Some(OverlapMethod::IndexOf) { -1.0 } else { 0.0 };
+        let default = self.finite(path, "overlap", "default", o.default, Some(none));
         if ins.len() != 2 {
             self.error(
                 format!("{path}.inputs"),
