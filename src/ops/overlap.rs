@@ -19,8 +19,8 @@
 //! Short rows (q × t up to `PLAIN`) are compared term by term; longer ones
 //! cost O((q + t) log t), never q × t: the title's terms are sorted once and
 //! each query term found by binary search, `is_contain` and `index_of` run
-//! Knuth-Morris-Pratt over the terms' ranks, and `proximity_min_cover`
-//! (always ranked) slides a window over them.
+//! Knuth-Morris-Pratt over the terms' ranks; `proximity_min_cover` slides a
+//! window over the title's terms labelled with the query term each equals.
 
 use super::lookup::each_key;
 use crate::columns::Column;
@@ -124,9 +124,12 @@ struct Scratch {
     query_ranks: Vec<u32>,
     /// Knuth-Morris-Pratt's failure function over `query_ranks`.
     failure: Vec<usize>,
-    /// By rank: whether the query has the term (`proximity_min_cover`).
-    needed: Vec<bool>,
-    /// By rank: the term's occurrences in the window.
+    /// By rank: the first query term of that rank, or `ABSENT`.
+    first: Vec<u32>,
+    /// Each title position's query term (its first index in the query),
+    /// or `ABSENT` (`proximity_min_cover`).
+    labels: Vec<u32>,
+    /// By query term: its occurrences in the window.
     counts: Vec<u32>,
 }
 
@@ -172,10 +175,7 @@ impl Scratch {
         let (query, title) = (&self.query, &self.title);
         match method {
             OverlapMethod::Equals => return Some(yes(q == t && (0..q).all(|i| same(query, i, title, i)))),
-            OverlapMethod::MinCover => {
-                self.rank();
-                return Some(self.min_cover() as f64);
-            }
+            OverlapMethod::MinCover => return Some(self.min_cover(plain) as f64),
             _ => {}
         }
         let run = matches!(method, OverlapMethod::Contains | OverlapMethod::IndexOf);
@@ -255,41 +255,65 @@ impl Scratch {
         None
     }
 
-    /// The shortest window of `title_ranks` holding every rank of
-    /// `query_ranks`, or 0 when one is `ABSENT`: a window slides right,
-    /// its left end following as far as it can.
-    fn min_cover(&mut self) -> usize {
-        if self.query_ranks.contains(&ABSENT) {
-            return 0;
-        }
-        let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
-        self.needed.clear();
-        self.needed.resize(ranks, false);
-        self.counts.clear();
-        self.counts.resize(ranks, 0);
-        let mut want = 0;
-        for &r in &self.query_ranks {
-            want += usize::from(!std::mem::replace(&mut self.needed[r as usize], true));
-        }
-        let (text, needed, counts) = (&self.title_ranks, &self.needed, &mut self.counts);
-        let (mut have, mut left, mut best) = (0, 0, text.len());
-        for (right, &r) in text.iter().enumerate() {
-            if needed[r as usize] {
-                counts[r as usize] += 1;
-                have += usize::from(counts[r as usize] == 1);
+    /// The fewest consecutive title terms holding every distinct query
+    /// term, or 0. Each title term is labelled with the query term it
+    /// equals: term by term on short rows, through the ranks on long ones.
+    fn min_cover(&mut self, plain: usize) -> usize {
+        let (q, t) = (self.query.len(), self.title.len());
+        let (query, title) = (&self.query, &self.title);
+        self.labels.clear();
+        let want = if q.saturating_mul(t) <= plain {
+            let label = |j: usize| (0..q).find(|&i| same(query, i, title, j)).map_or(ABSENT, |i| i as u32);
+            self.labels.extend((0..t).map(label));
+            (0..q).filter(|&i| !(0..i).any(|k| same(query, k, query, i))).count()
+        } else {
+            self.rank();
+            if self.query_ranks.contains(&ABSENT) {
+                return 0;
             }
-            while have == want {
-                best = best.min(right + 1 - left);
-                let l = text[left] as usize;
-                if needed[l] {
-                    counts[l] -= 1;
-                    have -= usize::from(counts[l] == 0);
+            let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
+            self.first.clear();
+            self.first.resize(ranks, ABSENT);
+            let mut want = 0;
+            for (i, &r) in self.query_ranks.iter().enumerate() {
+                if self.first[r as usize] == ABSENT {
+                    self.first[r as usize] = i as u32;
+                    want += 1;
                 }
-                left += 1;
             }
-        }
-        best
+            self.labels.extend(self.title_ranks.iter().map(|&r| self.first[r as usize]));
+            want
+        };
+        shortest_cover(&self.labels, want, q, &mut self.counts)
     }
+}
+
+/// The fewest consecutive `labels` holding `want` distinct labels (each
+/// below `n`; `ABSENT` is none), or 0 when they never all appear: a window
+/// slides right, its left end following as far as it can.
+fn shortest_cover(labels: &[u32], want: usize, n: usize, counts: &mut Vec<u32>) -> usize {
+    counts.clear();
+    counts.resize(n, 0);
+    let (mut have, mut left, mut best) = (0, 0, 0);
+    for (right, &x) in labels.iter().enumerate() {
+        if x != ABSENT {
+            counts[x as usize] += 1;
+            have += usize::from(counts[x as usize] == 1);
+        }
+        while have == want {
+            let width = right + 1 - left;
+            if best == 0 || width < best {
+                best = width;
+            }
+            let l = labels[left];
+            if l != ABSENT {
+                counts[l as usize] -= 1;
+                have -= usize::from(counts[l as usize] == 0);
+            }
+            left += 1;
+        }
+    }
+    best
 }
 
 #[cfg(test)]
