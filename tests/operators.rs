@@ -96,6 +96,21 @@ fn vocab_files_are_recorded_in_the_plan() {
     assert_eq!(p.files.len(), 2);
 }
 
+/// `bm25`'s file of document counts is read once when the config loads and
+/// is part of the model's version: another count is another model.
+#[test]
+fn bm25_files_are_part_of_the_model_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "name: t\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: s, op: bm25, inputs: [q, q], file: df.tsv, documents: 10, avg_len: 3}\n";
+    let version = |counts: &str| {
+        std::fs::write(dir.path().join("df.tsv"), counts).unwrap();
+        let p = Plan::from_yaml_in(model, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.files, [dir.path().join("df.tsv")]);
+        p.identity().digest
+    };
+    assert_ne!(version("red\t2\n"), version("red\t3\n"));
+}
+
 #[test]
 fn vocab_file_errors_are_config_errors() {
     let e = errors(&format!("{ITEMS}  - {{name: v, op: vocab, input: ids, file: no/such.txt}}\n"));
