@@ -124,8 +124,8 @@ fn split_line(line: &[u8], documents: u64) -> Result<(&[u8], u64), String> {
     Ok((term, count))
 }
 
-/// BM25's constants, checked when the config loads: `k1 >= 0`,
-/// `0 <= b <= 1`, `avg_len > 0`.
+/// BM25's constants, checked when the config loads so that every share is
+/// finite: `0 <= k1 <= 1000`, `0 <= b <= 1`, `avg_len >= 0.001`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bm25Params {
     pub k1: f64,
@@ -259,6 +259,19 @@ mod tests {
         let got = run(&t, PARAMS, &["red", "shoes", "blue"], &["red", "running", "shoes", "red"], PLAIN).unwrap();
         let want = idf_red * 2.0 * 2.2 / (2.0 + 1.5) + idf_shoes * 2.2 / (1.0 + 1.5);
         assert!((got - want).abs() < 1e-12, "{got} {want}");
+    }
+
+    #[test]
+    fn the_bounds_keep_every_share_finite() {
+        let t = table("a\t0\n", u64::MAX).unwrap();
+        let title: Vec<&str> = std::iter::repeat_n("a", 5000).collect();
+        for (k1, b) in [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.0), (0.0, 0.0)] {
+            let p = Bm25Params { k1, b, avg_len: 0.001 };
+            for plain in [PLAIN, 0] {
+                let got = run(&t, p, &["a", "a"], &title, plain).unwrap();
+                assert!(got.is_finite() && got > 0.0, "k1 {k1}, b {b}: {got}");
+            }
+        }
     }
 
     #[test]

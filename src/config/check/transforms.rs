@@ -446,16 +446,17 @@ impl Checker {
         let k1 = self.finite(path, "bm25", "k1", o.k1, Some(1.2));
         let b = self.finite(path, "bm25", "b", o.b, Some(0.75));
         let avg_len = self.finite(path, "bm25", "avg_len", o.avg_len, None);
-        if k1 < 0.0 {
-            self.error(format!("{path}.k1"), format!("found {k1}, allowed k1 >= 0"));
+        // These bounds keep every share finite (no inf / inf, no 0 · inf).
+        if !(0.0..=1000.0).contains(&k1) {
+            self.error(format!("{path}.k1"), format!("found {k1}, allowed 0 <= k1 <= 1000"));
         }
         if !(0.0..=1.0).contains(&b) {
             self.error(format!("{path}.b"), format!("found {b}, allowed 0 <= b <= 1"));
         }
-        if o.avg_len.is_some_and(|x| x.is_finite() && x <= 0.0) {
+        if o.avg_len.is_some_and(|x| x.is_finite() && x < 0.001) {
             self.error(
                 format!("{path}.avg_len"),
-                format!("found {avg_len}, expected the titles' average term count (> 0)"),
+                format!("found {avg_len}, expected the titles' average term count (at least 0.001)"),
             );
         }
         self.required_u64(path, "documents", o.documents, 1..=u64::MAX);
