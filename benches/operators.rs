@@ -168,13 +168,17 @@ fn words(rng: &mut ChaCha8Rng, n: usize) -> String {
     words.join("\u{1d}")
 }
 
-/// `item_ids.txt` and `categories.txt`: the first `VOCAB` of each pool; and
-/// `bpe.json`, the tests' tokenizer.
+/// `item_ids.txt` and `categories.txt`: the first `VOCAB` of each pool;
+/// `title_df.tsv`, document counts of 48 of the 64 title words (of 100,000
+/// documents; the other 16 are counted as in none); and `bpe.json`, the
+/// tests' tokenizer.
 fn write_vocabularies(dir: &Path) {
     let ids: String = (0..VOCAB as u64).map(|k| format!("{}\n", item_id(k))).collect();
     let cats: String = (0..VOCAB as u64).map(|k| format!("{}\n", category(k))).collect();
     std::fs::write(dir.join("item_ids.txt"), ids).expect("write vocabulary");
     std::fs::write(dir.join("categories.txt"), cats).expect("write vocabulary");
+    let df: String = (0..48u64).map(|k| format!("w{k}\t{}\n", (k + 1) * 1000)).collect();
+    std::fs::write(dir.join("title_df.tsv"), df).expect("write document counts");
     // The tests' byte-level BPE tokenizer (tests/fixtures/tokenizer).
     // Read at run time, not included: the Docker build context holds only
     // what a build includes (scripts/helm_test.sh checks).
@@ -254,6 +258,9 @@ const OPS: &[(&str, &str)] = &[
     ("match_all", "{name: op, op: match, inputs: [user_kkv, ALL, category]}"),
     ("overlap_ratio", "{name: op, op: overlap, inputs: [query, title], method: query_common_ratio}"),
     ("overlap_contain", "{name: op, op: overlap, inputs: [query, title], method: is_contain}"),
+    ("overlap_index", "{name: op, op: overlap, inputs: [query, title], method: index_of}"),
+    ("overlap_cover", "{name: op, op: overlap, inputs: [query, title], method: proximity_min_cover}"),
+    ("bm25", "{name: op, op: bm25, inputs: [query, title], file: title_df.tsv, documents: 100000, avg_len: 12}"),
     ("kv_dot", "{name: op, op: kv_dot, inputs: [query, title]}"),
     ("bool_mask", "{name: op, op: bool_mask, inputs: [item_tags, item_tags]}"),
     ("hash_weighted", "{name: op, op: hash, input: item_tag_weights, buckets: 1000003, weighted: true}"),

@@ -175,7 +175,7 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
-            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}",
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}\n  - {name: e, op: overlap, inputs: [q, q], method: proximity_avg_dist}",
             &[
                 "features.a.method: missing; give one of query_common_ratio, title_common_ratio, is_contain, is_equal",
                 r#"features.b.method: found "jaccard", expected one of query_common_ratio, title_common_ratio, is_contain, is_equal"#,
@@ -183,6 +183,26 @@ fn inline_configs_report_every_error() {
                 "features.c.inputs: op overlap takes [query, title], found 1 inputs",
                 "features.d.separator: is empty; give the terms' separator (default \\x1d)",
                 r#"features.d.input: op overlap takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+                "features.e.method: proximity_avg_dist is not in fex: FG does not say which pairs of terms it measures",
+            ],
+        ),
+        (
+            // `bm25`: its constants, its file (read once, every bad line
+            // named by path and line) and its inputs, all reported at once.
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: bm25, inputs: [q, q]}\n  - {name: b, op: bm25, inputs: [q, q], file: tests/fixtures/bm25/title_df.tsv, documents: 2, avg_len: 0, k1: -1, b: 1.5}\n  - {name: c, op: bm25, inputs: [q, x], file: nope.tsv, documents: 9, avg_len: .nan, separator: ''}\n  - {name: d, op: bm25, inputs: [q], file: tests/fixtures/bm25/title_df.tsv, documents: 10, avg_len: 3}",
+            &[
+                "features.a.avg_len: missing; required for op bm25",
+                "features.a.documents: missing; required for this op",
+                "features.a.file: missing; name the file of document frequencies (term, tab, count)",
+                "features.b.k1: found -1, allowed 0 <= k1 <= 1000",
+                "features.b.b: found 1.5, allowed 0 <= b <= 1",
+                "features.b.avg_len: found 0, expected the titles' average term count (at least 0.001)",
+                "features.b.file: ./tests/fixtures/bm25/title_df.tsv:2: found the count 5, more than documents (2)",
+                "features.c.separator: is empty; give the terms' separator (default \\x1d)",
+                "features.c.avg_len: found NaN, expected a finite number",
+                "features.c.file: cannot read ./nope.tsv: No such file or directory (os error 2)",
+                r#"features.c.input: op bm25 takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+                "features.d.inputs: op bm25 takes [query, title], found 1 inputs",
             ],
         ),
         (

@@ -96,6 +96,21 @@ fn vocab_files_are_recorded_in_the_plan() {
     assert_eq!(p.files.len(), 2);
 }
 
+/// `bm25`'s file of document counts is read once when the config loads and
+/// is part of the model's version: another count is another model.
+#[test]
+fn bm25_files_are_part_of_the_model_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = "name: t\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: s, op: bm25, inputs: [q, q], file: df.tsv, documents: 10, avg_len: 3}\n";
+    let version = |counts: &str| {
+        std::fs::write(dir.path().join("df.tsv"), counts).unwrap();
+        let p = Plan::from_yaml_in(model, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.files, [dir.path().join("df.tsv")]);
+        p.identity().digest
+    };
+    assert_ne!(version("red\t2\n"), version("red\t3\n"));
+}
+
 #[test]
 fn vocab_file_errors_are_config_errors() {
     let e = errors(&format!("{ITEMS}  - {{name: v, op: vocab, input: ids, file: no/such.txt}}\n"));
@@ -272,12 +287,15 @@ fn discrete_lookup_hashes_the_value_bytes() {
 /// short rows compared term by term and long ones through sorted ranks)
 /// gives, row by row, what FG lite's loops give (OverLapFeatureEvaluator.h:
 /// `intersect` counts each query term found, `isContain` looks for the
-/// query as a contiguous run, `isEqual` compares in order), with `default`
-/// where a side has no terms.
+/// query as a contiguous run, `isEqual` compares in order), and what brute
+/// force gives for `index_of` and `proximity_min_cover` (TorchEasyRec's
+/// docs/source/feature/feature.md, "OverlapFeature", names them; FG lite
+/// lacks them), with `default` where a side has no terms.
 #[test]
 fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
     use proptest::prelude::*;
-    let methods = ["query_common_ratio", "title_common_ratio", "is_contain", "is_equal"];
+    let methods =
+        ["query_common_ratio", "title_common_ratio", "is_contain", "is_equal", "index_of", "proximity_min_cover"];
     let mut features = String::from(
         "  - {name: q, kind: string, shared: once, output: false}\n  - {name: t, kind: string, output: false}\n",
     );
@@ -303,16 +321,68 @@ fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
             let got = get(&out, m).f32s();
             for (r, t) in titles.iter().enumerate() {
                 let found = q.iter().filter(|w| t.contains(w)).count();
-                let contains = t.len() >= q.len() && t.windows(q.len().max(1)).any(|w| w == q.as_slice());
+                let start = t.windows(q.len().max(1)).position(|w| w == q.as_slice()).filter(|_| t.len() >= q.len());
+                // The shortest window holding every query term (0: some term is missing).
+                let cover = (1..=t.len())
+                    .find(|&n| t.windows(n).any(|w| q.iter().all(|x| w.contains(x))))
+                    .filter(|_| q.iter().all(|x| t.contains(x)));
                 let want = match m {
                     _ if q.is_empty() || t.is_empty() => -1.0,
                     "query_common_ratio" => (found as f64 / q.len() as f64) as f32,
                     "title_common_ratio" => (found as f64 / t.len() as f64) as f32,
-                    "is_contain" => f32::from(u8::from(contains)),
+                    "is_contain" => f32::from(u8::from(start.is_some())),
+                    "index_of" => start.map_or(-1.0, |s| s as f32),
+                    "proximity_min_cover" => cover.map_or(0.0, |n| n as f32),
                     _ => f32::from(u8::from(q == *t)),
                 };
                 prop_assert_eq!(got[r], want, "{} row {}: query {:?}, title {:?}", m, r, &q, t);
             }
+        }
+    });
+}
+
+/// `bm25` over a whole batch (a SHARED query split and looked up once,
+/// titles per row, short rows counted term by term and long ones through
+/// sorted runs) gives, row by row, Okapi BM25 with Lucene's idf as the
+/// reference's "BM25 (op: bm25)" section writes it, term by term in query
+/// order; `default` where a side has no terms.
+#[test]
+fn bm25_over_a_batch_agrees_with_the_formula() {
+    use proptest::prelude::*;
+    let p = plan(
+        "  - {name: q, kind: string, shared: once, output: false}\n  - {name: t, kind: string, output: false}\n  - {name: s, op: bm25, inputs: [q, t], file: ../bm25/title_df.tsv, documents: 10, avg_len: 6, k1: 1.5, b: 0.5, default: -1}\n",
+    );
+    // title_df.tsv: red 2, shoes 5, running 1 (of 10 documents).
+    let df = |w: &str| match w {
+        "red" => 2.0f64,
+        "shoes" => 5.0,
+        "running" => 1.0,
+        _ => 0.0,
+    };
+    let word = prop::sample::select(vec!["red", "shoes", "running", "blue", "a_longer_word"]);
+    let words = move |max| prop::collection::vec(word.clone(), 0..max);
+    let case = (words(8), prop::collection::vec(words(60), 1..5));
+    proptest!(ProptestConfig::with_cases(200), |((q, titles) in case)| {
+        let join = |w: &[&str]| w.join("\\x1d");
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: t\n    features:\n",
+            titles.len(),
+            join(&q)
+        );
+        for t in &titles {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", join(t)));
+        }
+        let got = get(&run(&p, &batch(&sample)), "s").f32s();
+        let (k1, b, avg_len) = (1.5f64, 0.5f64, 6.0f64);
+        for (r, t) in titles.iter().enumerate() {
+            let norm = k1 * (1.0 - b + b * t.len() as f64 / avg_len);
+            let share = |w: &&str| {
+                let tf = t.iter().filter(|x| *x == w).count() as f64;
+                let idf = (1.0 + (10.0 - df(w) + 0.5) / (df(w) + 0.5)).ln();
+                if tf == 0.0 { 0.0 } else { idf * (tf * (k1 + 1.0)) / (tf + norm) }
+            };
+            let want = if q.is_empty() || t.is_empty() { -1.0 } else { q.iter().fold(0.0, |s, w| s + share(w)) as f32 };
+            prop_assert_eq!(got[r], want, "row {}: query {:?}, title {:?}", r, &q, t);
         }
     });
 }

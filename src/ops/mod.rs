@@ -4,9 +4,10 @@
 //! arithmetic, hashing, crosses), `numeric` (ln, clip, normalize, bucketize,
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
-//! and FG's operators: `expr`, `lookup` (lookup and match), `overlap`, `text`
+//! and FG's operators: `expr`, `lookup` (lookup and match), `overlap`, `bm25`, `text`
 //! (regex_replace, slice).
 
+mod bm25;
 mod expr;
 mod hash;
 mod ids;
@@ -24,6 +25,7 @@ mod vocab;
 
 use std::sync::Arc;
 
+pub use bm25::{Bm25Params, DocFreqError, DocFreqs};
 pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
 pub use lookup::{Combiner, MatchAll};
@@ -174,6 +176,14 @@ pub enum TransformKind {
         separator: Vec<u8>,
         default: f64,
     },
+    /// Okapi BM25 of a query's terms against a title's, with document
+    /// frequencies from a file (FG's bm25_feature).
+    Bm25 {
+        table: Arc<DocFreqs>,
+        params: Bm25Params,
+        separator: Vec<u8>,
+        default: f64,
+    },
     /// Every match of a pattern replaced, in each row's string.
     RegexReplace {
         pattern: Pattern,
@@ -295,6 +305,9 @@ pub(crate) fn apply(
         KvDot { separator, kv } => kv_dot::apply(input(0), input(1), out, rows, (separator, *kv)),
         Overlap { method, separator, default } => {
             overlap::apply(*method, input(0), input(1), out, rows, (separator, *default))
+        }
+        Bm25 { table, params, separator, default } => {
+            bm25::apply(table, *params, (input(0), input(1)), out, rows, (separator, *default))
         }
         RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
         Slice { start, end } => text::slice(*start, *end, input(0), out, rows),

@@ -1,20 +1,26 @@
 //! `overlap`: FG's overlap_feature. A row's query and title are each a
 //! sequence of terms (a string's non-empty parts between `separator`s, or
-//! ids in decimal, as `lookup` reads keys), compared four ways:
+//! ids in decimal, as `lookup` reads keys), compared six ways:
 //!
 //! - `query_common_ratio`: the query terms found in the title (each
 //!   occurrence counts, as FG's code counts them) over the query's terms;
 //! - `title_common_ratio`: the same count over the title's terms;
 //! - `is_contain`: 1 when the query's terms appear in the title in order
 //!   and next to each other, else 0;
-//! - `is_equal`: 1 when the two sequences are the same, else 0.
+//! - `is_equal`: 1 when the two sequences are the same, else 0;
+//! - `index_of`: where `is_contain`'s run first starts, counted in title
+//!   terms from 0, or -1;
+//! - `proximity_min_cover`: the fewest consecutive title terms that hold
+//!   every distinct query term, or 0 when a query term is not in the title.
 //!
 //! A row whose query or title has no terms gives `default` (FG gives 0 for
-//! an empty or missing field, every method). Terms are compared as bytes.
+//! an empty or missing field, every method it tests; fex's `default` is -1
+//! for `index_of`, where 0 would read as found). Terms are compared as bytes.
 //! Short rows (q × t up to `PLAIN`) are compared term by term; longer ones
 //! cost O((q + t) log t), never q × t: the title's terms are sorted once and
-//! each query term found by binary search, and `is_contain` runs
-//! Knuth-Morris-Pratt over the terms' ranks.
+//! each query term found by binary search, `is_contain` and `index_of` run
+//! Knuth-Morris-Pratt over the terms' ranks; `proximity_min_cover` slides a
+//! window over the title's terms labelled with the query term each equals.
 
 use super::lookup::each_key;
 use crate::columns::Column;
@@ -27,11 +33,14 @@ pub enum OverlapMethod {
     TitleRatio,
     Contains,
     Equals,
+    IndexOf,
+    MinCover,
 }
 
 impl OverlapMethod {
     /// FG's method names.
-    pub const NAMES: &'static str = "query_common_ratio, title_common_ratio, is_contain, is_equal";
+    pub const NAMES: &'static str =
+        "query_common_ratio, title_common_ratio, is_contain, is_equal, index_of, proximity_min_cover";
 
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -39,6 +48,8 @@ impl OverlapMethod {
             "title_common_ratio" => Self::TitleRatio,
             "is_contain" => Self::Contains,
             "is_equal" => Self::Equals,
+            "index_of" => Self::IndexOf,
+            "proximity_min_cover" => Self::MinCover,
             _ => return None,
         })
     }
@@ -54,30 +65,33 @@ const PLAIN: usize = 256;
 /// One row's terms, copied into one buffer (ids as their decimal text),
 /// each with a key: its length and first 7 bytes in one word, so that two
 /// terms of up to 7 bytes are equal exactly when their keys are.
+/// `bm25` splits its rows the same way.
 #[derive(Default)]
-struct Terms {
+pub(super) struct Terms {
     bytes: Vec<u8>,
     ends: Vec<usize>,
     keys: Vec<u64>,
 }
 
 impl Terms {
-    fn fill(&mut self, c: &Column, r: usize, separator: &[u8]) {
+    pub(super) fn fill(&mut self, c: &Column, r: usize, separator: &[u8]) {
         self.bytes.clear();
         self.ends.clear();
         self.keys.clear();
-        each_key(c, r, separator, |t| {
-            self.bytes.extend_from_slice(t);
-            self.ends.push(self.bytes.len());
-            self.keys.push(key(t));
-        });
+        each_key(c, r, separator, |t| self.push(t));
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn push(&mut self, term: &[u8]) {
+        self.bytes.extend_from_slice(term);
+        self.ends.push(self.bytes.len());
+        self.keys.push(key(term));
+    }
+
+    pub(super) fn len(&self) -> usize {
         self.ends.len()
     }
 
-    fn get(&self, i: usize) -> &[u8] {
+    pub(super) fn get(&self, i: usize) -> &[u8] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.bytes[start..self.ends[i]]
     }
@@ -92,7 +106,7 @@ fn key(term: &[u8]) -> u64 {
 /// Whether term `i` of `a` equals term `j` of `b`: the keys decide for
 /// terms of up to 7 bytes, the bytes for longer ones.
 #[inline(always)]
-fn same(a: &Terms, i: usize, b: &Terms, j: usize) -> bool {
+pub(super) fn same(a: &Terms, i: usize, b: &Terms, j: usize) -> bool {
     a.keys[i] == b.keys[j] && (a.keys[i] >> 56 <= 7 || a.get(i) == b.get(j))
 }
 
@@ -110,6 +124,13 @@ struct Scratch {
     query_ranks: Vec<u32>,
     /// Knuth-Morris-Pratt's failure function over `query_ranks`.
     failure: Vec<usize>,
+    /// By rank: the first query term of that rank, or `ABSENT`.
+    first: Vec<u32>,
+    /// Each title position's query term (its first index in the query),
+    /// or `ABSENT` (`proximity_min_cover`).
+    labels: Vec<u32>,
+    /// By query term: its occurrences in the window.
+    counts: Vec<u32>,
 }
 
 thread_local! {
@@ -152,23 +173,27 @@ impl Scratch {
         }
         let yes = |b: bool| if b { 1.0 } else { 0.0 };
         let (query, title) = (&self.query, &self.title);
-        if method == OverlapMethod::Equals {
-            return Some(yes(q == t && (0..q).all(|i| same(query, i, title, i))));
+        match method {
+            OverlapMethod::Equals => return Some(yes(q == t && (0..q).all(|i| same(query, i, title, i)))),
+            OverlapMethod::MinCover => return Some(self.min_cover(plain) as f64),
+            _ => {}
         }
-        let (found, contains) = if q.saturating_mul(t) <= plain {
+        let run = matches!(method, OverlapMethod::Contains | OverlapMethod::IndexOf);
+        let (found, start) = if q.saturating_mul(t) <= plain {
             let found = (0..q).filter(|&i| (0..t).any(|j| same(query, i, title, j))).count();
             let at = |start: usize| (0..q).all(|i| same(query, i, title, start + i));
-            (found, method == OverlapMethod::Contains && q <= t && (0..=t - q).any(at))
+            (found, if run && q <= t { (0..=t - q).find(|&s| at(s)) } else { None })
         } else {
             self.rank();
             let found = self.query_ranks.iter().filter(|&&r| r != ABSENT).count();
-            (found, method == OverlapMethod::Contains && found == q && self.contains())
+            (found, if run && found == q { self.first_run() } else { None })
         };
         Some(match method {
             OverlapMethod::QueryRatio => found as f64 / q as f64,
             OverlapMethod::TitleRatio => found as f64 / t as f64,
-            OverlapMethod::Contains => yes(contains),
-            OverlapMethod::Equals => unreachable!("answered above"),
+            OverlapMethod::Contains => yes(start.is_some()),
+            OverlapMethod::IndexOf => start.map_or(-1.0, |s| s as f64),
+            OverlapMethod::Equals | OverlapMethod::MinCover => unreachable!("answered above"),
         })
     }
 
@@ -196,11 +221,11 @@ impl Scratch {
         }
     }
 
-    /// Whether `query_ranks` occurs in `title_ranks` as a contiguous run.
-    fn contains(&mut self) -> bool {
+    /// Where `query_ranks` first occurs in `title_ranks` as a contiguous run.
+    fn first_run(&mut self) -> Option<usize> {
         let (pattern, text) = (&self.query_ranks, &self.title_ranks);
         if pattern.len() > text.len() {
-            return false;
+            return None;
         }
         let failure = &mut self.failure;
         failure.clear();
@@ -216,19 +241,79 @@ impl Scratch {
             failure[i] = k;
         }
         let mut k = 0;
-        for &x in text {
+        for (at, &x) in text.iter().enumerate() {
             while k > 0 && x != pattern[k] {
                 k = failure[k - 1];
             }
             if x == pattern[k] {
                 k += 1;
                 if k == pattern.len() {
-                    return true;
+                    return Some(at + 1 - k);
                 }
             }
         }
-        false
+        None
     }
+
+    /// The fewest consecutive title terms holding every distinct query
+    /// term, or 0. Each title term is labelled with the query term it
+    /// equals: term by term on short rows, through the ranks on long ones.
+    fn min_cover(&mut self, plain: usize) -> usize {
+        let (q, t) = (self.query.len(), self.title.len());
+        let (query, title) = (&self.query, &self.title);
+        self.labels.clear();
+        let want = if q.saturating_mul(t) <= plain {
+            let label = |j: usize| (0..q).find(|&i| same(query, i, title, j)).map_or(ABSENT, |i| i as u32);
+            self.labels.extend((0..t).map(label));
+            (0..q).filter(|&i| !(0..i).any(|k| same(query, k, query, i))).count()
+        } else {
+            self.rank();
+            if self.query_ranks.contains(&ABSENT) {
+                return 0;
+            }
+            let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
+            self.first.clear();
+            self.first.resize(ranks, ABSENT);
+            let mut want = 0;
+            for (i, &r) in self.query_ranks.iter().enumerate() {
+                if self.first[r as usize] == ABSENT {
+                    self.first[r as usize] = i as u32;
+                    want += 1;
+                }
+            }
+            self.labels.extend(self.title_ranks.iter().map(|&r| self.first[r as usize]));
+            want
+        };
+        shortest_cover(&self.labels, want, q, &mut self.counts)
+    }
+}
+
+/// The fewest consecutive `labels` holding `want` distinct labels (each
+/// below `n`; `ABSENT` is none), or 0 when they never all appear: a window
+/// slides right, its left end following as far as it can.
+fn shortest_cover(labels: &[u32], want: usize, n: usize, counts: &mut Vec<u32>) -> usize {
+    counts.clear();
+    counts.resize(n, 0);
+    let (mut have, mut left, mut best) = (0, 0, 0);
+    for (right, &x) in labels.iter().enumerate() {
+        if x != ABSENT {
+            counts[x as usize] += 1;
+            have += usize::from(counts[x as usize] == 1);
+        }
+        while have == want {
+            let width = right + 1 - left;
+            if best == 0 || width < best {
+                best = width;
+            }
+            let l = labels[left];
+            if l != ABSENT {
+                counts[l as usize] -= 1;
+                have -= usize::from(counts[l as usize] == 0);
+            }
+            left += 1;
+        }
+    }
+    best
 }
 
 #[cfg(test)]
@@ -237,19 +322,26 @@ mod tests {
     use proptest::prelude::*;
 
     /// FG lite's loops (OverLapFeatureEvaluator.h: `intersect`, `isContain`,
-    /// `isEqual`), with fex's answer for an empty side.
+    /// `isEqual`), with fex's answer for an empty side; `index_of` and
+    /// `proximity_min_cover` (which FG lite lacks) as brute force.
     fn reference(method: OverlapMethod, q: &[&str], t: &[&str]) -> Option<f64> {
         if q.is_empty() || t.is_empty() {
             return None;
         }
         let found = q.iter().filter(|x| t.contains(x)).count();
-        let contains = (0..=t.len().saturating_sub(q.len())).any(|i| t.len() >= q.len() && t[i..i + q.len()] == *q);
+        let start = (0..=t.len().saturating_sub(q.len())).find(|&i| t.len() >= q.len() && t[i..i + q.len()] == *q);
+        // Every window, shortest first, for the one holding every query term.
+        let cover = (1..=t.len())
+            .find(|&n| t.windows(n).any(|w| q.iter().all(|x| w.contains(x))))
+            .filter(|_| q.iter().all(|x| t.contains(x)));
         let yes = |b: bool| if b { 1.0 } else { 0.0 };
         Some(match method {
             OverlapMethod::QueryRatio => found as f64 / q.len() as f64,
             OverlapMethod::TitleRatio => found as f64 / t.len() as f64,
-            OverlapMethod::Contains => yes(contains),
+            OverlapMethod::Contains => yes(start.is_some()),
             OverlapMethod::Equals => yes(q == t),
+            OverlapMethod::IndexOf => start.map_or(-1.0, |s| s as f64),
+            OverlapMethod::MinCover => cover.map_or(0.0, |n| n as f64),
         })
     }
 
@@ -257,9 +349,7 @@ mod tests {
         let mut s = Scratch::default();
         for (terms, words) in [(&mut s.query, q), (&mut s.title, t)] {
             for w in words {
-                terms.bytes.extend_from_slice(w.as_bytes());
-                terms.ends.push(terms.bytes.len());
-                terms.keys.push(key(w.as_bytes()));
+                terms.push(w.as_bytes());
             }
         }
         s.row(method, plain)
@@ -272,7 +362,14 @@ mod tests {
             t in prop::collection::vec(prop::sample::select(vec!["a", "b", "ab", "abcdefgh", "abcdefgi", "d"]), 0..9),
         ) {
             // Both ways of comparing: term by term, and sorted with ranks.
-            for method in [OverlapMethod::QueryRatio, OverlapMethod::TitleRatio, OverlapMethod::Contains, OverlapMethod::Equals] {
+            for method in [
+                OverlapMethod::QueryRatio,
+                OverlapMethod::TitleRatio,
+                OverlapMethod::Contains,
+                OverlapMethod::Equals,
+                OverlapMethod::IndexOf,
+                OverlapMethod::MinCover,
+            ] {
                 for plain in [PLAIN, 0] {
                     prop_assert_eq!(run(method, &q, &t, plain), reference(method, &q, &t), "{:?} {}", method, plain);
                 }

@@ -7,7 +7,9 @@ use super::ops::{Need, sequence_width};
 use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
-use crate::ops::{Combiner, Expr, MAX_INPUTS, MatchAll, OverlapMethod, Pattern, Transform, TransformKind as K, Vocab};
+use crate::ops::{
+    Combiner, DocFreqs, Expr, MAX_INPUTS, MatchAll, OverlapMethod, Pattern, Transform, TransformKind as K, Vocab,
+};
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -92,6 +94,7 @@ impl Checker {
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
             RawOp::Match(o) => self.match_op(path, o, ins, e)?,
             RawOp::Overlap(o) => self.overlap(path, o, ins, e)?,
+            RawOp::Bm25(o) => self.bm25(path, o, ins, e, files)?,
             RawOp::Tokenize(o) => {
                 let file = o.file.as_deref().unwrap_or_default();
                 let tokenizer = if file.is_empty() {
@@ -389,7 +392,15 @@ impl Checker {
     fn overlap(&mut self, path: &str, o: &entries::Overlap, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
         let method = match o.method.as_deref() {
             Some(m) => OverlapMethod::parse(m).or_else(|| {
-                self.error(format!("{path}.method"), format!("found {m:?}, expected one of {}", OverlapMethod::NAMES));
+                let message = if ["proximity_min_dist", "proximity_max_dist", "proximity_avg_dist"].contains(&m) {
+                    format!(
+                        "{m} is not in fex: FG does not say which pairs of terms it measures; give one of {}",
+                        OverlapMethod::NAMES
+                    )
+                } else {
+                    format!("found {m:?}, expected one of {}", OverlapMethod::NAMES)
+                };
+                self.error(format!("{path}.method"), message);
                 None
             }),
             None => {
@@ -401,7 +412,9 @@ impl Checker {
         if separator.is_empty() {
             self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
         }
-        let default = self.finite(path, "overlap", "default", o.default, Some(0.0));
+        // 0 is a position for index_of, so its rows without terms give -1.
+        let none = if method == Some(OverlapMethod::IndexOf) { -1.0 } else { 0.0 };
+        let default = self.finite(path, "overlap", "default", o.default, Some(none));
         if ins.len() != 2 {
             self.error(
                 format!("{path}.inputs"),
@@ -412,6 +425,78 @@ impl Checker {
         let inputs_ok = self.inputs_fit(e, ins, Need::IdsOrStrings, 2..=2);
         let method = method.filter(|_| inputs_ok && !separator.is_empty())?;
         Some(dense(K::Overlap { method, separator, default }, DataType::F32, vec![1]))
+    }
+
+    /// `bm25`: a query and a title (strings or ids), BM25's constants, and
+    /// the file of document frequencies, read here once.
+    fn bm25(
+        &mut self,
+        path: &str,
+        o: &entries::Bm25,
+        ins: &[&Output],
+        e: &RawEntry,
+        files: Files<'_>,
+    ) -> Option<Transform> {
+        let before = self.count();
+        let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+        if separator.is_empty() {
+            self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
+        }
+        let default = self.finite(path, "bm25", "default", o.default, Some(0.0));
+        let k1 = self.finite(path, "bm25", "k1", o.k1, Some(1.2));
+        let b = self.finite(path, "bm25", "b", o.b, Some(0.75));
+        let avg_len = self.finite(path, "bm25", "avg_len", o.avg_len, None);
+        // These bounds keep every share finite (no inf / inf, no 0 · inf).
+        if !(0.0..=1000.0).contains(&k1) {
+            self.error(format!("{path}.k1"), format!("found {k1}, allowed 0 <= k1 <= 1000"));
+        }
+        if !(0.0..=1.0).contains(&b) {
+            self.error(format!("{path}.b"), format!("found {b}, allowed 0 <= b <= 1"));
+        }
+        if o.avg_len.is_some_and(|x| x.is_finite() && x < 0.001) {
+            self.error(
+                format!("{path}.avg_len"),
+                format!("found {avg_len}, expected the titles' average term count (at least 0.001)"),
+            );
+        }
+        self.required_u64(path, "documents", o.documents, 1..=u64::MAX);
+        let table = self.doc_freqs(path, o.file.as_deref(), o.documents.filter(|&d| d >= 1), files);
+        if ins.len() != 2 {
+            let message = format!("op bm25 takes [query, title], found {} inputs", ins.len());
+            self.error(format!("{path}.inputs"), message);
+            return None;
+        }
+        let inputs_ok = self.inputs_fit(e, ins, Need::IdsOrStrings, 2..=2);
+        let table = table.filter(|_| inputs_ok && self.count() == before)?;
+        let params = crate::ops::Bm25Params { k1, b, avg_len };
+        Some(dense(K::Bm25 { table: Arc::new(table), params, separator, default }, DataType::F32, vec![1]))
+    }
+
+    /// Reads `bm25`'s document frequencies through the file source; the
+    /// file's digest joins the model's identity. Its counts are checked
+    /// against `documents`, so without a valid one the file is not read.
+    fn doc_freqs(
+        &mut self,
+        path: &str,
+        file: Option<&str>,
+        documents: Option<u64>,
+        files: Files<'_>,
+    ) -> Option<DocFreqs> {
+        let file = file.unwrap_or_default();
+        if file.is_empty() {
+            self.error(format!("{path}.file"), "missing; name the file of document frequencies (term, tab, count)");
+            return None;
+        }
+        match DocFreqs::load_from(files.source, &files.base_dir.join(file), documents?) {
+            Ok(t) => {
+                self.files.push((t.path.clone(), t.digest));
+                Some(t)
+            }
+            Err(e) => {
+                self.error(format!("{path}.file"), e.to_string());
+                None
+            }
+        }
     }
 
     /// `normalize_text`: FG's option names, each once, one case at most;

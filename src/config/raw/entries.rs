@@ -123,6 +123,9 @@ entry!(BoolMask, op, [inputs: Vec<String>], { separator: String, buckets: u64, s
 entry!(Tokenize, op, [input: String], { file: String, splits: String });
 entry!(KvDot, op, [inputs: Vec<String>], { separator: String, kv_delimiter: String });
 entry!(Overlap, op, [inputs: Vec<String>], { method: String, separator: String, default: f64 });
+entry!(Bm25, op, [inputs: Vec<String>], {
+    file: String, documents: u64, avg_len: f64, k1: f64, b: f64, separator: String, default: f64,
+});
 entry!(RegexReplace, op, [input: String], { pattern: String, replacement: String });
 entry!(NormalizeText, op, [input: String], { options: Vec<String>, stop_chars: String, max_length: u64 });
 entry!(Slice, op, [input: String], { start: i64, end: i64 });
