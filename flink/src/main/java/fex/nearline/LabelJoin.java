@@ -100,8 +100,21 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          * the first cleanup that reads them all; puts and removes are written through.
          */
         transient Map<String, Long> emittedBy;
-        /** The ids of {@code arrived} and {@code pending} once they are many; null when to be built again. */
-        private transient java.util.Set<String> ids;
+        /**
+         * {@link #find}'s index of {@code arrived} and {@code pending}: their ids, each id's hash beside it, and, once
+         * an action was held for it on the heap, the request's list in {@link #heldBy}; null when to be built again.
+         * An action's lookup compares ints in one array and follows one pointer, where walking the requests followed
+         * three per request (request, id, bytes), each likely a cache miss: it was the join's largest cost.
+         */
+        private transient String[] ids;
+        private transient int[] hashes;
+        private transient List<byte[]>[] heldOf;
+        private transient int count;
+        /** Beside the arrays once the requests are many. */
+        private transient Map<String, Integer> positions;
+
+        /** Past this many waiting requests, {@link #find} looks ids up in {@link #positions}. */
+        private static final int SCANNED = 32;
 
         public Waiting() {}
 
@@ -114,42 +127,84 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return Math.min(nextEvent, nextCleanup);
         }
 
-        /** After {@code arrived} or {@code pending} changed: {@link #has}'s index is built again when next needed. */
+        /**
+         * After {@code arrived} or {@code pending} changed, or a list of {@link #heldBy} was replaced or removed:
+         * {@link #find}'s index is built again when next needed.
+         */
         void changed() {
             ids = null;
+            positions = null;
         }
 
         /** After a request was added to {@code arrived}. */
         void added(String requestId) {
             if (ids != null) {
-                ids.add(requestId);
+                index(requestId);
             }
         }
 
+        @SuppressWarnings("unchecked")
+        private void index(String requestId) {
+            if (count == ids.length) {
+                int n = Math.max(8, count * 2);
+                ids = java.util.Arrays.copyOf(ids, n);
+                hashes = java.util.Arrays.copyOf(hashes, n);
+                heldOf = java.util.Arrays.copyOf(heldOf, n);
+            }
+            ids[count] = requestId;
+            hashes[count] = requestId.hashCode();
+            if (positions == null && count >= SCANNED) {
+                positions = new HashMap<>();
+                for (int i = 0; i < count; i++) {
+                    positions.put(ids[i], i);
+                }
+            }
+            if (positions != null) {
+                positions.putIfAbsent(requestId, count);
+            }
+            count++;
+        }
+
+        /** Where the request waits in {@link #find}'s index, or -1 when it does not wait. */
+        @SuppressWarnings("unchecked")
+        int find(String requestId) {
+            if (ids == null) {
+                int n = Math.max(8, arrived.size() + pending.size());
+                ids = new String[n];
+                hashes = new int[n];
+                heldOf = (List<byte[]>[]) new List<?>[n];
+                count = 0;
+                for (Request r : arrived) {
+                    index(r.requestId);
+                }
+                for (Request r : pending) {
+                    index(r.requestId);
+                }
+            }
+            if (positions != null) {
+                Integer at = positions.get(requestId);
+                return at == null ? -1 : at;
+            }
+            int h = requestId.hashCode();
+            for (int i = 0; i < count; i++) {
+                if (hashes[i] == h && ids[i].equals(requestId)) {
+                    return i;
+                }
+            }
+            return -1;
+        }
+
         boolean has(String requestId) {
-            if (arrived.size() + pending.size() > 4) {
-                if (ids == null) {
-                    ids = new java.util.HashSet<>();
-                    for (Request r : arrived) {
-                        ids.add(r.requestId);
-                    }
-                    for (Request r : pending) {
-                        ids.add(r.requestId);
-                    }
-                }
-                return ids.contains(requestId);
-            }
-            for (Request r : arrived) {
-                if (r.requestId.equals(requestId)) {
-                    return true;
-                }
-            }
-            for (Request r : pending) {
-                if (r.requestId.equals(requestId)) {
-                    return true;
-                }
-            }
-            return false;
+            return find(requestId) >= 0;
+        }
+
+        /** The held list of the request at {@code at} (from {@link #find}) in {@link #heldBy}, once known. */
+        List<byte[]> heldOf(int at) {
+            return heldOf[at];
+        }
+
+        void heldOf(int at, List<byte[]> list) {
+            heldOf[at] = list;
         }
 
         byte[] encode() {
@@ -422,15 +477,22 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     /**
      * Appends an action to the user's held ones: on the heap when they are known there, to state now or (run by
      * {@link Operator}, see {@link Waiting#unwritten}) later. The caller stores {@code w} in the cache before it
-     * returns.
+     * returns. {@code waitingAt}: where the action's request waits ({@link Waiting#find}), or -1 when it does not.
      */
-    private void hold(String user, Waiting w, Action a) throws Exception {
+    private void hold(String user, Waiting w, Action a, int waitingAt) throws Exception {
         byte[] bytes = a.encode();
         if (w.heldBy == null) {
             held.add(bytes);
             return;
         }
-        w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>()).add(bytes);
+        List<byte[]> list = waitingAt >= 0 ? w.heldOf(waitingAt) : null;
+        if (list == null) {
+            list = w.heldBy.computeIfAbsent(a.requestId, k -> new ArrayList<>());
+            if (waitingAt >= 0) {
+                w.heldOf(waitingAt, list);
+            }
+        }
+        list.add(bytes);
         if (operator == null) {
             held.add(bytes);
             return;
@@ -496,8 +558,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return;
         }
         Action a = event.action;
-        if (w.has(a.requestId)) {
-            hold(user, w, a);
+        int waitingAt = w.find(a.requestId);
+        if (waitingAt >= 0) {
+            hold(user, w, a, waitingAt);
             return;
         }
         Long at = emittedAt(w, a.requestId);
@@ -511,7 +574,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return;
         }
         // Waits for its request at most `retention`: forgotten once the watermark is past that.
-        hold(user, w, a);
+        hold(user, w, a, -1);
         long forget = forgetAfter(a.eventTime);
         long horizon = w.horizon();
         if (forget < w.nextCleanup) {

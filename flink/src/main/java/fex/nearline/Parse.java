@@ -86,7 +86,10 @@ final class Parse {
     /** An action line (an element of {@link LocatedRecords}) as an event, or a {@link Event#BAD} one. */
     static Event action(ObjectMapper json, byte[] element) {
         int start = 4 + ByteBuffer.wrap(element).order(ByteOrder.LITTLE_ENDIAN).getInt(0) + 16;
-        Action fast = fastAction(json.getFactory(), element, start, element.length - start);
+        Action fast = plainAction(element, start, element.length - start);
+        if (fast == null) {
+            fast = fastAction(json.getFactory(), element, start, element.length - start);
+        }
         if (fast != null) {
             return Event.of(fast);
         }
@@ -166,6 +169,148 @@ final class Parse {
         } catch (java.io.IOException | RuntimeException e) {
             return null;
         }
+    }
+
+    /** The five keys {@link #plainAction} reads, as bytes. */
+    private static final byte[][] PLAIN_KEYS = {
+        "user_id".getBytes(StandardCharsets.US_ASCII), "request_id".getBytes(StandardCharsets.US_ASCII),
+        "item_id".getBytes(StandardCharsets.US_ASCII), "action".getBytes(StandardCharsets.US_ASCII),
+        "event_time".getBytes(StandardCharsets.US_ASCII)};
+
+    /**
+     * The plainest action lines read straight from the bytes, before {@link #fastAction}'s token reader (Jackson's
+     * parser set-up and number reading were most of the action source's time): an object of exactly the five keys, in
+     * any order, each once; ids as strings of printable ASCII without escapes, or as integers of at most 18 digits
+     * without a sign; {@code action} an int; {@code event_time} an integer of at most 18 digits without a sign; JSON
+     * white space anywhere between. Anything else (another key, an escape, a byte past ASCII, a fraction or an
+     * exponent, a leading zero, a missing or repeated key, something after the object) gives null, and the token
+     * reader then decides. Gives only what the tree reader gives.
+     */
+    static Action plainAction(byte[] b, int offset, int length) {
+        int end = offset + length;
+        int i = skipSpace(b, offset, end);
+        if (i >= end || b[i] != '{') {
+            return null;
+        }
+        String[] ids = new String[3];
+        long action = 0;
+        long time = 0;
+        int seen = 0;
+        i = skipSpace(b, i + 1, end);
+        while (true) {
+            if (i >= end || b[i] != '"') {
+                return null;
+            }
+            int key = -1;
+            for (int k = 0; k < PLAIN_KEYS.length; k++) {
+                byte[] name = PLAIN_KEYS[k];
+                if (i + name.length + 1 < end && b[i + name.length + 1] == '"'
+                        && java.util.Arrays.equals(b, i + 1, i + 1 + name.length, name, 0, name.length)) {
+                    key = k;
+                    i += name.length + 2;
+                    break;
+                }
+            }
+            if (key < 0 || (seen & (1 << key)) != 0) {
+                return null;
+            }
+            seen |= 1 << key;
+            i = skipSpace(b, i, end);
+            if (i >= end || b[i] != ':') {
+                return null;
+            }
+            i = skipSpace(b, i + 1, end);
+            if (i >= end) {
+                return null;
+            }
+            if (key < 3) {
+                if (b[i] == '"') {
+                    int from = i + 1;
+                    int to = from;
+                    while (to < end && b[to] != '"') {
+                        if (b[to] < 0x20 || b[to] > 0x7e || b[to] == '\\') {
+                            return null;
+                        }
+                        to++;
+                    }
+                    if (to >= end || to == from) {
+                        return null;
+                    }
+                    ids[key] = new String(b, from, to - from, StandardCharsets.US_ASCII);
+                    i = to + 1;
+                } else {
+                    int to = digitsEnd(b, i, end);
+                    if (to < 0) {
+                        return null;
+                    }
+                    ids[key] = Long.toString(digits(b, i, to));
+                    i = to;
+                }
+            } else {
+                boolean negative = key == 3 && b[i] == '-';
+                int from = negative ? i + 1 : i;
+                int to = digitsEnd(b, from, end);
+                if (to < 0) {
+                    return null;
+                }
+                long n = digits(b, from, to);
+                if (key == 3) {
+                    action = negative ? -n : n;
+                    if (action < Integer.MIN_VALUE || action > Integer.MAX_VALUE) {
+                        return null;
+                    }
+                } else {
+                    time = n;
+                    if (time >= MAX_TIME_MS) {
+                        return null;
+                    }
+                }
+                i = to;
+            }
+            i = skipSpace(b, i, end);
+            if (i < end && b[i] == ',') {
+                i = skipSpace(b, i + 1, end);
+                continue;
+            }
+            if (i >= end || b[i] != '}' || seen != 0b11111 || skipSpace(b, i + 1, end) != end) {
+                return null;
+            }
+            return new Action(time, ids[1], ids[2], (int) action, ids[0]);
+        }
+    }
+
+    private static int skipSpace(byte[] b, int i, int end) {
+        while (i < end && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) {
+            i++;
+        }
+        return i;
+    }
+
+    /**
+     * The end of a JSON integer's digits starting at {@code i} (1 to 18 of them, no leading zero, not followed by a
+     * fraction or an exponent), or -1.
+     */
+    private static int digitsEnd(byte[] b, int i, int end) {
+        int to = i;
+        while (to < end && b[to] >= '0' && b[to] <= '9') {
+            to++;
+        }
+        int n = to - i;
+        if (n == 0 || n > 18 || (n > 1 && b[i] == '0')) {
+            return -1;
+        }
+        if (to < end && (b[to] == '.' || b[to] == 'e' || b[to] == 'E')) {
+            return -1;
+        }
+        return to;
+    }
+
+    private static long digits(byte[] b, int from, int to) {
+        long n = 0;
+        for (int i = from; i < to; i++) {
+            n = n * 10 + (b[i] - '0');
+        }
+        return n;
     }
 
     /** An id as {@link #action(ObjectMapper, String)} reads it (a non-empty string, or a non-negative long), or null. */

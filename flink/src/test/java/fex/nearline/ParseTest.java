@@ -32,11 +32,55 @@ class ParseTest {
         return Parse.fastAction(JSON.getFactory(), b, 2, b.length - 4);
     }
 
-    /** The token reader reads `line` to the tree reader's action, or hands it over. */
+    static Action plain(String line) {
+        byte[] b = ("xx" + line + "yy").getBytes(StandardCharsets.UTF_8);
+        return Parse.plainAction(b, 2, b.length - 4);
+    }
+
+    /** The token reader and the plain reader each read `line` to the tree reader's action, or hand it over. */
     static void agree(String line) {
         Action a = fast(line);
         if (a != null) {
             assertEquals(tree(line), a.toString(), line);
+        }
+        Action p = plain(line);
+        if (p != null) {
+            assertEquals(tree(line), p.toString(), line);
+        }
+    }
+
+    @Test
+    void thePlainestLinesAreReadFromTheirBytes() {
+        for (String line : List.of(
+                "{\"user_id\": \"u1\", \"request_id\": \"r1\", \"item_id\": \"i1\", \"action\": 1, \"event_time\": 5}",
+                "{\"event_time\":0,\"action\":-3,\"item_id\":7,\"request_id\":\"r\",\"user_id\":18446744}",
+                "\t{ \"user_id\" :\"u\" ,\"request_id\":\"r\",\"item_id\":0,\"action\":-2147483648,"
+                        + "\"event_time\":999999999999999999 }\r\n",
+                "{\"user_id\":\"a b~!\",\"request_id\":\"r\",\"item_id\":\"i\",\"action\":-0,\"event_time\":1}")) {
+            assertNotNull(plain(line), line);
+            agree(line);
+        }
+        String ok = "\"request_id\":\"r\",\"item_id\":\"i\",\"action\":1";
+        // Handed to the token reader: what it reads, and what it hands on.
+        for (String line : List.of(
+                "{\"user_id\":\"\\u00e9\"," + ok + ",\"event_time\":5}",
+                "{\"user_id\":\"\u00e9\"," + ok + ",\"event_time\":5}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":5,\"other\":1}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":4611686018427387903}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":05}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":5.0}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":5e0}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":-0}",
+                "{\"user_id\":-1," + ok + ",\"event_time\":5}",
+                "{\"user_id\":\"\"," + ok + ",\"event_time\":5}",
+                "{\"user_id\":\"u\"," + ok.replace("1", "2147483648") + ",\"event_time\":5}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":5,}",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":5} x",
+                "{\"user_id\":\"u\"," + ok + ",\"event_time\":5",
+                "{\"user_id\":\"u\"," + ok + ",\"user_id\":\"v\",\"event_time\":5}",
+                "{\"user_id\":\"u\"," + ok + "}", "{}", "", "[]")) {
+            assertNull(plain(line), line);
+            agree(line);
         }
     }
 
@@ -84,6 +128,7 @@ class ParseTest {
             "{\"k\":\"v\"}", "4611686018427387904", "99999999999999999999", "\"\\u0000\"", "\"\\ud800\""};
         Random random = new Random(34);
         int read = 0;
+        int readPlain = 0;
         for (int n = 0; n < 20_000; n++) {
             List<String> fields = new ArrayList<>();
             for (String k : keys) {
@@ -106,8 +151,12 @@ class ParseTest {
             if (fast(line) != null) {
                 read++;
             }
+            if (plain(line) != null) {
+                readPlain++;
+            }
         }
-        // The generator makes well-formed lines often enough that the token reader is exercised, not just bypassed.
+        // The generator makes well-formed lines often enough that both readers are exercised, not just bypassed.
         assertEquals(true, read > 1_000, "read " + read);
+        assertEquals(true, readPlain > 200, "read plainly " + readPlain);
     }
 }
