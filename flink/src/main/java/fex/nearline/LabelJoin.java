@@ -94,6 +94,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          */
         transient List<byte[]> unwritten;
         /**
+         * {@code held} is to be written whole from {@link #heldBy} (an emission or a cleanup took actions out of it),
+         * at the same times as {@link #unwritten}, which it then includes: one rewrite per user per checkpoint instead
+         * of one per emission (each rewrote the user's other waiting requests' actions, RocksDB's largest write).
+         */
+        transient boolean rewrite;
+        /**
          * Streaming only, not encoded: the user's emitted request ids with their emission times when all of them are
          * on the heap, else null (read {@code emitted}). A user with nothing in {@code waiting} has none (the state
          * is cleared only when nothing is left), so the heap knows a user's ids from their first request on, or from
@@ -143,7 +149,6 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             }
         }
 
-        @SuppressWarnings("unchecked")
         private void index(String requestId) {
             if (count == ids.length) {
                 int n = Math.max(8, count * 2);
@@ -390,7 +395,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 if (size() <= cachedUsers) {
                     return false;
                 }
-                if (eldest.getValue().unwritten != null) {
+                if (eldest.getValue().unwritten != null || eldest.getValue().rewrite) {
                     // Leaving the heap, where the only copy of its latest held actions is.
                     try {
                         writeUnwritten(eldest.getKey(), eldest.getValue());
@@ -403,7 +408,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         };
     }
 
-    /** Appends each user's {@link Waiting#unwritten} held actions to {@code held}. */
+    /** Writes each user's {@link Waiting#unwritten} held actions, or {@link Waiting#rewrite}, to {@code held}. */
     void writeUnwritten() throws Exception {
         if (unwritten == null || unwritten.isEmpty()) {
             return;
@@ -424,17 +429,36 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         Object current = operator.getCurrentKey();
         operator.setCurrentKey(user);
         try {
-            held.addAll(w.unwritten);
+            if (w.rewrite) {
+                writeWhole(w.heldBy);
+            } else {
+                held.addAll(w.unwritten);
+            }
         } finally {
             operator.setCurrentKey(current);
         }
         w.unwritten = null;
+        w.rewrite = false;
+    }
+
+    /** {@code held} for the current user: the actions of {@code by}, request by request, each in the order it came. */
+    private void writeWhole(Map<String, List<byte[]>> by) throws Exception {
+        List<byte[]> all = new ArrayList<>();
+        for (List<byte[]> l : by.values()) {
+            all.addAll(l);
+        }
+        if (all.isEmpty()) {
+            held.clear();
+        } else {
+            held.update(all);
+        }
     }
 
     /** After {@code held} was written whole from the user's {@link Waiting#heldBy}: nothing is left unwritten. */
     private void written(String user, Waiting w) {
-        if (w.unwritten != null) {
+        if (w.unwritten != null || w.rewrite) {
             w.unwritten = null;
+            w.rewrite = false;
             unwritten.remove(user);
         }
     }
@@ -696,22 +720,25 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             forget(a, now, ctx);
         }
         if (a.heldChanged) {
-            List<byte[]> rest = new ArrayList<>();
-            for (List<byte[]> l : a.heldNow.values()) {
-                rest.addAll(l);
-            }
-            if (rest.isEmpty()) {
-                held.clear();
+            if (operator != null && a.heldNow == w.heldBy) {
+                // The heap's map is the user's held actions: written whole later (Waiting#rewrite).
+                w.rewrite = true;
+                unwritten.put(user, w);
             } else {
-                held.update(rest);
+                writeWhole(a.heldNow);
+                written(user, w);
             }
-            written(user, w);
         }
         if (w.arrived.isEmpty() && w.pending.isEmpty()) {
             // Nothing waits to be ordered or emitted: the user's window starts again with their next request.
             w.recent = new ArrayList<>();
             boolean noneEmitted = w.emittedBy != null ? w.emittedBy.isEmpty() : emitted.isEmpty();
             if ((a.heldNow != null ? a.heldNow.isEmpty() : heldIsEmpty(w)) && noneEmitted) {
+                // The user leaves state now, held actions too: nothing may be left to write later.
+                if (w.rewrite || w.unwritten != null) {
+                    writeWhole(w.heldBy);
+                    written(user, w);
+                }
                 clear(user);
                 return;
             }
