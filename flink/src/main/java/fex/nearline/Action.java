@@ -5,7 +5,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.Comparator;
 import java.util.Objects;
 
-/** One action event of a user on an item of a request. A POJO for Flink's serializer. */
+/**
+ * One action event of a user on an item of a request. It crosses the job inside an {@link Event} ({@link EventType})
+ * and is kept in state as its own bytes ({@link #encode}).
+ */
 public class Action implements Comparable<Action> {
     /** Event time: milliseconds since the Unix epoch. */
     public long eventTime;

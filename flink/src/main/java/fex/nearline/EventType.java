@@ -20,7 +20,7 @@ import org.apache.flink.core.memory.DataOutputView;
  * {@link Event}'s type for Flink (named on the class by {@code @TypeInfo}): every event crosses the keyed shuffle by
  * user, and Flink's POJO serializer wrote and read it field by field through reflection, a tenth of the join task's
  * time and of the action source's. The events are never kept in state, so the encoding is only the wire's between the
- * job's own tasks; its snapshot still names it, so a changed encoding is refused, not misread.
+ * job's own tasks, written and read by the same jar; its snapshot names the serializer's class only.
  */
 public final class EventType extends TypeInformation<Event> {
     private static final long serialVersionUID = 1L;
@@ -154,6 +154,9 @@ public final class EventType extends TypeInformation<Event> {
 
         @Override
         public void serialize(Event e, DataOutputView out) throws IOException {
+            if (e.kind == null) {
+                throw new IOException("an event without a kind");
+            }
             byte kind = switch (e.kind) {
                 case Event.REQUEST -> REQUEST;
                 case Event.ACTION -> ACTION;
@@ -171,12 +174,20 @@ public final class EventType extends TypeInformation<Event> {
                     writeString(out, r.userId);
                     out.writeLong(r.timeMs);
                     out.writeBoolean(r.refresh);
-                    out.writeInt(r.itemIds.size());
-                    for (String item : r.itemIds) {
-                        writeString(out, item);
+                    if (r.itemIds == null) {
+                        out.writeInt(-1);
+                    } else {
+                        out.writeInt(r.itemIds.size());
+                        for (String item : r.itemIds) {
+                            writeString(out, item);
+                        }
                     }
-                    out.writeInt(r.logged.length);
-                    out.write(r.logged);
+                    if (r.logged == null) {
+                        out.writeInt(-1);
+                    } else {
+                        out.writeInt(r.logged.length);
+                        out.write(r.logged);
+                    }
                     writeString(out, r.source);
                     out.writeLong(r.index);
                     out.writeLong(r.offset);
@@ -217,14 +228,23 @@ public final class EventType extends TypeInformation<Event> {
                     r.userId = readString(in);
                     r.timeMs = in.readLong();
                     r.refresh = in.readBoolean();
-                    int items = count(in.readInt());
-                    List<String> itemIds = new ArrayList<>(Math.min(items, 1 << 16));
-                    for (int i = 0; i < items; i++) {
-                        itemIds.add(readString(in));
+                    int items = in.readInt();
+                    if (items == -1) {
+                        r.itemIds = null;
+                    } else {
+                        List<String> itemIds = new ArrayList<>(Math.min(count(items), 1 << 16));
+                        for (int i = 0; i < items; i++) {
+                            itemIds.add(readString(in));
+                        }
+                        r.itemIds = itemIds;
                     }
-                    r.itemIds = itemIds;
-                    r.logged = new byte[count(in.readInt())];
-                    in.readFully(r.logged);
+                    int logged = in.readInt();
+                    if (logged == -1) {
+                        r.logged = null;
+                    } else {
+                        r.logged = new byte[count(logged)];
+                        in.readFully(r.logged);
+                    }
                     r.source = readString(in);
                     r.index = in.readLong();
                     r.offset = in.readLong();
@@ -291,7 +311,7 @@ public final class EventType extends TypeInformation<Event> {
         }
     }
 
-    /** The serializer's snapshot: the encoding above, version 1. */
+    /** The serializer's snapshot (Flink's simple one: the serializer's class, nothing of the encoding). */
     public static final class Snapshot extends SimpleTypeSerializerSnapshot<Event> {
         public Snapshot() {
             super(() -> Serializer.INSTANCE);

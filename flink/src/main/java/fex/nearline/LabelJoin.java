@@ -82,8 +82,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          * Streaming only, not encoded: the user's held actions by request id, in the order they came, as the same
          * byte arrays {@code held} has ({@link Action#encode}), or null when not on the heap (a user read back from
          * state). Kept while the user is cached, so an emission neither reads the list from RocksDB nor decodes the
-         * actions of other requests; a change reaches {@code held} at once or, for an append, as {@link #unwritten}
-         * says. Bytes, not decoded actions: one small array per action lives long on the heap instead of seven
+         * actions of other requests; a change reaches {@code held} later, as {@link #unwritten} (an append) or
+         * {@link #rewrite} (a removal) says, when the join runs in {@link Operator}, else at once. Bytes, not decoded actions: one small array per action lives long on the heap instead of seven
          * objects.
          */
         transient Map<String, List<byte[]>> heldBy;
@@ -134,8 +134,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
 
         /**
-         * After {@code arrived} or {@code pending} changed, or a list of {@link #heldBy} was replaced or removed:
-         * {@link #find}'s index is built again when next needed.
+         * After {@code arrived} or {@code pending} changed, or a waiting request's list in {@link #heldBy} was
+         * replaced or removed: {@link #find}'s index is built again when next needed.
          */
         void changed() {
             ids = null;
@@ -335,9 +335,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
 
     /**
      * The operator that runs the join: Flink's keyed process operator, which also has the join write the held actions
-     * it kept on the heap ({@link Waiting#unwritten}) to state before each checkpoint's barrier and when the input
-     * ends. Run by Flink's plain {@link KeyedProcessOperator} instead, the join appends every action to state as it
-     * comes.
+     * it kept on the heap ({@link Waiting#unwritten} appends, {@link Waiting#rewrite} lists) to state before each
+     * checkpoint's barrier and when the input ends. Run by Flink's plain {@link KeyedProcessOperator} instead, the join
+     * writes every change of the held actions to state as it comes.
      */
     public static final class Operator extends KeyedProcessOperator<String, Event, Joined> {
         private static final long serialVersionUID = 1L;
@@ -641,8 +641,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
 
     /**
      * The held actions by request id (in the order they came), read once per advance that needs them: the heap's when
-     * the user's are known there (the caller's changes to the map are then the heap's, and it writes them to
-     * {@code held}), else decoded from state and kept on the heap from then on.
+     * the user's are known there (the caller's changes to the map are then the heap's, and it has them written to
+     * {@code held}, at once or later), else decoded from state and kept on the heap from then on.
      */
     private Map<String, List<byte[]>> heldByRequest(Waiting w) throws Exception {
         if (w.heldBy != null) {

@@ -171,6 +171,11 @@ final class Parse {
         }
     }
 
+    /** The longest string Jackson reads by default: the tree reader calls a longer id not JSON. */
+    private static final int MAX_STRING =
+            org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.StreamReadConstraints.defaults()
+                    .getMaxStringLength();
+
     /** The five keys {@link #plainAction} reads, as bytes. */
     private static final byte[][] PLAIN_KEYS = {
         "user_id".getBytes(StandardCharsets.US_ASCII), "request_id".getBytes(StandardCharsets.US_ASCII),
@@ -233,7 +238,7 @@ final class Parse {
                         }
                         to++;
                     }
-                    if (to >= end || to == from) {
+                    if (to >= end || to == from || to - from > MAX_STRING) {
                         return null;
                     }
                     ids[key] = new String(b, from, to - from, StandardCharsets.US_ASCII);

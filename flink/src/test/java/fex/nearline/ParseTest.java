@@ -121,6 +121,15 @@ class ParseTest {
         }
     }
 
+    /** An id longer than Jackson reads is the tree reader's to refuse, not the plain reader's to take. */
+    @Test
+    void anIdPastJacksonsStringLimitIsHandedOver() {
+        String id = "u".repeat(20_000_001);
+        String line = "{\"user_id\":\"" + id + "\",\"request_id\":\"r\",\"item_id\":\"i\",\"action\":1,\"event_time\":5}";
+        assertNull(plain(line));
+        assertEquals(true, tree(line).startsWith("error: "), tree(line).substring(0, 40));
+    }
+
     @Test
     void randomLinesAgree() {
         String[] keys = {"user_id", "request_id", "item_id", "action", "event_time", "other"};
