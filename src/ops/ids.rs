@@ -2,7 +2,7 @@
 //! maps (v1→v2, slot, reslot, filter), hashing into buckets, and crosses.
 
 use super::Budget;
-use super::hash::{hash_bytes, hash_u64};
+use super::hash::{hash_bytes, hash_joined, hash_u64};
 use super::rows::row_of;
 use crate::columns::{Column, Ragged};
 use crate::error::{ErrorKind, ExtractError};
@@ -73,17 +73,74 @@ pub(super) fn is_sequence(c: &Column) -> bool {
     matches!(c, Column::Ragged(r) if r.width.is_some())
 }
 
-/// Hashes ids (or whole strings) into `buckets`.
-pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, buckets: u64) -> Result<(), ExtractError> {
+/// How `hash` makes an id of a value: FG's id_feature with
+/// `hash_bucket_size` (hashed into `buckets`, with need_prefix the feature's
+/// name and `_` before the value), or with `num_buckets` (the value is the
+/// id, kept when it is in `0..num_buckets`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bucketing {
+    Hash { buckets: u64, prefix: Option<Vec<u8>> },
+    Ids { num_buckets: u64 },
+}
+
+impl Bucketing {
+    /// The id of a string value (or a part of one); None drops it. With
+    /// `num_buckets` the string must be a whole number in decimal (Rust's
+    /// i64 syntax: an optional sign, then digits).
+    #[inline]
+    fn of_bytes(&self, b: &[u8]) -> Option<u64> {
+        match self {
+            Bucketing::Hash { buckets, prefix: None } => Some(hash_bytes(b) % buckets),
+            Bucketing::Hash { buckets, prefix: Some(p) } => Some(hash_joined(&[p, b]) % buckets),
+            Bucketing::Ids { num_buckets } => {
+                let x: i64 = std::str::from_utf8(b).ok()?.parse().ok()?;
+                (0..*num_buckets as i128).contains(&(x as i128)).then_some(x as u64)
+            }
+        }
+    }
+
+    /// The id of an id value (`signed`: the column holds i64); None drops
+    /// it. With a prefix, the id is hashed as its decimal text.
+    #[inline]
+    fn of_id(&self, x: u64, signed: bool) -> Option<u64> {
+        match self {
+            Bucketing::Hash { buckets, prefix: None } => Some(hash_u64(x) % buckets),
+            Bucketing::Hash { buckets, prefix: Some(p) } => {
+                let mut text = [0u8; 20];
+                let n = super::lookup::decimal(x, signed, &mut text);
+                Some(hash_joined(&[p, &text[text.len() - n..]]) % buckets)
+            }
+            Bucketing::Ids { num_buckets } => {
+                let inside = if signed { (x as i64) >= 0 && x < *num_buckets } else { x < *num_buckets };
+                inside.then_some(x)
+            }
+        }
+    }
+
+    /// `of_id` as a total map, for a sequence's positions (which cannot
+    /// drop a value: the config gives sequences to `Hash` only).
+    pub(super) fn hash_id(&self, x: u64, signed: bool) -> u64 {
+        self.of_id(x, signed).unwrap_or_default()
+    }
+}
+
+/// Whether the ids of `c` are signed (every id dtype but u64).
+pub(super) fn signed(c: &Column) -> bool {
+    c.values().is_some_and(|v| v.dtype() != crate::proto::fex_v1::DataType::U64)
+}
+
+/// Makes an id of each id (or whole string) by `rule`.
+pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, rule: &Bucketing) -> Result<(), ExtractError> {
     if !is_strings(input) {
-        return map(input, out, rows, |x| Some(hash_u64(x) % buckets));
+        let signed = signed(input);
+        return map(input, out, rows, |x| rule.of_id(x, signed));
     }
     let o = out.ragged_mut();
     o.splits.push(0)?;
     for r in 0..rows {
         let bytes = string_at(input, r);
-        if !bytes.is_empty() {
-            o.values.push_u64(hash_bytes(bytes) % buckets);
+        if let Some(id) = (!bytes.is_empty()).then(|| rule.of_bytes(bytes)).flatten() {
+            o.values.push_u64(id);
         }
         o.splits.push(o.values.len())?;
     }
@@ -110,40 +167,43 @@ pub(super) fn for_each_part(s: &[u8], sep: &[u8], mut f: impl FnMut(&[u8])) {
     }
 }
 
-/// Hashes each non-empty part of each string between `sep`s into
-/// `buckets`, in order (FG's multi-value id_feature: `a\x1db` gives two
-/// ids). Ids are hashed as `hash` hashes them: the separator only splits
-/// strings.
+/// Makes an id of each non-empty part of each string between `sep`s by
+/// `rule`, in order (FG's multi-value id_feature: `a\x1db` gives two ids).
+/// Ids are taken as `hash` takes them: the separator only splits strings.
 pub(super) fn hash_parts(
     input: &Column,
     out: &mut Column,
     rows: usize,
-    buckets: u64,
+    rule: &Bucketing,
     sep: &[u8],
 ) -> Result<(), ExtractError> {
     if !is_strings(input) {
-        return hash(input, out, rows, buckets);
+        return hash(input, out, rows, rule);
     }
     let o = out.ragged_mut();
     o.splits.push(0)?;
     for r in 0..rows {
-        for_each_part(string_at(input, r), sep, |part| o.values.push_u64(hash_bytes(part) % buckets));
+        for_each_part(string_at(input, r), sep, |part| {
+            if let Some(id) = rule.of_bytes(part) {
+                o.values.push_u64(id);
+            }
+        });
         o.splits.push(o.values.len())?;
     }
     Ok(())
 }
 
 /// FG's weighted id_feature: each non-empty part of a string between
-/// `sep`s is `key:weight`; the key (up to the part's last `:`) is hashed
-/// into `buckets` as a whole string is, and the weight (after it, a number
-/// as Rust reads an f32) goes to the value's weight. A part without `:`,
-/// with an empty key, or with a weight that is not a number is skipped.
-/// Ragged ids with weights.
+/// `sep`s is `key:weight`; the key (up to the part's last `:`) is made an
+/// id by `rule` as a whole string is, and the weight (after it, a number as
+/// Rust reads an f32) goes to the value's weight. A part without `:`, with
+/// an empty key, a weight that is not a number, or a key `rule` drops is
+/// skipped. Ragged ids with weights.
 pub(super) fn hash_weighted(
     input: &Column,
     out: &mut Column,
     rows: usize,
-    buckets: u64,
+    rule: &Bucketing,
     sep: &[u8],
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
@@ -151,8 +211,8 @@ pub(super) fn hash_weighted(
     o.splits.push(0)?;
     for r in 0..rows {
         for_each_part(string_at(input, r), sep, |part| {
-            if let Some((key, weight)) = weighted_part(part) {
-                o.values.push_u64(hash_bytes(key) % buckets);
+            if let Some((id, weight)) = weighted_part(part).and_then(|(k, w)| Some((rule.of_bytes(k)?, w))) {
+                o.values.push_u64(id);
                 o.weights.push(weight);
             }
         });

@@ -27,8 +27,9 @@ use std::sync::Arc;
 
 pub use bm25::{Bm25Params, DocFreqError, DocFreqs};
 pub use expr::{Expr, ExprError};
-pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
-pub use lookup::{Combiner, MatchAll};
+pub use hash::{digest, hash_bytes, hash_joined, hash_tuple, hash_u64};
+pub use ids::Bucketing;
+pub use lookup::{Combiner, MatchAll, ShowKeys};
 pub use multihot::weight as multihot_weight;
 pub use overlap::OverlapMethod;
 pub use text::{Pattern, TextNormalizer};
@@ -67,17 +68,18 @@ pub enum TransformKind {
     Reslot {
         slot: u64,
     },
-    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes); with
-    /// `separator`, each non-empty part of a string hashed (FG's
-    /// multi-value id_feature).
+    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes, or
+    /// with a prefix as `prefix_decimal`), or ids as they are below
+    /// `num_buckets`; with `separator`, each non-empty part of a string
+    /// (FG's multi-value id_feature).
     Hash {
-        buckets: u64,
+        rule: Bucketing,
         separator: Option<Vec<u8>>,
     },
-    /// Each `key:weight` part of a string: the key hashed into `buckets`,
+    /// Each `key:weight` part of a string: the key made an id by `rule`,
     /// the weight kept as the value's weight (FG's weighted id_feature).
     HashWeighted {
-        buckets: u64,
+        rule: Bucketing,
         separator: Vec<u8>,
     },
     /// Keeps the fids whose v2 slot is listed (sorted).
@@ -139,17 +141,21 @@ pub enum TransformKind {
     /// An arithmetic expression over dense inputs (FG's expr_feature).
     Expr(Arc<Expr>),
     /// Keys looked up in a `key:value` map, the numbers combined (FG's
-    /// lookup_feature).
+    /// lookup_feature); with `value_dim` above 1 each value is that many
+    /// numbers, combined element by element.
     Lookup {
         separator: Vec<u8>,
         combiner: Combiner,
         default: f64,
+        value_dim: usize,
     },
     /// Keys looked up in a map, each value found hashed into `buckets`
-    /// (FG's lookup_feature with need_discrete).
+    /// (FG's lookup_feature with need_discrete; `need_key`: `key_value`
+    /// hashed).
     LookupIds {
         separator: Vec<u8>,
         buckets: u64,
+        need_key: bool,
     },
     /// Primary and secondary keys looked up in a two-level map, the
     /// numbers combined (FG's match_feature); `all` is FG's ALL wildcard.
@@ -197,11 +203,13 @@ pub enum TransformKind {
         start: i64,
         end: Option<i64>,
     },
-    /// The same, each value found hashed into `buckets`.
+    /// The same, each value found hashed into `buckets`, after the keys
+    /// `show` names (FG's show_pkey, show_skey).
     MatchIds {
         separator: Vec<u8>,
         all: Option<MatchAll>,
         buckets: u64,
+        show: ShowKeys,
     },
     /// Seed 004 multi-hot expansion into a KeyedJaggedTensor.
     MultiHot {
@@ -257,7 +265,10 @@ pub(crate) fn apply(
             Slot { v1: true } => Some(positions(&crate::fid::v1_slot)),
             Slot { v1: false } => Some(positions(&crate::fid::v2_slot)),
             Reslot { slot } => Some(positions(&|x| crate::fid::reslot(*slot, x))),
-            Hash { buckets, separator: None } => Some(positions(&|x| hash_u64(x) % buckets)),
+            Hash { rule, separator: None } => {
+                let signed = ids::signed(input(0));
+                Some(positions(&|x| rule.hash_id(x, signed)))
+            }
             Vocab(v) => Some(positions(&|x| v.id(x) as u64)),
             _ => None,
         };
@@ -271,9 +282,9 @@ pub(crate) fn apply(
         Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),
         Slot { v1: false } => ids::map(input(0), out, rows, |x| Some(crate::fid::v2_slot(x))),
         Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { buckets, separator: None } => ids::hash(input(0), out, rows, *buckets),
-        Hash { buckets, separator: Some(sep) } => ids::hash_parts(input(0), out, rows, *buckets, sep),
-        HashWeighted { buckets, separator } => ids::hash_weighted(input(0), out, rows, *buckets, separator),
+        Hash { rule, separator: None } => ids::hash(input(0), out, rows, rule),
+        Hash { rule, separator: Some(sep) } => ids::hash_parts(input(0), out, rows, rule, sep),
+        HashWeighted { rule, separator } => ids::hash_weighted(input(0), out, rows, rule, separator),
         FilterSlots { slots } => {
             ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }
@@ -293,10 +304,15 @@ pub(crate) fn apply(
         Lookup { combiner, default, .. } if ids::is_sequence(input(1)) => {
             lookup::values_positions(input(0), input(1), out, rows, (*combiner, *default))
         }
-        Lookup { separator, combiner, default } => {
+        Lookup { separator, combiner, default, value_dim: 1 } => {
             lookup::values(input(0), input(1), out, rows, (separator, *combiner, *default))
         }
-        LookupIds { separator, buckets } => lookup::ids(input(0), input(1), out, rows, (separator, *buckets)),
+        Lookup { separator, combiner, default, value_dim } => {
+            lookup::vectors(input(0), input(1), out, rows, (separator, *combiner, *default, *value_dim))
+        }
+        LookupIds { separator, buckets, need_key } => {
+            lookup::ids(input(0), input(1), out, rows, (separator, *buckets, *need_key))
+        }
         Match { separator, all, combiner, default } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
@@ -312,9 +328,9 @@ pub(crate) fn apply(
         RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
         Slice { start, end } => text::slice(*start, *end, input(0), out, rows),
         NormalizeText(n) => text::normalize(n, input(0), out, rows),
-        MatchIds { separator, all, buckets } => {
+        MatchIds { separator, all, buckets, show } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
-            lookup::match_ids(input(0), keys, out, rows, *buckets)
+            lookup::match_ids(input(0), keys, out, rows, (*buckets, *show))
         }
         // The kinds `is_numeric` names, listed so that a new kind must be
         // placed here or above.
