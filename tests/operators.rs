@@ -395,6 +395,26 @@ fn lookup_value_dim_combines_element_by_element() {
     });
 }
 
+/// A `value_dim` past the 32 elements `lookup` keeps on the stack works
+/// the same (its buffers on the heap), for a map per row and a SHARED one.
+#[test]
+fn lookup_value_dim_past_the_stack_buffer() {
+    let p = plan(
+        "  - {name: m, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: v, op: lookup, inputs: [m, k], value_dim: 40, combiner: max, default: -1}\n",
+    );
+    let numbers: Vec<String> = (1..=39).map(|i| i.to_string()).collect();
+    let sample = format!(
+        "batch_size: 2\nlists:\n  - {{name: m, features: [{{bytes_list: [\"a:{0}\\x1db:7\"]}}, {{bytes_list: [\"a:{0}\"]}}]}}\n  - {{name: k, features: [{{bytes_list: [\"a\\x1db\"]}}, {{bytes_list: [\"b\"]}}]}}\n",
+        numbers.join(",")
+    );
+    let got = get(&run(&p, &batch(&sample)), "v").f32s();
+    let mut row0: Vec<f32> = (1..=39).map(|i| i as f32).collect();
+    row0[0] = 7.0;
+    row0.push(-1.0);
+    assert_eq!(&got[..40], &row0[..]);
+    assert_eq!(&got[40..], &[-1.0; 40][..]);
+}
+
 /// `overlap` over a whole batch (a SHARED query split once, titles per row,
 /// short rows compared term by term and long ones through sorted ranks)
 /// gives, row by row, what FG lite's loops give (OverLapFeatureEvaluator.h:

@@ -131,15 +131,32 @@ pub(super) fn signed(c: &Column) -> bool {
 
 /// Makes an id of each id (or whole string) by `rule`.
 pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, rule: &Bucketing) -> Result<(), ExtractError> {
+    // Plain hashing (every model before need_prefix and num_buckets) gets
+    // its own copy of the loop, with no rule to consult per value.
+    if let Bucketing::Hash { buckets, prefix: None } = *rule {
+        return hash_with(input, out, rows, |x| Some(hash_u64(x) % buckets), |b| Some(hash_bytes(b) % buckets));
+    }
+    let signed = signed(input);
+    hash_with(input, out, rows, |x| rule.of_id(x, signed), |b| rule.of_bytes(b))
+}
+
+/// [`hash`] with the rule's two halves: `of_id` for ids, `of_bytes` for a
+/// string (an empty one gives nothing).
+fn hash_with(
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+    of_id: impl FnMut(u64) -> Option<u64>,
+    of_bytes: impl Fn(&[u8]) -> Option<u64>,
+) -> Result<(), ExtractError> {
     if !is_strings(input) {
-        let signed = signed(input);
-        return map(input, out, rows, |x| rule.of_id(x, signed));
+        return map(input, out, rows, of_id);
     }
     let o = out.ragged_mut();
     o.splits.push(0)?;
     for r in 0..rows {
         let bytes = string_at(input, r);
-        if let Some(id) = (!bytes.is_empty()).then(|| rule.of_bytes(bytes)).flatten() {
+        if let Some(id) = (!bytes.is_empty()).then(|| of_bytes(bytes)).flatten() {
             o.values.push_u64(id);
         }
         o.splits.push(o.values.len())?;
@@ -180,11 +197,25 @@ pub(super) fn hash_parts(
     if !is_strings(input) {
         return hash(input, out, rows, rule);
     }
+    if let Bucketing::Hash { buckets, prefix: None } = *rule {
+        return parts_with(input, out, rows, sep, |b| Some(hash_bytes(b) % buckets));
+    }
+    parts_with(input, out, rows, sep, |b| rule.of_bytes(b))
+}
+
+/// [`hash_parts`] over strings, each part's id by `of_bytes`.
+fn parts_with(
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+    sep: &[u8],
+    of_bytes: impl Fn(&[u8]) -> Option<u64>,
+) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
     for r in 0..rows {
         for_each_part(string_at(input, r), sep, |part| {
-            if let Some(id) = rule.of_bytes(part) {
+            if let Some(id) = of_bytes(part) {
                 o.values.push_u64(id);
             }
         });
