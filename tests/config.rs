@@ -35,7 +35,7 @@ fn bad_fixtures_report_every_error() {
         (
             "bad_unknown_op_key.yaml",
             &[
-                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, num_buckets, need_prefix, splits, separator, weighted, output"#,
+                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, num_buckets, need_prefix, value_dim, splits, separator, weighted, output"#,
                 "features.item_tags.buckets: missing; give buckets (hashed) or num_buckets (the values are the ids)",
             ],
         ),
@@ -238,7 +238,7 @@ fn inline_configs_report_every_error() {
             // allowed) or num_buckets (the values are the ids), exactly one;
             // num_buckets drops ids, so no sequence (a position keeps its
             // width).
-            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: hash, input: t, buckets: 9, num_buckets: 9}\n  - {name: b, op: hash, input: t, num_buckets: 0, need_prefix: true}\n  - {name: c, op: hash, input: t, need_prefix: true}\n  - {name: d, op: hash, input: s, num_buckets: 9}\n  - {name: e, op: hash, input: t, num_buckets: 9, weighted: true, need_prefix: true}",
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: hash, input: t, buckets: 9, num_buckets: 9}\n  - {name: b, op: hash, input: t, num_buckets: 0, need_prefix: true}\n  - {name: c, op: hash, input: t, need_prefix: true}\n  - {name: d, op: hash, input: s, num_buckets: 9}\n  - {name: e, op: hash, input: t, num_buckets: 9, weighted: true, need_prefix: true}\n  - {name: f, op: hash, input: s, buckets: 9, value_dim: 1}\n  - {name: g, op: hash, input: t, buckets: 9, value_dim: 4097}",
             &[
                 "features.a.num_buckets: give buckets (hashed) or num_buckets (the values are the ids), not both",
                 "features.b.need_prefix: is for hashed ids (buckets); num_buckets takes the values as they are",
@@ -246,6 +246,8 @@ fn inline_configs_report_every_error() {
                 "features.c.buckets: missing; give buckets (hashed) or num_buckets (the values are the ids)",
                 r#"features.d.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
                 "features.e.need_prefix: is for hashed ids (buckets); num_buckets takes the values as they are",
+                r#"features.f.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                "features.g.value_dim: found 4097, allowed 0..=4096",
             ],
         ),
         (

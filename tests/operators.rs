@@ -180,7 +180,7 @@ fn operator_config_errors_are_precise() {
     );
     check(
         &format!("{ITEMS}  - {{name: h, op: hash, input: ids, buckets: 3, factor: 2}}\n"),
-        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, num_buckets, need_prefix, splits, separator, weighted, output"#,
+        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, num_buckets, need_prefix, value_dim, splits, separator, weighted, output"#,
     );
     check(
         "  - {name: m, op: multi_hot, inputs: [], num_embeddings: [3]}\n",
@@ -322,6 +322,57 @@ fn num_buckets_keeps_the_whole_numbers_below_it() {
             let want: Vec<u64> = parts.iter().filter_map(|x| x.parse::<i64>().ok()).filter(|x| (0..10).contains(x)).map(|x| x as u64).collect();
             let row = &got[splits[r] as usize..splits[r + 1] as usize];
             prop_assert_eq!(row, &want[..], "row {}: {:?}", r, parts);
+        }
+    });
+}
+
+/// `hash` with `value_dim` (FG's id_feature value_dimension) keeps each
+/// row's first ids, and their weights, what hashing every part and cutting
+/// the row gives; the rows after a cut one keep their own ids.
+#[test]
+fn hash_value_dim_keeps_each_rows_first_ids() {
+    use proptest::prelude::*;
+    let mut features = String::from("  - {name: t, kind: string, output: false}\n");
+    for n in 1..=3 {
+        features.push_str(&format!(
+            "  - {{name: h{n}, op: hash, input: t, buckets: 97, separator: \",\", value_dim: {n}, splits: i32}}\n  - {{name: w{n}, op: hash, input: t, buckets: 97, separator: \",\", weighted: true, value_dim: {n}}}\n"
+        ));
+    }
+    let p = plan(&features);
+    let part = prop::sample::select(vec!["a", "b:1", "c:2.5", "d:x", ":3", "e"]);
+    let case = prop::collection::vec(prop::collection::vec(part, 0..6), 1..5);
+    proptest!(ProptestConfig::with_cases(200), |(rows in case)| {
+        let mut sample = format!("batch_size: {}\nlists:\n  - name: t\n    features:\n", rows.len());
+        for r in &rows {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", r.join(",")));
+        }
+        let out = run(&p, &batch(&sample));
+        for n in 1..=3usize {
+            let (h, w) = (get(&out, &format!("h{n}")), get(&out, &format!("w{n}")));
+            let (mut want_h, mut want_w, mut want_weights) = (vec![0i64], vec![0i64], Vec::new());
+            let mut ids: (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+            for parts in &rows {
+                let hashed: Vec<u64> = parts.iter().map(|x| fex::ops::hash_bytes(x.as_bytes()) % 97).take(n).collect();
+                ids.0.extend(&hashed);
+                want_h.push(ids.0.len() as i64);
+                let weighted: Vec<(u64, f32)> = parts
+                    .iter()
+                    .filter_map(|x| {
+                        let (k, v) = x.rsplit_once(':')?;
+                        Some((fex::ops::hash_bytes(k.as_bytes()) % 97, v.parse::<f32>().ok().filter(|_| !k.is_empty())?))
+                    })
+                    .take(n)
+                    .collect();
+                ids.1.extend(weighted.iter().map(|p| p.0));
+                want_weights.extend(weighted.iter().map(|p| p.1));
+                want_w.push(ids.1.len() as i64);
+            }
+            prop_assert_eq!(h.splits(), want_h);
+            prop_assert_eq!(h.u64s(), ids.0.clone());
+            prop_assert_eq!(w.splits(), want_w);
+            prop_assert_eq!(w.u64s(), ids.1.clone());
+            let weights: Vec<f32> = w.weights.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+            prop_assert_eq!(weights, want_weights);
         }
     });
 }

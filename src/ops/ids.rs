@@ -67,6 +67,46 @@ pub(super) fn map_positions(input: &Column, out: &mut Column, f: impl Fn(u64) ->
     Ok(())
 }
 
+/// FG's id_feature `value_dim` (value_dimension: "truncates the output
+/// when a feature has multiple values"): keeps the first `n` ids of each
+/// row of a ragged result, and their weights, moving them down in place.
+pub(super) fn keep_first(out: &mut Column, n: usize) {
+    let Column::Ragged(o) = out else { return };
+    let rows = o.splits.len().saturating_sub(1);
+    let (mut kept, mut start) = (0usize, 0usize);
+    for r in 0..rows {
+        let end = o.splits.get(r + 1);
+        let take = end.saturating_sub(start).min(n);
+        move_down(&mut o.values, start..start + take, kept);
+        if o.weighted {
+            o.weights.copy_within(start..start + take, kept);
+        }
+        kept += take;
+        // An offset no larger than the one it replaces fits its type.
+        match &mut o.splits {
+            crate::columns::Splits::I32(v) => v[r + 1] = kept as i32,
+            crate::columns::Splits::I64(v) => v[r + 1] = kept as i64,
+        }
+        start = end;
+    }
+    o.values.truncate(kept);
+    if o.weighted {
+        o.weights.truncate(kept);
+    }
+}
+
+/// Copies `values[range]` to start at `to` (`to <= range.start`).
+fn move_down(values: &mut crate::columns::Values, range: std::ops::Range<usize>, to: usize) {
+    use crate::columns::Values;
+    match values {
+        Values::U64(v) => v.copy_within(range, to),
+        Values::I64(v) => v.copy_within(range, to),
+        Values::I32(v) => v.copy_within(range, to),
+        Values::F32(v) => v.copy_within(range, to),
+        Values::F64(v) => v.copy_within(range, to),
+    }
+}
+
 /// Whether `c` is a sequence (`[rows, -1, width]`): its values are mapped
 /// position by position.
 pub(super) fn is_sequence(c: &Column) -> bool {

@@ -72,15 +72,18 @@ pub enum TransformKind {
     /// with a prefix as `prefix_decimal`), or ids as they are below
     /// `num_buckets`; with `separator`, each non-empty part of a string
     /// (FG's multi-value id_feature).
+    /// `value_dim` above 0 keeps each row's first ids (FG's).
     Hash {
         rule: Bucketing,
         separator: Option<Vec<u8>>,
+        value_dim: usize,
     },
     /// Each `key:weight` part of a string: the key made an id by `rule`,
     /// the weight kept as the value's weight (FG's weighted id_feature).
     HashWeighted {
         rule: Bucketing,
         separator: Vec<u8>,
+        value_dim: usize,
     },
     /// Keeps the fids whose v2 slot is listed (sorted).
     FilterSlots {
@@ -265,7 +268,7 @@ pub(crate) fn apply(
             Slot { v1: true } => Some(positions(&crate::fid::v1_slot)),
             Slot { v1: false } => Some(positions(&crate::fid::v2_slot)),
             Reslot { slot } => Some(positions(&|x| crate::fid::reslot(*slot, x))),
-            Hash { rule, separator: None } => {
+            Hash { rule, separator: None, value_dim: 0 } => {
                 let signed = ids::signed(input(0));
                 Some(positions(&|x| rule.hash_id(x, signed)))
             }
@@ -282,9 +285,9 @@ pub(crate) fn apply(
         Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),
         Slot { v1: false } => ids::map(input(0), out, rows, |x| Some(crate::fid::v2_slot(x))),
         Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { rule, separator: None } => ids::hash(input(0), out, rows, rule),
-        Hash { rule, separator: Some(sep) } => ids::hash_parts(input(0), out, rows, rule, sep),
-        HashWeighted { rule, separator } => ids::hash_weighted(input(0), out, rows, rule, separator),
+        Hash { rule, separator: None, .. } => ids::hash(input(0), out, rows, rule),
+        Hash { rule, separator: Some(sep), .. } => ids::hash_parts(input(0), out, rows, rule, sep),
+        HashWeighted { rule, separator, .. } => ids::hash_weighted(input(0), out, rows, rule, separator),
         FilterSlots { slots } => {
             ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }
@@ -343,6 +346,9 @@ pub(crate) fn apply(
         | Scale { .. }
         | Pow { .. } => numeric::apply(&t.kind, input(0), out, rows),
     }?;
+    if let Hash { value_dim: n @ 1.., .. } | HashWeighted { value_dim: n @ 1.., .. } = &t.kind {
+        ids::keep_first(out, *n);
+    }
     if let Column::Dense(d) = out {
         d.rows = rows;
         d.dims.extend(t.dense_shape.iter().map(|&x| x.max(0) as usize));

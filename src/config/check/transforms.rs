@@ -50,8 +50,11 @@ impl Checker {
                         "is empty; give the string between key:weight parts (FG's is \\x1d)",
                     );
                 }
+                let value_dim = self.id_value_dim(path, o.value_dim);
                 let fits = self.strings_input(path, ins);
-                (fits && !separator.is_empty()).then(|| ragged(self, K::HashWeighted { rule, separator }, &o.splits))?
+                let usable = fits && !separator.is_empty();
+                let kind = K::HashWeighted { rule, separator, value_dim };
+                usable.then(|| ragged(self, kind, &o.splits))?
             }
             RawOp::Hash(o) => {
                 let rule = self.bucketing(e, o);
@@ -62,12 +65,19 @@ impl Checker {
                         "is empty; give the string that splits the values (FG's is \\x1d)",
                     );
                 }
+                let value_dim = self.id_value_dim(path, o.value_dim);
                 // Parts of strings are not positions: a sequence is hashed
-                // position by position only without a separator, and only
-                // hashed (num_buckets drops ids, a position cannot lose one).
+                // position by position only without a separator, only
+                // hashed (num_buckets drops ids, a position cannot lose
+                // one), and whole (value_dim cuts rows, not positions).
                 let hashed = matches!(rule, Bucketing::Hash { .. });
-                let need = if separator.is_none() && hashed { Need::IdsStringsOrSequence } else { Need::IdsOrStrings };
-                one(self, need).then(|| per_position(ragged(self, K::Hash { rule, separator }, &o.splits), ins))?
+                let need = if separator.is_none() && hashed && value_dim == 0 {
+                    Need::IdsStringsOrSequence
+                } else {
+                    Need::IdsOrStrings
+                };
+                let kind = K::Hash { rule, separator, value_dim };
+                one(self, need).then(|| per_position(ragged(self, kind, &o.splits), ins))?
             }
             RawOp::FilterSlots(o) => {
                 let slots = self.slots(path, o.slots.as_deref().unwrap_or_default());
@@ -299,6 +309,13 @@ impl Checker {
         }
         let buckets = self.required_u64(path, "buckets", o.buckets.or(Some(1)), 1..=u64::MAX);
         Bucketing::Hash { buckets, prefix: prefix.then(|| e.name.as_bytes().to_vec()) }
+    }
+
+    /// `hash`'s `value_dim` (FG's id_feature value_dim): keep each row's
+    /// first ids; 0, FG's default, keeps them all.
+    fn id_value_dim(&mut self, path: &str, value_dim: Option<u64>) -> usize {
+        let Some(n) = value_dim else { return 0 };
+        self.required_u64(path, "value_dim", Some(n), 0..=MAX_VALUE_DIM) as usize
     }
 
     /// The settings `lookup` and `match` share: the keys' separator, and

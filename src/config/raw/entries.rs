@@ -82,7 +82,8 @@ entry!(V1ToV2, op, [input: String], { splits: String });
 entry!(Slot, op, [input: String], { method: String, splits: String });
 entry!(Reslot, op, [input: String], { slot: u64, splits: String });
 entry!(Hash, op, [input: String], {
-    buckets: u64, num_buckets: u64, need_prefix: bool, splits: String, separator: String, weighted: bool,
+    buckets: u64, num_buckets: u64, need_prefix: bool, value_dim: u64, splits: String, separator: String,
+    weighted: bool,
 });
 entry!(FilterSlots, op, [input: String], { slots: Vec<u64>, splits: String });
 entry!(Cross, op, [inputs: Vec<String>], { buckets: u64, slot: u64, max_per_row: u64, splits: String });
