@@ -1,7 +1,7 @@
 //! Operators: features derived from other features, declared in the model
 //! config (`op:`) and compiled into the Plan. Each is a pure function of its
 //! input tensors, run by the same code online and offline. `ids` (fid and id
-//! arithmetic, hashing, crosses), `numeric` (ln, clip, normalize, bucketize,
+//! arithmetic, crosses), `id_feature` (`hash`: FG's id_feature), `numeric` (ln, clip, normalize, bucketize,
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
 //! and FG's operators: `expr`, `lookup` (lookup and match), `overlap`, `bm25`, `text`
@@ -10,6 +10,7 @@
 mod bm25;
 mod expr;
 mod hash;
+mod id_feature;
 mod ids;
 mod kv_dot;
 mod layout;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 pub use bm25::{Bm25Params, DocFreqError, DocFreqs};
 pub use expr::{Expr, ExprError};
 pub use hash::{digest, hash_bytes, hash_joined, hash_tuple, hash_u64};
-pub use ids::Bucketing;
+pub use id_feature::Bucketing;
 pub use lookup::{Combiner, MatchAll, ShowKeys};
 pub use multihot::weight as multihot_weight;
 pub use overlap::OverlapMethod;
@@ -269,7 +270,7 @@ pub(crate) fn apply(
             Slot { v1: false } => Some(positions(&crate::fid::v2_slot)),
             Reslot { slot } => Some(positions(&|x| crate::fid::reslot(*slot, x))),
             Hash { rule, separator: None, value_dim: 0 } => {
-                let signed = ids::signed(input(0));
+                let signed = id_feature::signed(input(0));
                 Some(positions(&|x| rule.hash_id(x, signed)))
             }
             Vocab(v) => Some(positions(&|x| v.id(x) as u64)),
@@ -285,9 +286,9 @@ pub(crate) fn apply(
         Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),
         Slot { v1: false } => ids::map(input(0), out, rows, |x| Some(crate::fid::v2_slot(x))),
         Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { rule, separator: None, .. } => ids::hash(input(0), out, rows, rule),
-        Hash { rule, separator: Some(sep), .. } => ids::hash_parts(input(0), out, rows, rule, sep),
-        HashWeighted { rule, separator, .. } => ids::hash_weighted(input(0), out, rows, rule, separator),
+        Hash { rule, separator: None, .. } => id_feature::hash(input(0), out, rows, rule),
+        Hash { rule, separator: Some(sep), .. } => id_feature::hash_parts(input(0), out, rows, rule, sep),
+        HashWeighted { rule, separator, .. } => id_feature::hash_weighted(input(0), out, rows, rule, separator),
         FilterSlots { slots } => {
             ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }
@@ -347,7 +348,7 @@ pub(crate) fn apply(
         | Pow { .. } => numeric::apply(&t.kind, input(0), out, rows),
     }?;
     if let Hash { value_dim: n @ 1.., .. } | HashWeighted { value_dim: n @ 1.., .. } = &t.kind {
-        ids::keep_first(out, *n);
+        id_feature::keep_first(out, *n);
     }
     if let Column::Dense(d) = out {
         d.rows = rows;
