@@ -35,8 +35,8 @@ fn bad_fixtures_report_every_error() {
         (
             "bad_unknown_op_key.yaml",
             &[
-                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, splits, separator, weighted, output"#,
-                "features.item_tags.buckets: missing; required for this op",
+                r#"features.item_tags: unknown key "bukets" for op hash; allowed: name, op, input, buckets, num_buckets, need_prefix, value_dim, splits, separator, weighted, output"#,
+                "features.item_tags.buckets: missing; give buckets (hashed) or num_buckets (the values are the ids)",
             ],
         ),
         (
@@ -229,8 +229,39 @@ fn inline_configs_report_every_error() {
             "name: m\nfeatures:\n  - {name: ids, kind: sparse, output: false}\n  - {name: t, kind: string, output: false}\n  - {name: a, op: hash, input: ids, buckets: 9, weighted: true}\n  - {name: b, op: hash, input: t, weighted: true, separator: ''}",
             &[
                 r#"features.a.input: takes one string feature; found "ids" (LAYOUT_RAGGED)"#,
-                "features.b.buckets: missing; required for this op",
+                "features.b.buckets: missing; give buckets (hashed) or num_buckets (the values are the ids)",
                 "features.b.separator: is empty; give the string between key:weight parts (FG's is \\x1d)",
+            ],
+        ),
+        (
+            // FG's id_feature options on hash: buckets (hashed, need_prefix
+            // allowed) or num_buckets (the values are the ids), exactly one;
+            // num_buckets drops ids, so no sequence (a position keeps its
+            // width).
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: hash, input: t, buckets: 9, num_buckets: 9}\n  - {name: b, op: hash, input: t, num_buckets: 0, need_prefix: true}\n  - {name: c, op: hash, input: t, need_prefix: true}\n  - {name: d, op: hash, input: s, num_buckets: 9}\n  - {name: e, op: hash, input: t, num_buckets: 9, weighted: true, need_prefix: true}\n  - {name: f, op: hash, input: s, buckets: 9, value_dim: 1}\n  - {name: g, op: hash, input: t, buckets: 9, value_dim: 4097}",
+            &[
+                "features.a.num_buckets: give buckets (hashed) or num_buckets (the values are the ids), not both",
+                "features.b.need_prefix: is for hashed ids (buckets); num_buckets takes the values as they are",
+                "features.b.num_buckets: found 0, allowed 1..=18446744073709551615",
+                "features.c.buckets: missing; give buckets (hashed) or num_buckets (the values are the ids)",
+                r#"features.d.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                "features.e.need_prefix: is for hashed ids (buckets); num_buckets takes the values as they are",
+                r#"features.f.input: op hash takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                "features.g.value_dim: found 4097, allowed 0..=4096",
+            ],
+        ),
+        (
+            // lookup's need_key and match's show_pkey / show_skey give ids;
+            // value_dim is for numbers, at most 4096, and not per position.
+            "name: m\nfeatures:\n  - {name: kv, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: lookup, inputs: [kv, k], need_key: true}\n  - {name: b, op: lookup, inputs: [kv, k], need_discrete: true, buckets: 9, value_dim: 2}\n  - {name: c, op: lookup, inputs: [kv, k], value_dim: 0}\n  - {name: d, op: lookup, inputs: [kv, k], value_dim: 5000, need_key: false}\n  - {name: e, op: lookup, inputs: [kv, s], value_dim: 2}\n  - {name: f, op: match, inputs: [kv, k, ALL], show_pkey: true, show_skey: true}\n  - {name: g, op: lookup, inputs: [kv, s], value_dim: 1}",
+            &[
+                "features.a.need_key: gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets",
+                "features.b.value_dim: is for numbers; need_discrete: true gives every value found as an id (FG's value_dim 0)",
+                "features.c.value_dim: found 0, allowed 1..=4096",
+                "features.d.value_dim: found 5000, allowed 1..=4096",
+                "features.e.value_dim: is for ragged or string keys; per position of a sequence a lookup gives one number",
+                "features.f.show_pkey: gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets",
+                "features.f.show_skey: gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets",
             ],
         ),
         (

@@ -148,7 +148,7 @@ fn operator_config_errors_are_precise() {
     );
     check(
         &format!("{ITEMS}  - {{name: h, op: hash, input: ids}}\n"),
-        "features.h.buckets: missing; required for this op",
+        "features.h.buckets: missing; give buckets (hashed) or num_buckets (the values are the ids)",
     );
     check(
         &format!("{ITEMS}  - {{name: h, op: hash, input: nope, buckets: 3}}\n"),
@@ -180,7 +180,7 @@ fn operator_config_errors_are_precise() {
     );
     check(
         &format!("{ITEMS}  - {{name: h, op: hash, input: ids, buckets: 3, factor: 2}}\n"),
-        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, splits, separator, weighted, output"#,
+        r#"features.h: unknown key "factor" for op hash; allowed: name, op, input, buckets, num_buckets, need_prefix, value_dim, splits, separator, weighted, output"#,
     );
     check(
         "  - {name: m, op: multi_hot, inputs: [], num_embeddings: [3]}\n",
@@ -281,6 +281,189 @@ fn discrete_lookup_hashes_the_value_bytes() {
     assert_eq!(fex::ops::hash_bytes(b"3.5") % 1000, 42);
     assert_eq!(fex::ops::hash_bytes(b"3") % 1000, 796);
     assert_eq!(fex::ops::hash_bytes(b"x") % 1000, 299);
+}
+
+/// The formula behind tests/corpus/op_hash_need_prefix_and_num_buckets.yaml,
+/// op_lookup_need_key_and_value_dim.yaml and op_match_show_pkey_and_show_skey.yaml:
+/// need_prefix, need_key and show_pkey / show_skey hash the parts joined by
+/// `_` (FG's `item_is_main_100`, `item_match_item_k2_v2`), as `hash` hashes
+/// that string; an id is its decimal text.
+#[test]
+fn prefixed_and_keyed_ids_hash_the_joined_string() {
+    let h = |s: &[u8]| fex::ops::hash_bytes(s) % 1000;
+    assert_eq!([h(b"p_a"), h(b"p_b"), h(b"p_ids_7"), h(b"p_seq_3")], [974, 177, 206, 311]);
+    assert_eq!([h(b"c1_2"), h(b"c2_3.5"), h(b"7_4")], [964, 306, 195]);
+    assert_eq!([h(b"c1_b1_2"), h(b"b1_2"), h(b"b2_3")], [302, 8, 298]);
+    assert_eq!(fex::ops::hash_joined(&[b"c1", b"b1", b"2"]), fex::ops::hash_bytes(b"c1_b1_2"));
+}
+
+/// `hash` with `num_buckets` over a batch: each part that is a whole number
+/// in 0..num_buckets is the id, in order; every other part is dropped.
+#[test]
+fn num_buckets_keeps_the_whole_numbers_below_it() {
+    use proptest::prelude::*;
+    let p = plan(
+        "  - {name: t, kind: string, output: false}
+  - {name: n, op: hash, input: t, num_buckets: 10, separator: \",\"}
+",
+    );
+    let part =
+        prop::sample::select(vec!["0", "9", "10", "-1", "3", "+4", "x", "2.0", "", " 5", "99999999999999999999"]);
+    let case = prop::collection::vec(prop::collection::vec(part, 0..12), 1..4);
+    proptest!(ProptestConfig::with_cases(200), |(rows in case)| {
+        let mut sample = format!("batch_size: {}\nlists:\n  - name: t\n    features:\n", rows.len());
+        for r in &rows {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", r.join(",")));
+        }
+        let out = run(&p, &batch(&sample));
+        let t = get(&out, "n");
+        let (splits, got) = (t.splits(), t.u64s());
+        for (r, parts) in rows.iter().enumerate() {
+            let want: Vec<u64> = parts.iter().filter_map(|x| x.parse::<i64>().ok()).filter(|x| (0..10).contains(x)).map(|x| x as u64).collect();
+            let row = &got[splits[r] as usize..splits[r + 1] as usize];
+            prop_assert_eq!(row, &want[..], "row {}: {:?}", r, parts);
+        }
+    });
+}
+
+/// `hash` with `value_dim` (FG's id_feature value_dimension) keeps each
+/// row's first ids, and their weights, what hashing every part and cutting
+/// the row gives; the rows after a cut one keep their own ids.
+#[test]
+fn hash_value_dim_keeps_each_rows_first_ids() {
+    use proptest::prelude::*;
+    let mut features = String::from("  - {name: t, kind: string, output: false}\n");
+    for n in 1..=3 {
+        features.push_str(&format!(
+            "  - {{name: h{n}, op: hash, input: t, buckets: 97, separator: \",\", value_dim: {n}, splits: i32}}\n  - {{name: w{n}, op: hash, input: t, buckets: 97, separator: \",\", weighted: true, value_dim: {n}}}\n"
+        ));
+    }
+    let p = plan(&features);
+    let part = prop::sample::select(vec!["a", "b:1", "c:2.5", "d:x", ":3", "e"]);
+    let case = prop::collection::vec(prop::collection::vec(part, 0..6), 1..5);
+    proptest!(ProptestConfig::with_cases(200), |(rows in case)| {
+        let mut sample = format!("batch_size: {}\nlists:\n  - name: t\n    features:\n", rows.len());
+        for r in &rows {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", r.join(",")));
+        }
+        let out = run(&p, &batch(&sample));
+        for n in 1..=3usize {
+            let (h, w) = (get(&out, &format!("h{n}")), get(&out, &format!("w{n}")));
+            let (mut want_h, mut want_w, mut want_weights) = (vec![0i64], vec![0i64], Vec::new());
+            let mut ids: (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+            for parts in &rows {
+                let hashed: Vec<u64> = parts.iter().map(|x| fex::ops::hash_bytes(x.as_bytes()) % 97).take(n).collect();
+                ids.0.extend(&hashed);
+                want_h.push(ids.0.len() as i64);
+                let weighted: Vec<(u64, f32)> = parts
+                    .iter()
+                    .filter_map(|x| {
+                        let (k, v) = x.rsplit_once(':')?;
+                        Some((fex::ops::hash_bytes(k.as_bytes()) % 97, v.parse::<f32>().ok().filter(|_| !k.is_empty())?))
+                    })
+                    .take(n)
+                    .collect();
+                ids.1.extend(weighted.iter().map(|p| p.0));
+                want_weights.extend(weighted.iter().map(|p| p.1));
+                want_w.push(ids.1.len() as i64);
+            }
+            prop_assert_eq!(h.splits(), want_h);
+            prop_assert_eq!(h.u64s(), ids.0.clone());
+            prop_assert_eq!(w.splits(), want_w);
+            prop_assert_eq!(w.u64s(), ids.1.clone());
+            let weights: Vec<f32> = w.weights.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+            prop_assert_eq!(weights, want_weights);
+        }
+    });
+}
+
+/// `lookup` with `value_dim` over a batch (a SHARED map through its index,
+/// a map per row scanned) gives, element by element, each combiner over the
+/// values of the row's keys that hold that element: a value is its numbers
+/// between commas, none when it has more than value_dim or a part is not a
+/// number; `default` where no value holds the element.
+#[test]
+fn lookup_value_dim_combines_element_by_element() {
+    use proptest::prelude::*;
+    let mut features = String::from(
+        "  - {name: shared_map, kind: string, shared: once, output: false}\n  - {name: row_map, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n",
+    );
+    let combiners = ["sum", "mean", "min", "max"];
+    for c in combiners {
+        for m in ["shared_map", "row_map"] {
+            features.push_str(&format!(
+                "  - {{name: {c}_{m}, op: lookup, inputs: [{m}, k], value_dim: 3, combiner: {c}, default: -7}}\n"
+            ));
+        }
+    }
+    let p = plan(&features);
+    let value = prop::sample::select(vec!["1", "2,3", "-1,0.5,4", "1,2,3,4", "1,x", "", "5,,6", "nan,1"]);
+    let entry = (prop::sample::select(vec!["a", "b", "c"]), value);
+    let map = prop::collection::vec(entry, 0..6);
+    let keys = prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "d"]), 0..5);
+    let case = (map.clone(), prop::collection::vec((map, keys), 2..4));
+    proptest!(ProptestConfig::with_cases(200), |((shared, rows) in case)| {
+        let text = |m: &[(&str, &str)]| m.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join("\\x1d");
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: shared_map, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: row_map\n    features:\n",
+            rows.len(),
+            text(&shared)
+        );
+        for (m, _) in &rows {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", text(m)));
+        }
+        sample.push_str("  - name: k\n    features:\n");
+        for (_, k) in &rows {
+            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", k.join("\\x1d")));
+        }
+        let out = run(&p, &batch(&sample));
+        // The first entry of a key wins; its value's numbers, if it is one.
+        let vector = |m: &[(&str, &str)], key: &str| -> Option<Vec<f64>> {
+            let v = m.iter().find(|(k, _)| *k == key)?.1;
+            let xs: Vec<f64> = v.split(',').map(|x| x.parse::<f64>().ok()).collect::<Option<_>>()?;
+            (xs.len() <= 3).then_some(xs)
+        };
+        for c in combiners {
+            for (m, name) in [(None, "shared_map"), (Some(()), "row_map")] {
+                let got = get(&out, &format!("{c}_{name}")).f32s();
+                for (r, (own, keys)) in rows.iter().enumerate() {
+                    let map = if m.is_some() { own } else { &shared };
+                    for e in 0..3 {
+                        let xs: Vec<f64> = keys.iter().filter_map(|k| vector(map, k)?.get(e).copied()).collect();
+                        let want = match (c, xs.is_empty()) {
+                            (_, true) => -7.0,
+                            ("sum", _) => xs.iter().sum(),
+                            ("mean", _) => xs.iter().sum::<f64>() / xs.len() as f64,
+                            ("min", _) => xs.iter().copied().fold(f64::NAN, f64::min),
+                            _ => xs.iter().copied().fold(f64::NAN, f64::max),
+                        };
+                        let g = got[r * 3 + e];
+                        prop_assert!(g == want as f32 || (g.is_nan() && want.is_nan()), "{} {} row {} element {}: {} != {}", c, name, r, e, g, want);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// A `value_dim` past the 32 elements `lookup` keeps on the stack works
+/// the same (its buffers on the heap), for a map per row and a SHARED one.
+#[test]
+fn lookup_value_dim_past_the_stack_buffer() {
+    let p = plan(
+        "  - {name: m, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: v, op: lookup, inputs: [m, k], value_dim: 40, combiner: max, default: -1}\n",
+    );
+    let numbers: Vec<String> = (1..=39).map(|i| i.to_string()).collect();
+    let sample = format!(
+        "batch_size: 2\nlists:\n  - {{name: m, features: [{{bytes_list: [\"a:{0}\\x1db:7\"]}}, {{bytes_list: [\"a:{0}\"]}}]}}\n  - {{name: k, features: [{{bytes_list: [\"a\\x1db\"]}}, {{bytes_list: [\"b\"]}}]}}\n",
+        numbers.join(",")
+    );
+    let got = get(&run(&p, &batch(&sample)), "v").f32s();
+    let mut row0: Vec<f32> = (1..=39).map(|i| i as f32).collect();
+    row0[0] = 7.0;
+    row0.push(-1.0);
+    assert_eq!(&got[..40], &row0[..]);
+    assert_eq!(&got[40..], &[-1.0; 40][..]);
 }
 
 /// `overlap` over a whole batch (a SHARED query split once, titles per row,

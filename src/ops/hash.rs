@@ -17,6 +17,45 @@ pub fn hash_bytes(b: &[u8]) -> u64 {
     xxh64(b, 0)
 }
 
+/// XXH64 of `parts` joined by `_` (FG's joiner in a discrete feature's
+/// string: `item_is_main_100` for need_prefix, `k2_v2` for need_key): equal to
+/// [`hash_bytes`] of the joined bytes, built on the stack up to 256 bytes
+/// (the one-shot hash is the cheaper one; a short buffer first, as zeroing
+/// one costs per byte), streamed past that.
+pub fn hash_joined(parts: &[&[u8]]) -> u64 {
+    let len = parts.iter().map(|p| p.len() + 1).sum::<usize>().saturating_sub(1);
+    if len <= 64 {
+        return joined_on_stack::<64>(parts, len);
+    }
+    if len <= 256 {
+        return joined_on_stack::<256>(parts, len);
+    }
+    let mut h = xxhash_rust::xxh64::Xxh64::new(0);
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h.update(b"_");
+        }
+        h.update(p);
+    }
+    h.digest()
+}
+
+/// [`hash_joined`] through a buffer of `N >= len` bytes.
+#[inline]
+fn joined_on_stack<const N: usize>(parts: &[&[u8]], len: usize) -> u64 {
+    let mut buf = [0u8; N];
+    let mut at = 0;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            buf[at] = b'_';
+            at += 1;
+        }
+        buf[at..at + p.len()].copy_from_slice(p);
+        at += p.len();
+    }
+    xxh64(&buf[..len], 0)
+}
+
 /// XXH64 of a tuple of ids (a cross), as their concatenated little-endian bytes.
 #[inline]
 pub fn hash_tuple(ids: &[u64]) -> u64 {
@@ -48,5 +87,14 @@ mod tests {
         assert_eq!(hash_u64(0), hash_bytes(&[0; 8]));
         assert_eq!(hash_u64(42), 0xb556_806f_b6d1_4353);
         assert_eq!(hash_tuple(&[1, 2]), hash_bytes(&[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]));
+        // Joined parts hash as their joined bytes, on the stack or streamed.
+        assert_eq!(hash_joined(&[b"k2", b"v2"]), hash_bytes(b"k2_v2"));
+        assert_eq!(hash_joined(&[b"abc"]), hash_bytes(b"abc"));
+        assert_eq!(hash_joined(&[b"", b""]), hash_bytes(b"_"));
+        for n in [60, 61, 62, 63, 254, 255, 256, 300] {
+            let long = vec![b'x'; n];
+            let joined = [&b"p"[..], b"_", &long].concat();
+            assert_eq!(hash_joined(&[b"p", &long]), hash_bytes(&joined), "{n}");
+        }
     }
 }

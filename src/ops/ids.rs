@@ -1,8 +1,9 @@
 //! Id operators over ragged ids (or strings, one value per row): per-value
-//! maps (v1→v2, slot, reslot, filter), hashing into buckets, and crosses.
+//! maps (v1→v2, slot, reslot, filter) and crosses; `hash` is in
+//! `id_feature`.
 
 use super::Budget;
-use super::hash::{hash_bytes, hash_u64};
+use super::hash::hash_bytes;
 use super::rows::row_of;
 use crate::columns::{Column, Ragged};
 use crate::error::{ErrorKind, ExtractError};
@@ -73,23 +74,6 @@ pub(super) fn is_sequence(c: &Column) -> bool {
     matches!(c, Column::Ragged(r) if r.width.is_some())
 }
 
-/// Hashes ids (or whole strings) into `buckets`.
-pub(super) fn hash(input: &Column, out: &mut Column, rows: usize, buckets: u64) -> Result<(), ExtractError> {
-    if !is_strings(input) {
-        return map(input, out, rows, |x| Some(hash_u64(x) % buckets));
-    }
-    let o = out.ragged_mut();
-    o.splits.push(0)?;
-    for r in 0..rows {
-        let bytes = string_at(input, r);
-        if !bytes.is_empty() {
-            o.values.push_u64(hash_bytes(bytes) % buckets);
-        }
-        o.splits.push(o.values.len())?;
-    }
-    Ok(())
-}
-
 /// Calls `f` with each non-empty part of `s` between `sep`s (not empty).
 pub(super) fn for_each_part(s: &[u8], sep: &[u8], mut f: impl FnMut(&[u8])) {
     let mut rest = s;
@@ -108,66 +92,6 @@ pub(super) fn for_each_part(s: &[u8], sep: &[u8], mut f: impl FnMut(&[u8])) {
         }
         rest = next;
     }
-}
-
-/// Hashes each non-empty part of each string between `sep`s into
-/// `buckets`, in order (FG's multi-value id_feature: `a\x1db` gives two
-/// ids). Ids are hashed as `hash` hashes them: the separator only splits
-/// strings.
-pub(super) fn hash_parts(
-    input: &Column,
-    out: &mut Column,
-    rows: usize,
-    buckets: u64,
-    sep: &[u8],
-) -> Result<(), ExtractError> {
-    if !is_strings(input) {
-        return hash(input, out, rows, buckets);
-    }
-    let o = out.ragged_mut();
-    o.splits.push(0)?;
-    for r in 0..rows {
-        for_each_part(string_at(input, r), sep, |part| o.values.push_u64(hash_bytes(part) % buckets));
-        o.splits.push(o.values.len())?;
-    }
-    Ok(())
-}
-
-/// FG's weighted id_feature: each non-empty part of a string between
-/// `sep`s is `key:weight`; the key (up to the part's last `:`) is hashed
-/// into `buckets` as a whole string is, and the weight (after it, a number
-/// as Rust reads an f32) goes to the value's weight. A part without `:`,
-/// with an empty key, or with a weight that is not a number is skipped.
-/// Ragged ids with weights.
-pub(super) fn hash_weighted(
-    input: &Column,
-    out: &mut Column,
-    rows: usize,
-    buckets: u64,
-    sep: &[u8],
-) -> Result<(), ExtractError> {
-    let o = out.ragged_mut();
-    o.weighted = true;
-    o.splits.push(0)?;
-    for r in 0..rows {
-        for_each_part(string_at(input, r), sep, |part| {
-            if let Some((key, weight)) = weighted_part(part) {
-                o.values.push_u64(hash_bytes(key) % buckets);
-                o.weights.push(weight);
-            }
-        });
-        o.splits.push(o.values.len())?;
-    }
-    Ok(())
-}
-
-/// A `key:weight` part: the key up to the last `:` (not empty) and the
-/// weight after it.
-fn weighted_part(part: &[u8]) -> Option<(&[u8], f32)> {
-    let at = part.iter().rposition(|&b| b == b':')?;
-    let (key, weight) = (&part[..at], &part[at + 1..]);
-    let weight = std::str::from_utf8(weight).ok()?.parse().ok()?;
-    (!key.is_empty()).then_some((key, weight))
 }
 
 /// One input's values in the current row: its ids' bytes, or a string's hash

@@ -8,9 +8,11 @@
 //! `:`; an entry without `:`, or empty, is skipped; the first entry of a key
 //! wins; keys are a string's parts between `separator`s (empty parts
 //! skipped), or ids in decimal; a value that is not a number does not count
-//! as found in a continuous lookup.
+//! as found in a continuous lookup, nor one of more numbers than
+//! `value_dim` (FG's vectors, `1,2`). FG's need_key, show_pkey and
+//! show_skey hash the keys and the value joined by `_`.
 
-use super::hash::hash_bytes;
+use super::hash::{hash_bytes, hash_joined};
 use super::ids::{for_each_part, row_ids, string_at};
 use crate::columns::Column;
 use crate::error::ExtractError;
@@ -47,12 +49,12 @@ fn find_in<'m>(map: &'m [u8], sep: u8, kv: u8, key: &[u8]) -> Option<&'m [u8]> {
     entries(map, sep, kv).find_map(|(k, v)| (k == key).then_some(v))
 }
 
-/// Calls `f` with the value of each key's first entry in `map`, in the
-/// map's order (FG's ALL).
-fn first_entries(map: &[u8], sep: u8, kv: u8, mut f: impl FnMut(&[u8])) {
+/// Calls `f` with the key and value of each key's first entry in `map`, in
+/// the map's order (FG's ALL).
+fn first_entries(map: &[u8], sep: u8, kv: u8, mut f: impl FnMut(&[u8], &[u8])) {
     for (i, (k, v)) in entries(map, sep, kv).enumerate() {
         if !entries(map, sep, kv).take(i).any(|(earlier, _)| earlier == k) {
-            f(v);
+            f(k, v);
         }
     }
 }
@@ -77,17 +79,34 @@ pub(super) fn decimal(id: u64, signed: bool, buf: &mut [u8; 20]) -> usize {
     if signed { decimal_i64(id as i64, buf) } else { decimal_u64(id, buf) }
 }
 
-/// `x` in decimal at the end of `buf`; returns its length.
+/// The two-digit numbers 00..99 in decimal, back to back.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
+/// `x` in decimal at the end of `buf`; returns its length. Two digits a
+/// step (one division by 100 and a table read): 119 instructions for a
+/// 16-digit fid, where a digit a step took 252.
 fn decimal_u64(mut x: u64, buf: &mut [u8; 20]) -> usize {
     let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (x % 10) as u8;
-        x /= 10;
-        if x == 0 {
-            return buf.len() - at;
-        }
+    while x >= 100 {
+        let pair = (x % 100) as usize * 2;
+        x /= 100;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     }
+    if x >= 10 {
+        let pair = x as usize * 2;
+        at -= 2;
+        buf[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        buf[at] = b'0' + x as u8;
+    }
+    buf.len() - at
 }
 
 fn decimal_i64(x: i64, buf: &mut [u8; 20]) -> usize {
@@ -105,6 +124,20 @@ fn decimal_i64(x: i64, buf: &mut [u8; 20]) -> usize {
 /// `1.5`, `-2`, `1e3`, `nan`, `inf`; no spaces).
 fn number(v: &[u8]) -> Option<f64> {
     std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// A value of several numbers (`value_dim`, FG's `1,2`): its numbers
+/// between commas into `out`, returning how many. None (not found) when
+/// it holds more numbers than `out` takes or a part is not a number (so
+/// `""` and `1,,2` are none); fewer is fine, the rest are not found. With
+/// one number this is [`number`]: `1,2` is none there too.
+fn numbers(v: &[u8], out: &mut [f64]) -> Option<usize> {
+    let mut n = 0;
+    for part in v.split(|&b| b == b',') {
+        *out.get_mut(n)? = number(part)?;
+        n += 1;
+    }
+    Some(n)
 }
 
 /// A map's entries in a hash table, for maps that stand for many rows (a
@@ -127,6 +160,7 @@ fn key_hash(key: &[u8]) -> u64 {
 
 impl Index {
     /// A `lookup` map: `key:value` entries between 0x1D, numbers read.
+    #[cfg(test)]
     fn build(&mut self, map: &[u8]) {
         self.build_with(map, ENTRIES, b':', true);
     }
@@ -151,6 +185,12 @@ impl Index {
             }
             at += entry.len() + 1;
         }
+    }
+
+    /// The key of entry `i`.
+    fn key<'m>(&self, map: &'m [u8], i: usize) -> &'m [u8] {
+        let e = self.entries[i];
+        &map[e.0 as usize..e.1 as usize]
     }
 
     /// The value of entry `i`.
@@ -206,14 +246,15 @@ thread_local! {
 
 /// Calls `each(row, finder)` for every row: through an index when one map
 /// stands for every row, by a scan otherwise (a few keys against a map of
-/// their own row).
-fn rows_of(map: &Column, rows: usize, mut each: impl FnMut(usize, &Finder<'_>)) {
+/// their own row). `numbers`: the index reads each value's number (for
+/// [`Finder::number`]; the other callers read values).
+fn rows_of(map: &Column, rows: usize, numbers: bool, mut each: impl FnMut(usize, &Finder<'_>)) {
     if map.rows() == 1 && rows > 1 {
         let m = string_at(map, 0);
         INDEX.with(|cell| match cell.try_borrow_mut() {
             Ok(mut index) => {
                 let index = index.get_or_insert_with(Box::default);
-                index.build(m);
+                index.build_with(m, ENTRIES, b':', numbers);
                 let finder = Finder::Indexed(m, index);
                 (0..rows).for_each(|r| each(r, &finder));
             }
@@ -234,7 +275,7 @@ pub(super) fn values(
     (separator, combiner, default): (&[u8], Combiner, f64),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    rows_of(map, rows, |r, find| {
+    rows_of(map, rows, true, |r, find| {
         let (mut n, mut acc) = (0usize, 0.0f64);
         each_key(keys, r, separator, |k| {
             if let Some(x) = find.number(k) {
@@ -243,6 +284,42 @@ pub(super) fn values(
             }
         });
         values.push_f64(finish(combiner, n, acc, default));
+    });
+    Ok(())
+}
+
+/// Continuous with `value_dim` (FG's lookup_feature value_dim): each value
+/// is up to `dim` numbers (see [`numbers`]), combined element by element
+/// over the row's keys, each element with its own count; an element no
+/// value gives is `default`. Dense `[rows, dim]`.
+pub(super) fn vectors(
+    map: &Column,
+    keys: &Column,
+    out: &mut Column,
+    rows: usize,
+    (separator, combiner, default, dim): (&[u8], Combiner, f64, usize),
+) -> Result<(), ExtractError> {
+    let values = &mut out.dense_mut().values;
+    // Each element's (count, combination) and a value's numbers: on the
+    // stack up to 32 elements (no allocation per call), else on the heap.
+    let (mut acc_stack, mut parsed_stack) = ([(0usize, 0.0f64); 32], [0.0f64; 32]);
+    let (mut acc_heap, mut parsed_heap) = (Vec::new(), Vec::new());
+    let (acc, parsed) = if dim <= 32 {
+        (&mut acc_stack[..dim], &mut parsed_stack[..dim])
+    } else {
+        acc_heap.resize(dim, (0usize, 0.0f64));
+        parsed_heap.resize(dim, 0.0f64);
+        (&mut acc_heap[..], &mut parsed_heap[..])
+    };
+    rows_of(map, rows, false, |r, find| {
+        acc.fill((0, 0.0));
+        each_key(keys, r, separator, |k| {
+            let Some(n) = find.value(k).and_then(|v| numbers(v, parsed)) else { return };
+            for (a, &x) in acc.iter_mut().zip(&parsed[..n]) {
+                *a = (a.0 + 1, combine(combiner, a.0, a.1, x));
+            }
+        });
+        acc.iter().for_each(|&(n, a)| values.push_f64(finish(combiner, n, a, default)));
     });
     Ok(())
 }
@@ -267,7 +344,7 @@ pub(super) fn values_positions(
     o.splits.push(0)?;
     let mut text = [0u8; 20];
     let mut result = Ok(());
-    rows_of(map, rows, |r, find| {
+    rows_of(map, rows, true, |r, find| {
         let r = super::rows::row_of(keys, r);
         for p in k.splits.get(r)..k.splits.get(r + 1) {
             let (mut n, mut acc) = (0usize, 0.0f64);
@@ -287,22 +364,23 @@ pub(super) fn values_positions(
     result.map_err(Into::into)
 }
 
-/// Discrete: each found value's bytes hashed into `buckets`, in key order;
-/// ragged ids.
+/// Discrete: each found value's bytes hashed into `buckets`, in key order
+/// (with `need_key`, FG's, the key, `_` and the value: `k2_v2`); ragged ids.
 pub(super) fn ids(
     map: &Column,
     keys: &Column,
     out: &mut Column,
     rows: usize,
-    (separator, buckets): (&[u8], u64),
+    (separator, buckets, need_key): (&[u8], u64, bool),
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
     let mut result = Ok(());
-    rows_of(map, rows, |r, find| {
+    rows_of(map, rows, false, |r, find| {
         each_key(keys, r, separator, |k| {
             if let Some(v) = find.value(k) {
-                o.values.push_u64(hash_bytes(v) % buckets);
+                let h = if need_key { hash_joined(&[k, v]) } else { hash_bytes(v) };
+                o.values.push_u64(h % buckets);
             }
         });
         if result.is_ok() {
@@ -340,49 +418,55 @@ impl<'a> MatchKeys<'a> {
     }
 }
 
-/// FG's two-level map: `pk^sk:v,sk:v|pk^sk:v`. Calls `f` with each value
-/// row `r`'s keys find, primary keys outermost, in key order (ALL: each
-/// primary or secondary key of the map once, in the map's order). The
-/// first entry of a primary key, and the first of a secondary key within
-/// it, win; entries without `^` or `:` are skipped.
-fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, f: impl FnMut(&[u8])) {
+/// What `match` finds: the primary key and the secondary key it was found
+/// under (the map's own, which the row's equal unless they are ALL), and
+/// the value.
+pub(super) type Found<'f> = dyn FnMut(&[u8], &[u8], &[u8]) + 'f;
+
+/// FG's two-level map: `pk^sk:v,sk:v|pk^sk:v`. Calls `f` with each
+/// (primary key, secondary key, value) row `r`'s keys find, primary keys
+/// outermost, in key order (ALL: each primary or secondary key of the map
+/// once, in the map's order). The first entry of a primary key, and the
+/// first of a secondary key within it, win; entries without `^` or `:` are
+/// skipped.
+fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, f: &mut Found<'_>) {
     each_match_in(map, None, keys, r, f)
 }
 
 /// [`each_match`], the primary keys found through `index` (the map's
 /// `pk^...` entries between `|`) when given.
-fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usize, mut f: impl FnMut(&[u8])) {
+fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usize, f: &mut Found<'_>) {
     // Within a primary key: `sk:v` entries between commas.
-    let inner = |within: &[u8], f: &mut dyn FnMut(&[u8])| match keys.secondary {
+    let inner = |pk: &[u8], within: &[u8], f: &mut Found<'_>| match keys.secondary {
         Some(sk) => each_key(sk, r, keys.separator, |k| {
             if let Some(v) = find_in(within, b',', b':', k) {
-                f(v);
+                f(pk, k, v);
             }
         }),
-        None => first_entries(within, b',', b':', f),
+        None => first_entries(within, b',', b':', |k, v| f(pk, k, v)),
     };
     // The primary keys: `pk^...` entries between bars.
     match (keys.primary, index) {
         (Some(pk), Some(index)) => each_key(pk, r, keys.separator, |k| {
             if let Ok(i) = index.probe(map, k) {
-                inner(index.value(map, i), &mut f);
+                inner(k, index.value(map, i), f);
             }
         }),
         (Some(pk), None) => each_key(pk, r, keys.separator, |k| {
             if let Some(within) = find_in(map, b'|', b'^', k) {
-                inner(within, &mut f);
+                inner(k, within, f);
             }
         }),
         // The index holds each primary key's first entry, in map order.
-        (None, Some(index)) => (0..index.entries.len()).for_each(|i| inner(index.value(map, i), &mut f)),
-        (None, None) => first_entries(map, b'|', b'^', |within| inner(within, &mut f)),
+        (None, Some(index)) => (0..index.entries.len()).for_each(|i| inner(index.key(map, i), index.value(map, i), f)),
+        (None, None) => first_entries(map, b'|', b'^', |pk, within| inner(pk, within, f)),
     }
 }
 
 /// Calls `row(r, each)` for every row, where `each(r, f)` calls `f` with
-/// each value row `r`'s keys find: a SHARED map's primary keys through an
-/// index built once, a map per row scanned.
-type EachValue<'e> = dyn FnMut(usize, &mut dyn FnMut(&[u8])) + 'e;
+/// each (primary key, secondary key, value) row `r`'s keys find: a SHARED
+/// map's primary keys through an index built once, a map per row scanned.
+type EachValue<'e> = dyn FnMut(usize, &mut Found<'_>) + 'e;
 
 fn match_rows(map: &Column, keys: &MatchKeys<'_>, rows: usize, mut row: impl FnMut(usize, &mut EachValue<'_>)) {
     if map.rows() == 1 && rows > 1 {
@@ -391,16 +475,16 @@ fn match_rows(map: &Column, keys: &MatchKeys<'_>, rows: usize, mut row: impl FnM
             Ok(mut index) => {
                 let index = index.get_or_insert_with(Box::default);
                 index.build_with(m, b'|', b'^', false);
-                let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match_in(m, Some(&*index), keys, r, f);
+                let mut each = |r: usize, f: &mut Found<'_>| each_match_in(m, Some(&*index), keys, r, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }
             Err(_) => {
-                let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match(m, keys, r, f);
+                let mut each = |r: usize, f: &mut Found<'_>| each_match(m, keys, r, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }
         });
     } else {
-        let mut each = |r: usize, f: &mut dyn FnMut(&[u8])| each_match(string_at(map, r), keys, r, f);
+        let mut each = |r: usize, f: &mut Found<'_>| each_match(string_at(map, r), keys, r, f);
         (0..rows).for_each(|r| row(r, &mut each));
     }
 }
@@ -416,7 +500,7 @@ pub(super) fn match_values(
     let values = &mut out.dense_mut().values;
     match_rows(map, &keys, rows, |r, each| {
         let (mut n, mut acc) = (0usize, 0.0f64);
-        each(r, &mut |v| {
+        each(r, &mut |_, _, v| {
             if let Some(x) = number(v) {
                 acc = combine(combiner, n, acc, x);
                 n += 1;
@@ -427,19 +511,36 @@ pub(super) fn match_values(
     Ok(())
 }
 
-/// `match`, discrete: each value found hashed into `buckets`.
+/// Which keys a discrete `match` hashes before its value (FG's show_pkey
+/// and show_skey): `pk_sk_v`, `pk_v`, `sk_v` or `v`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ShowKeys {
+    pub primary: bool,
+    pub secondary: bool,
+}
+
+/// `match`, discrete: each value found hashed into `buckets`, after the
+/// keys `show` names.
 pub(super) fn match_ids(
     map: &Column,
     keys: MatchKeys<'_>,
     out: &mut Column,
     rows: usize,
-    buckets: u64,
+    (buckets, show): (u64, ShowKeys),
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
     let mut result = Ok(());
     match_rows(map, &keys, rows, |r, each| {
-        each(r, &mut |v| o.values.push_u64(hash_bytes(v) % buckets));
+        each(r, &mut |pk, sk, v| {
+            let h = match (show.primary, show.secondary) {
+                (false, false) => hash_bytes(v),
+                (true, false) => hash_joined(&[pk, v]),
+                (false, true) => hash_joined(&[sk, v]),
+                (true, true) => hash_joined(&[pk, sk, v]),
+            };
+            o.values.push_u64(h % buckets);
+        });
         if result.is_ok() {
             result = o.splits.push(o.values.len());
         }
@@ -483,7 +584,7 @@ mod tests {
         assert!(number(b"nan").unwrap().is_nan());
         assert_eq!(number(b" 1"), None);
         let mut buf = [0u8; 20];
-        for x in [0i64, 7, -7, 1234567890123, i64::MIN, i64::MAX] {
+        for x in [0i64, 7, -7, 10, 99, 100, 101, -100, 1234567890123, i64::MIN, i64::MAX] {
             let n = decimal_i64(x, &mut buf);
             assert_eq!(&buf[20 - n..], x.to_string().as_bytes());
         }
@@ -522,8 +623,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// An id's decimal text, two digits a step, is Rust's own.
+        #[test]
+        fn decimal_is_rusts(x in proptest::prop_oneof![0u64..1000, 0u64..10_000_000_000, proptest::num::u64::ANY]) {
+            let mut buf = [0u8; 20];
+            let n = decimal(x, false, &mut buf);
+            let (unsigned, signed) = (x.to_string(), (x as i64).to_string());
+            proptest::prop_assert_eq!(&buf[20 - n..], unsigned.as_bytes());
+            let n = decimal(x, true, &mut buf);
+            proptest::prop_assert_eq!(&buf[20 - n..], signed.as_bytes());
+        }
+    }
+
     /// `match` by the plainest reading of its rules, for the proptest:
-    /// parse the whole map, then walk the keys.
+    /// parse the whole map, then walk the keys; each (primary key,
+    /// secondary key, value) found, joined by `_` as show_pkey and
+    /// show_skey hash them.
     fn match_reference(map: &str, pks: Option<&[&str]>, sks: Option<&[&str]>) -> Vec<String> {
         let mut parsed: Vec<(String, Vec<(String, String)>)> = Vec::new();
         for outer in map.split('|') {
@@ -546,13 +662,12 @@ mod tests {
             None => parsed.iter().collect(),
         };
         let mut out = Vec::new();
-        for (_, entries) in primaries {
-            match sks {
-                Some(sks) => {
-                    out.extend(sks.iter().filter_map(|k| entries.iter().find(|(s, _)| s == k)).map(|e| e.1.clone()))
-                }
-                None => out.extend(entries.iter().map(|e| e.1.clone())),
-            }
+        for (pk, entries) in primaries {
+            let found: Vec<&(String, String)> = match sks {
+                Some(sks) => sks.iter().filter_map(|k| entries.iter().find(|(s, _)| s == k)).collect(),
+                None => entries.iter().collect(),
+            };
+            out.extend(found.into_iter().map(|(sk, v)| format!("{pk}_{sk}_{v}")));
         }
         out
     }
@@ -584,14 +699,15 @@ mod tests {
                 secondary: (all != 2).then_some(&scol),
                 separator: &[ENTRIES],
             };
+            let joined = |p: &[u8], s: &[u8], v: &[u8]| String::from_utf8([p, b"_", s, b"_", v].concat()).unwrap();
             let mut got = Vec::new();
-            each_match(map.as_bytes(), &keys, 0, |v| got.push(String::from_utf8(v.to_vec()).unwrap()));
+            each_match(map.as_bytes(), &keys, 0, &mut |p, s, v| got.push(joined(p, s, v)));
             let want = match_reference(&map, (all != 1).then_some(&pk[..]), (all != 2).then_some(&sk[..]));
             proptest::prop_assert_eq!(&got, &want, "map {:?}", map);
             let mut index = Index::default();
             index.build_with(map.as_bytes(), b'|', b'^', false);
             let mut indexed = Vec::new();
-            each_match_in(map.as_bytes(), Some(&index), &keys, 0, |v| indexed.push(String::from_utf8(v.to_vec()).unwrap()));
+            each_match_in(map.as_bytes(), Some(&index), &keys, 0, &mut |p, s, v| indexed.push(joined(p, s, v)));
             proptest::prop_assert_eq!(indexed, want, "indexed, map {:?}", map);
         }
     }

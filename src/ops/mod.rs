@@ -1,7 +1,7 @@
 //! Operators: features derived from other features, declared in the model
 //! config (`op:`) and compiled into the Plan. Each is a pure function of its
 //! input tensors, run by the same code online and offline. `ids` (fid and id
-//! arithmetic, hashing, crosses), `numeric` (ln, clip, normalize, bucketize,
+//! arithmetic, crosses), `id_feature` (`hash`: FG's id_feature), `numeric` (ln, clip, normalize, bucketize,
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
 //! and FG's operators: `expr`, `lookup` (lookup and match), `overlap`, `bm25`, `text`
@@ -10,6 +10,7 @@
 mod bm25;
 mod expr;
 mod hash;
+mod id_feature;
 mod ids;
 mod kv_dot;
 mod layout;
@@ -27,8 +28,9 @@ use std::sync::Arc;
 
 pub use bm25::{Bm25Params, DocFreqError, DocFreqs};
 pub use expr::{Expr, ExprError};
-pub use hash::{digest, hash_bytes, hash_tuple, hash_u64};
-pub use lookup::{Combiner, MatchAll};
+pub use hash::{digest, hash_bytes, hash_joined, hash_tuple, hash_u64};
+pub use id_feature::Bucketing;
+pub use lookup::{Combiner, MatchAll, ShowKeys};
 pub use multihot::weight as multihot_weight;
 pub use overlap::OverlapMethod;
 pub use text::{Pattern, TextNormalizer};
@@ -67,18 +69,22 @@ pub enum TransformKind {
     Reslot {
         slot: u64,
     },
-    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes); with
-    /// `separator`, each non-empty part of a string hashed (FG's
-    /// multi-value id_feature).
+    /// `xxh64(x) mod buckets` (ids hashed as 8 little-endian bytes, or
+    /// with a prefix as `prefix_decimal`), or ids as they are below
+    /// `num_buckets`; with `separator`, each non-empty part of a string
+    /// (FG's multi-value id_feature).
+    /// `value_dim` above 0 keeps each row's first ids (FG's).
     Hash {
-        buckets: u64,
+        rule: Bucketing,
         separator: Option<Vec<u8>>,
+        value_dim: usize,
     },
-    /// Each `key:weight` part of a string: the key hashed into `buckets`,
+    /// Each `key:weight` part of a string: the key made an id by `rule`,
     /// the weight kept as the value's weight (FG's weighted id_feature).
     HashWeighted {
-        buckets: u64,
+        rule: Bucketing,
         separator: Vec<u8>,
+        value_dim: usize,
     },
     /// Keeps the fids whose v2 slot is listed (sorted).
     FilterSlots {
@@ -139,17 +145,21 @@ pub enum TransformKind {
     /// An arithmetic expression over dense inputs (FG's expr_feature).
     Expr(Arc<Expr>),
     /// Keys looked up in a `key:value` map, the numbers combined (FG's
-    /// lookup_feature).
+    /// lookup_feature); with `value_dim` above 1 each value is that many
+    /// numbers, combined element by element.
     Lookup {
         separator: Vec<u8>,
         combiner: Combiner,
         default: f64,
+        value_dim: usize,
     },
     /// Keys looked up in a map, each value found hashed into `buckets`
-    /// (FG's lookup_feature with need_discrete).
+    /// (FG's lookup_feature with need_discrete; `need_key`: `key_value`
+    /// hashed).
     LookupIds {
         separator: Vec<u8>,
         buckets: u64,
+        need_key: bool,
     },
     /// Primary and secondary keys looked up in a two-level map, the
     /// numbers combined (FG's match_feature); `all` is FG's ALL wildcard.
@@ -197,11 +207,13 @@ pub enum TransformKind {
         start: i64,
         end: Option<i64>,
     },
-    /// The same, each value found hashed into `buckets`.
+    /// The same, each value found hashed into `buckets`, after the keys
+    /// `show` names (FG's show_pkey, show_skey).
     MatchIds {
         separator: Vec<u8>,
         all: Option<MatchAll>,
         buckets: u64,
+        show: ShowKeys,
     },
     /// Seed 004 multi-hot expansion into a KeyedJaggedTensor.
     MultiHot {
@@ -257,7 +269,10 @@ pub(crate) fn apply(
             Slot { v1: true } => Some(positions(&crate::fid::v1_slot)),
             Slot { v1: false } => Some(positions(&crate::fid::v2_slot)),
             Reslot { slot } => Some(positions(&|x| crate::fid::reslot(*slot, x))),
-            Hash { buckets, separator: None } => Some(positions(&|x| hash_u64(x) % buckets)),
+            Hash { rule, separator: None, value_dim: 0 } => {
+                let signed = id_feature::signed(input(0));
+                Some(positions(&|x| rule.hash_id(x, signed)))
+            }
             Vocab(v) => Some(positions(&|x| v.id(x) as u64)),
             _ => None,
         };
@@ -271,9 +286,9 @@ pub(crate) fn apply(
         Slot { v1: true } => ids::map(input(0), out, rows, |x| Some(crate::fid::v1_slot(x))),
         Slot { v1: false } => ids::map(input(0), out, rows, |x| Some(crate::fid::v2_slot(x))),
         Reslot { slot } => ids::map(input(0), out, rows, |x| Some(crate::fid::reslot(*slot, x))),
-        Hash { buckets, separator: None } => ids::hash(input(0), out, rows, *buckets),
-        Hash { buckets, separator: Some(sep) } => ids::hash_parts(input(0), out, rows, *buckets, sep),
-        HashWeighted { buckets, separator } => ids::hash_weighted(input(0), out, rows, *buckets, separator),
+        Hash { rule, separator: None, .. } => id_feature::hash(input(0), out, rows, rule),
+        Hash { rule, separator: Some(sep), .. } => id_feature::hash_parts(input(0), out, rows, rule, sep),
+        HashWeighted { rule, separator, .. } => id_feature::hash_weighted(input(0), out, rows, rule, separator),
         FilterSlots { slots } => {
             ids::map(input(0), out, rows, |x| slots.binary_search(&crate::fid::v2_slot(x)).ok().map(|_| x))
         }
@@ -293,10 +308,15 @@ pub(crate) fn apply(
         Lookup { combiner, default, .. } if ids::is_sequence(input(1)) => {
             lookup::values_positions(input(0), input(1), out, rows, (*combiner, *default))
         }
-        Lookup { separator, combiner, default } => {
+        Lookup { separator, combiner, default, value_dim: 1 } => {
             lookup::values(input(0), input(1), out, rows, (separator, *combiner, *default))
         }
-        LookupIds { separator, buckets } => lookup::ids(input(0), input(1), out, rows, (separator, *buckets)),
+        Lookup { separator, combiner, default, value_dim } => {
+            lookup::vectors(input(0), input(1), out, rows, (separator, *combiner, *default, *value_dim))
+        }
+        LookupIds { separator, buckets, need_key } => {
+            lookup::ids(input(0), input(1), out, rows, (separator, *buckets, *need_key))
+        }
         Match { separator, all, combiner, default } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
             lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
@@ -312,9 +332,9 @@ pub(crate) fn apply(
         RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
         Slice { start, end } => text::slice(*start, *end, input(0), out, rows),
         NormalizeText(n) => text::normalize(n, input(0), out, rows),
-        MatchIds { separator, all, buckets } => {
+        MatchIds { separator, all, buckets, show } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
-            lookup::match_ids(input(0), keys, out, rows, *buckets)
+            lookup::match_ids(input(0), keys, out, rows, (*buckets, *show))
         }
         // The kinds `is_numeric` names, listed so that a new kind must be
         // placed here or above.
@@ -327,6 +347,9 @@ pub(crate) fn apply(
         | Scale { .. }
         | Pow { .. } => numeric::apply(&t.kind, input(0), out, rows),
     }?;
+    if let Hash { value_dim: n @ 1.., .. } | HashWeighted { value_dim: n @ 1.., .. } = &t.kind {
+        id_feature::keep_first(out, *n);
+    }
     if let Column::Dense(d) = out {
         d.rows = rows;
         d.dims.extend(t.dense_shape.iter().map(|&x| x.max(0) as usize));

@@ -8,8 +8,12 @@ use super::{Checker, Files};
 use crate::config::plan::{Op, Output};
 use crate::config::raw::{RawEntry, RawOp, entries};
 use crate::ops::{
-    Combiner, DocFreqs, Expr, MAX_INPUTS, MatchAll, OverlapMethod, Pattern, Transform, TransformKind as K, Vocab,
+    Bucketing, Combiner, DocFreqs, Expr, MAX_INPUTS, MatchAll, OverlapMethod, Pattern, ShowKeys, Transform,
+    TransformKind as K, Vocab,
 };
+
+/// The most numbers a `lookup` value may hold (`value_dim`).
+const MAX_VALUE_DIM: u64 = 4096;
 use crate::proto::fex_v1::{DataType, Layout};
 
 impl Checker {
@@ -38,7 +42,7 @@ impl Checker {
                     .then(|| per_position(ragged(self, K::Reslot { slot }, &o.splits), ins))?
             }
             RawOp::Hash(o) if o.weighted == Some(true) => {
-                let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
+                let rule = self.bucketing(e, o);
                 let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
                 if separator.is_empty() {
                     self.error(
@@ -46,12 +50,14 @@ impl Checker {
                         "is empty; give the string between key:weight parts (FG's is \\x1d)",
                     );
                 }
+                let value_dim = self.id_value_dim(path, o.value_dim);
                 let fits = self.strings_input(path, ins);
-                (fits && !separator.is_empty())
-                    .then(|| ragged(self, K::HashWeighted { buckets, separator }, &o.splits))?
+                let usable = fits && !separator.is_empty();
+                let kind = K::HashWeighted { rule, separator, value_dim };
+                usable.then(|| ragged(self, kind, &o.splits))?
             }
             RawOp::Hash(o) => {
-                let buckets = self.required_u64(path, "buckets", o.buckets, 1..=u64::MAX);
+                let rule = self.bucketing(e, o);
                 let separator = o.separator.as_ref().map(|s| s.as_bytes().to_vec());
                 if separator.as_ref().is_some_and(Vec::is_empty) {
                     self.error(
@@ -59,10 +65,19 @@ impl Checker {
                         "is empty; give the string that splits the values (FG's is \\x1d)",
                     );
                 }
+                let value_dim = self.id_value_dim(path, o.value_dim);
                 // Parts of strings are not positions: a sequence is hashed
-                // position by position only without a separator.
-                let need = if separator.is_some() { Need::IdsOrStrings } else { Need::IdsStringsOrSequence };
-                one(self, need).then(|| per_position(ragged(self, K::Hash { buckets, separator }, &o.splits), ins))?
+                // position by position only without a separator, only
+                // hashed (num_buckets drops ids, a position cannot lose
+                // one), and whole (value_dim cuts rows, not positions).
+                let hashed = matches!(rule, Bucketing::Hash { .. });
+                let need = if separator.is_none() && hashed && value_dim == 0 {
+                    Need::IdsStringsOrSequence
+                } else {
+                    Need::IdsOrStrings
+                };
+                let kind = K::Hash { rule, separator, value_dim };
+                one(self, need).then(|| per_position(ragged(self, kind, &o.splits), ins))?
             }
             RawOp::FilterSlots(o) => {
                 let slots = self.slots(path, o.slots.as_deref().unwrap_or_default());
@@ -267,6 +282,42 @@ impl Checker {
         }
     }
 
+    /// How `hash` makes ids: `buckets` (hashed; with `need_prefix` the
+    /// feature's name and `_` first, FG's need_prefix) or `num_buckets`
+    /// (FG's: the values are the ids), exactly one.
+    fn bucketing(&mut self, e: &RawEntry, o: &entries::Hash) -> Bucketing {
+        let path = e.path.as_str();
+        let prefix = o.need_prefix == Some(true);
+        match (o.buckets, o.num_buckets) {
+            (Some(_), Some(_)) => {
+                let message = "give buckets (hashed) or num_buckets (the values are the ids), not both";
+                self.error(format!("{path}.num_buckets"), message);
+            }
+            (None, Some(n)) => {
+                if prefix {
+                    let message = "is for hashed ids (buckets); num_buckets takes the values as they are";
+                    self.error(format!("{path}.need_prefix"), message);
+                }
+                let num_buckets = self.required_u64(path, "num_buckets", Some(n), 1..=u64::MAX);
+                return Bucketing::Ids { num_buckets };
+            }
+            (None, None) => {
+                let message = "missing; give buckets (hashed) or num_buckets (the values are the ids)";
+                self.error(format!("{path}.buckets"), message);
+            }
+            (Some(_), None) => {}
+        }
+        let buckets = self.required_u64(path, "buckets", o.buckets.or(Some(1)), 1..=u64::MAX);
+        Bucketing::Hash { buckets, prefix: prefix.then(|| e.name.as_bytes().to_vec()) }
+    }
+
+    /// `hash`'s `value_dim` (FG's id_feature value_dim): keep each row's
+    /// first ids; 0, FG's default, keeps them all.
+    fn id_value_dim(&mut self, path: &str, value_dim: Option<u64>) -> usize {
+        let Some(n) = value_dim else { return 0 };
+        self.required_u64(path, "value_dim", Some(n), 0..=MAX_VALUE_DIM) as usize
+    }
+
     /// The settings `lookup` and `match` share: the keys' separator, and
     /// either a combiner and default (numbers) or buckets (hashed values).
     fn map_settings(&mut self, path: &str, o: &MapSettings<'_>) -> (Vec<u8>, Result<(Combiner, f64), u64>) {
@@ -327,11 +378,18 @@ impl Checker {
     }
 
     /// `lookup`: a map (strings) and its keys (strings or ids); numbers
-    /// combined into `[B, 1]`, or with `need_discrete` the values hashed.
+    /// combined into `[B, value_dim]`, or with `need_discrete` the values
+    /// (with `need_key`, the keys and values) hashed.
     fn lookup(&mut self, path: &str, o: &entries::Lookup, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
         let settings =
             MapSettings::of("lookup", o.need_discrete, &o.combiner, o.default, o.buckets, &o.separator, &o.splits);
         let (separator, kind) = self.map_settings(path, &settings);
+        let need_key = o.need_key == Some(true);
+        if need_key && !settings.need_discrete {
+            let message = "gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets";
+            self.error(format!("{path}.need_key"), message);
+        }
+        let value_dim = self.value_dim(path, o.value_dim, settings.need_discrete);
         if ins.len() != 2 {
             let message = format!("op lookup takes [map, key], found {} inputs", ins.len());
             self.error(format!("{path}.inputs"), message);
@@ -342,8 +400,13 @@ impl Checker {
             return None;
         }
         if let (Ok((combiner, default)), Some(_)) = (kind, sequence_width(ins[1])) {
+            if value_dim != 1 {
+                let message = "is for ragged or string keys; per position of a sequence a lookup gives one number";
+                self.error(format!("{path}.value_dim"), message);
+                return None;
+            }
             return Some(Transform {
-                kind: K::Lookup { separator, combiner, default },
+                kind: K::Lookup { separator, combiner, default, value_dim },
                 layout: Layout::Ragged,
                 dtype: DataType::F32,
                 splits: DataType::I64,
@@ -352,9 +415,25 @@ impl Checker {
             });
         }
         Some(match kind {
-            Ok((combiner, default)) => dense(K::Lookup { separator, combiner, default }, DataType::F32, vec![1]),
-            Err(buckets) => ragged(K::LookupIds { separator, buckets }, self.splits(path, o.splits.as_deref())),
+            Ok((combiner, default)) => {
+                dense(K::Lookup { separator, combiner, default, value_dim }, DataType::F32, vec![value_dim as i64])
+            }
+            Err(buckets) => {
+                ragged(K::LookupIds { separator, buckets, need_key }, self.splits(path, o.splits.as_deref()))
+            }
         })
+    }
+
+    /// `lookup`'s `value_dim`: how many numbers a value holds (1 by
+    /// default), for continuous lookups only.
+    fn value_dim(&mut self, path: &str, value_dim: Option<u64>, need_discrete: bool) -> usize {
+        let Some(d) = value_dim else { return 1 };
+        if need_discrete {
+            let message = "is for numbers; need_discrete: true gives every value found as an id (FG's value_dim 0)";
+            self.error(format!("{path}.value_dim"), message);
+            return 1;
+        }
+        self.required_u64(path, "value_dim", Some(d), 1..=MAX_VALUE_DIM) as usize
     }
 
     /// `match`: a two-level map and its primary and secondary keys, either
@@ -363,6 +442,13 @@ impl Checker {
         let settings =
             MapSettings::of("match", o.need_discrete, &o.combiner, o.default, o.buckets, &o.separator, &o.splits);
         let (separator, kind) = self.map_settings(path, &settings);
+        let show = ShowKeys { primary: o.show_pkey == Some(true), secondary: o.show_skey == Some(true) };
+        for (key, given) in [("show_pkey", show.primary), ("show_skey", show.secondary)] {
+            if given && !settings.need_discrete {
+                let message = "gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets";
+                self.error(format!("{path}.{key}"), message);
+            }
+        }
         let given = o.inputs.as_deref().unwrap_or_default();
         let all: Vec<bool> = given.iter().map(|i| i.is_all()).collect();
         let all = match all.as_slice() {
@@ -383,7 +469,9 @@ impl Checker {
         }
         Some(match kind {
             Ok((combiner, default)) => dense(K::Match { separator, all, combiner, default }, DataType::F32, vec![1]),
-            Err(buckets) => ragged(K::MatchIds { separator, all, buckets }, self.splits(path, o.splits.as_deref())),
+            Err(buckets) => {
+                ragged(K::MatchIds { separator, all, buckets, show }, self.splits(path, o.splits.as_deref()))
+            }
         })
     }
 

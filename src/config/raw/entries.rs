@@ -81,7 +81,10 @@ entry!(
 entry!(V1ToV2, op, [input: String], { splits: String });
 entry!(Slot, op, [input: String], { method: String, splits: String });
 entry!(Reslot, op, [input: String], { slot: u64, splits: String });
-entry!(Hash, op, [input: String], { buckets: u64, splits: String, separator: String, weighted: bool });
+entry!(Hash, op, [input: String], {
+    buckets: u64, num_buckets: u64, need_prefix: bool, value_dim: u64, splits: String, separator: String,
+    weighted: bool,
+});
 entry!(FilterSlots, op, [input: String], { slots: Vec<u64>, splits: String });
 entry!(Cross, op, [inputs: Vec<String>], { buckets: u64, slot: u64, max_per_row: u64, splits: String });
 entry!(Vocab, op, [input: String], { file: String, splits: String });
@@ -96,7 +99,8 @@ entry!(Group, op, [input: String, inputs: Vec<String>], { splits: String });
 entry!(Kjt, op, [input: String, inputs: Vec<String>], {});
 entry!(Concat, op, [input: String, inputs: Vec<String>], {});
 entry!(Lookup, op, [inputs: Vec<String>], {
-    combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
+    combiner: String, default: f64, need_discrete: bool, need_key: bool, value_dim: u64, buckets: u64,
+    separator: String, splits: String,
 });
 /// An input of `match`: a feature's name, or FG's `ALL` wildcard for the
 /// primary or secondary key (no feature: every key of the map).
@@ -117,7 +121,8 @@ impl Names for Option<Vec<MatchInput>> {
 }
 
 entry!(Match, op, [inputs: Vec<MatchInput>], {
-    combiner: String, default: f64, need_discrete: bool, buckets: u64, separator: String, splits: String,
+    combiner: String, default: f64, need_discrete: bool, show_pkey: bool, show_skey: bool, buckets: u64,
+    separator: String, splits: String,
 });
 entry!(BoolMask, op, [inputs: Vec<String>], { separator: String, buckets: u64, splits: String });
 entry!(Tokenize, op, [input: String], { file: String, splits: String });
