@@ -61,3 +61,24 @@ def test_an_emitted_line_is_read_up_to_its_actions():
     # The count is taken from `actions_joined`, not from the (here empty) list.
     s = summarize_lines([text])
     assert (s.actions_joined, s.late_requests, s.emitted, s.rows_emitted) == (3, 1, {"time": 1}, 2)
+
+
+def test_progress_reads_a_growing_file_by_its_new_lines(tmp_path):
+    from fex.nearline.__main__ import look
+
+    emitted = '{"kind": "emitted", "request_id": "r"}\n'
+    late = '{"user_id": "u", "kind": "late"}\n'
+    growing_file = tmp_path / "p" / ".part-0.inprogress"
+    growing_file.parent.mkdir()
+    done, growing = {}, {}
+    growing_file.write_text(emitted + late + '{"kind": "emi')  # a line still being written
+    assert look(str(tmp_path), done, growing) == (1, 1)
+    with open(growing_file, "a") as f:
+        f.write('tted"}\n' + late)
+    assert look(str(tmp_path), done, growing) == (2, 2)
+    # Committed under its final name: read whole once, then kept.
+    growing_file.rename(tmp_path / "p" / "part-0")
+    assert look(str(tmp_path), done, growing) == (2, 2)
+    assert growing == {} and len(done) == 1
+    (tmp_path / "p" / "part-0").write_text("")  # a committed file is not read again
+    assert look(str(tmp_path), done, growing) == (2, 2)

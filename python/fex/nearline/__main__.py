@@ -134,29 +134,48 @@ def parquet_actions(paths, out):
 
 
 def progress(out: str, stop: threading.Event, started: float) -> None:
-    """Counts manifest lines written so far, committed or in progress. A
-    committed part file no longer changes, so it is read once; the files in
-    progress (dot-prefixed) are read again each time."""
+    """Counts manifest lines written so far, committed or in progress."""
     manifest = os.path.join(out, "manifest")
-    done = {}  # committed file -> (emitted, late)
+    done, growing = {}, {}
     while not stop.wait(2.0):
-        emitted = late = 0
-        for root, _, files in os.walk(manifest):
-            for name in files:
-                path = os.path.join(root, name)
-                counts = done.get(path)
-                if counts is None:
-                    try:
-                        with open(path, "rb") as f:
-                            text = f.read()
-                    except OSError:
-                        continue
-                    counts = (text.count(b'"kind": "emitted"'), text.count(b'"kind": "late"'))
-                    if not name.startswith("."):
-                        done[path] = counts
-                emitted += counts[0]
-                late += counts[1]
+        emitted, late = look(manifest, done, growing)
         print(f"[{time.monotonic() - started:6.1f}s] emitted {emitted} requests, {late} late actions", file=sys.stderr, flush=True)
+
+
+def look(manifest: str, done: dict, growing: dict) -> tuple:
+    """(emitted requests, late actions) in the manifest's files now. A
+    committed part file no longer changes, so it is read once (``done``
+    keeps its counts); a file in progress (dot-prefixed) only grows until it
+    is committed under another name, so each look reads what it gained since
+    the last, up to its last line end (``growing`` keeps where)."""
+    emitted = late = 0
+    present = set()
+    for root, _, files in os.walk(manifest):
+        for name in files:
+            path = os.path.join(root, name)
+            counts = done.get(path)
+            if counts is None:
+                in_progress = name.startswith(".")
+                start, e0, l0 = growing.get(path, (0, 0, 0)) if in_progress else (0, 0, 0)
+                try:
+                    with open(path, "rb") as f:
+                        f.seek(start)
+                        text = f.read()
+                except OSError:
+                    continue
+                if in_progress:
+                    text = text[:text.rfind(b"\n") + 1]
+                counts = (e0 + text.count(b'"kind": "emitted"'), l0 + text.count(b'"kind": "late"'))
+                if in_progress:
+                    growing[path] = (start + len(text), *counts)
+                    present.add(path)
+                else:
+                    done[path] = counts
+            emitted += counts[0]
+            late += counts[1]
+    for path in [p for p in growing if p not in present]:
+        del growing[path]
+    return emitted, late
 
 
 def main(argv=None) -> int:
