@@ -30,6 +30,21 @@ const ITEMS: &str = "  - {name: ids, kind: sparse, source: item, output: false}\
 const DENSE: &str = "  - {name: x, kind: dense, shape: [4], output: false}\n";
 
 /// XXH64 of the little-endian bytes of each id of a tuple, in input order.
+/// A batch of a SHARED query `q` and one title `t` per row, each a string
+/// of its words between 0x1D.
+fn query_and_titles(query: &[&str], titles: &[Vec<&str>]) -> String {
+    let join = |w: &[&str]| w.join("\\x1d");
+    let mut sample = format!(
+        "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: t\n    features:\n",
+        titles.len(),
+        join(query)
+    );
+    for t in titles {
+        sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", join(t)));
+    }
+    sample
+}
+
 fn tuple_hash(ids: &[u64]) -> u64 {
     fex::ops::hash_bytes(&ids.iter().flat_map(|i| i.to_le_bytes()).collect::<Vec<u8>>())
 }
@@ -490,15 +505,7 @@ fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
     let words = move |max| prop::collection::vec(word.clone(), 0..max);
     let case = (words(8), prop::collection::vec(words(60), 1..5));
     proptest!(ProptestConfig::with_cases(200), |((q, titles) in case)| {
-        let join = |w: &[&str]| w.join("\\x1d");
-        let mut sample = format!(
-            "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: t\n    features:\n",
-            titles.len(),
-            join(&q)
-        );
-        for t in &titles {
-            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", join(t)));
-        }
+        let sample = query_and_titles(&q, &titles);
         let out = run(&p, &batch(&sample));
         for m in methods {
             let got = get(&out, m).f32s();
@@ -546,15 +553,7 @@ fn bm25_over_a_batch_agrees_with_the_formula() {
     let words = move |max| prop::collection::vec(word.clone(), 0..max);
     let case = (words(8), prop::collection::vec(words(60), 1..5));
     proptest!(ProptestConfig::with_cases(200), |((q, titles) in case)| {
-        let join = |w: &[&str]| w.join("\\x1d");
-        let mut sample = format!(
-            "batch_size: {}\nlists:\n  - {{name: q, type: SHARED, features: [{{bytes_list: [\"{}\"]}}]}}\n  - name: t\n    features:\n",
-            titles.len(),
-            join(&q)
-        );
-        for t in &titles {
-            sample.push_str(&format!("      - {{bytes_list: [\"{}\"]}}\n", join(t)));
-        }
+        let sample = query_and_titles(&q, &titles);
         let got = get(&run(&p, &batch(&sample)), "s").f32s();
         let (k1, b, avg_len) = (1.5f64, 0.5f64, 6.0f64);
         for (r, t) in titles.iter().enumerate() {

@@ -521,6 +521,10 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             held.add(bytes);
             return;
         }
+        if (w.rewrite) {
+            // The heap's map, this action in it, is to be written whole already.
+            return;
+        }
         if (w.unwritten == null) {
             w.unwritten = new ArrayList<>();
             unwritten.put(user, w);
@@ -723,6 +727,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             if (operator != null && a.heldNow == w.heldBy) {
                 // The heap's map is the user's held actions: written whole later (Waiting#rewrite).
                 w.rewrite = true;
+                w.unwritten = null;
                 unwritten.put(user, w);
             } else {
                 writeWhole(a.heldNow);
