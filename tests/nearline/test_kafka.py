@@ -181,11 +181,13 @@ def test_killed_and_restored_with_kafka_on_both_sides_every_request_once(broker,
     """SIGKILL the job once a checkpoint has committed some output to the
     topics, restore from its last completed checkpoint: a read_committed
     consumer sees every joined request exactly once."""
+    # Checkpoints every 100 ms, so a transaction commits while the job still
+    # runs (at 300 ms, the faster join had emitted everything by the first).
     reqs, acts = data.generate(seed=5, users=60, requests_per_user=60)
     feed(broker, "kill", reqs, acts)
     checkpoints = str(tmp_path / "checkpoints")
     args = ["--requests", "kafka://kill.requests", "--actions", "kafka://kill.actions", "--out", "kafka://kill.out",
-            "--brokers", broker, "--bounded", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints]
+            "--brokers", broker, "--bounded", "--checkpoint-interval", "100ms", "--checkpoint-dir", checkpoints]
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", *args]
     first = FirstCommitted(broker, "kill.out.manifest")
     try:
