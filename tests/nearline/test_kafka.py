@@ -181,13 +181,15 @@ def test_killed_and_restored_with_kafka_on_both_sides_every_request_once(broker,
     """SIGKILL the job once a checkpoint has committed some output to the
     topics, restore from its last completed checkpoint: a read_committed
     consumer sees every joined request exactly once."""
-    # Checkpoints every 100 ms, so a transaction commits while the job still
-    # runs (at 300 ms, the faster join had emitted everything by the first).
+    # The inputs read at 3,000 events a second (about 4 s for the actions),
+    # so transactions commit while the job still runs: unthrottled, the join
+    # had emitted everything by the first checkpoint even at 100 ms.
     reqs, acts = data.generate(seed=5, users=60, requests_per_user=60)
     feed(broker, "kill", reqs, acts)
     checkpoints = str(tmp_path / "checkpoints")
     args = ["--requests", "kafka://kill.requests", "--actions", "kafka://kill.actions", "--out", "kafka://kill.out",
-            "--brokers", broker, "--bounded", "--checkpoint-interval", "100ms", "--checkpoint-dir", checkpoints]
+            "--brokers", broker, "--bounded", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
+            "--max-rate", "3000"]
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", *args]
     first = FirstCommitted(broker, "kill.out.manifest")
     try:
@@ -221,7 +223,8 @@ def test_a_broker_killed_and_started_again_mid_run_loses_and_doubles_nothing(kaf
     checkpoints = str(tmp_path / "checkpoints")
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--quiet", "--requests", "kafka://down.requests",
            "--actions", "kafka://down.actions", "--out", "kafka://down.out", "--brokers", broker, "--bounded",
-           "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints, "--restart-attempts", "3"]
+           "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints, "--restart-attempts", "3",
+           "--max-rate", "3000"]  # about 4 s of reading: the broker goes down mid-run
     log_path = tmp_path / "run.log"
     first = FirstCommitted(broker, "down.out.manifest")
     with open(log_path, "w") as log:

@@ -133,11 +133,14 @@ def test_killed_and_restored_it_writes_every_row_once(tmp_path):
     job(whole, requests, actions, "--checkpoint-interval", "300ms")
     out, checkpoints = str(tmp_path / "out"), str(tmp_path / "checkpoints")
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests, "--actions", actions,
-           "--out", out, "--quiet", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints]
+           "--out", out, "--quiet", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
+           "--max-rate", "3000"]  # about 4 s of reading, so the kill comes mid-run
     restore = kill_once_committed(cmd, checkpoints, lambda: any(l["kind"] == "emitted" for l in read_manifest(out)),
                                   tmp_path / "first.log")
     before = sum(1 for l in read_manifest(out) if l["kind"] == "emitted")
     assert 0 < before < len(reqs), "killed too late to prove a restore"
+    # Restored without --max-rate: its operator is stateless, and the ones
+    # with state keep their ids (uids) whatever passes between them.
     job(out, requests, actions, "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
         "--restore", restore)
     for name in ("joined", "samples"):
@@ -193,3 +196,11 @@ def test_a_model_without_label_join_is_refused(tmp_path, inputs):
                         "--actions", inputs["actions"], "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=60)
     assert p.returncode == 64
     assert "has no label_join: section" in p.stderr
+
+
+def test_a_rate_below_one_is_refused(tmp_path, inputs):
+    p = subprocess.run([sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", inputs["requests"],
+                        "--actions", inputs["actions"], "--out", str(tmp_path / "o"), "--max-rate", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 64
+    assert "error: --max-rate must be at least 1, not 0" in p.stderr

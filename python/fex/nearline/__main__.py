@@ -81,6 +81,11 @@ def parser() -> argparse.ArgumentParser:
         "--transactional-id-prefix", metavar="PREFIX",
         help="Kafka transactional ids of the output (default fex-nearline-PREFIX; distinct per job)",
     )
+    p.add_argument(
+        "--max-rate", type=int, metavar="EVENTS_PER_SECOND",
+        help="read at most this many requests a second, and as many actions (each input over all its "
+        "subtasks; default: as fast as the job goes), e.g. to replay a topic from its start without flooding the output",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -205,6 +210,9 @@ def main(argv=None) -> int:
     if args.batch and (args.monitor or args.restore or args.checkpoint_dir):
         print("error: --monitor, --restore and --checkpoint-dir are for streaming execution, not --batch", file=sys.stderr)
         return EX_USAGE
+    if args.max_rate is not None and args.max_rate < 1:
+        print(f"error: --max-rate must be at least 1, not {args.max_rate}", file=sys.stderr)
+        return EX_USAGE
     if args.monitor is not None and args.monitor < 1:
         print("error: --monitor must be a positive interval", file=sys.stderr)
         return EX_USAGE
@@ -253,6 +261,8 @@ def main(argv=None) -> int:
         job_args += ["--kafka-group", args.kafka_group]
     if args.transactional_id_prefix:
         job_args += ["--transactional-id-prefix", args.transactional_id_prefix]
+    if args.max_rate is not None:
+        job_args += ["--max-rate-per-input", str(args.max_rate)]
     idleness = args.idleness if args.idleness is not None else (60_000 if args.monitor else None)
     if idleness:
         job_args += ["--idleness-ms", str(idleness)]

@@ -77,12 +77,15 @@ public final class Job {
         /** The benchmark's floor ({@link Floor}) instead of the join; nothing is written. */
         public boolean floor;
         public long kafkaTimeoutMs = 30_000;
+        /** Events a second read from each input at most (0: as fast as the job goes). */
+        public double maxRatePerInput;
 
         static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
                 + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
                 + "[--restore CHECKPOINT] [--monitor-ms MS] [--idleness-ms MS] [--restart-attempts N] "
                 + "[--max-record-bytes N] [--floor] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
-                + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS]\n"
+                + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS] "
+                + "[--max-rate-per-input EVENTS_PER_SECOND]\n"
                 + "  a path kafka://TOPIC reads a topic; --out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, "
                 + "PREFIX.manifest (and PREFIX.corrections)";
 
@@ -131,6 +134,7 @@ public final class Job {
                     case "--kafka-group" -> o.kafkaGroup = v;
                     case "--transactional-id-prefix" -> o.transactionalIdPrefix = v;
                     case "--kafka-timeout-ms" -> o.kafkaTimeoutMs = number(flag, v, 1, Long.MAX_VALUE);
+                    case "--max-rate-per-input" -> o.maxRatePerInput = number(flag, v, 1, Long.MAX_VALUE);
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend is rocksdb or hashmap, not " + v);
@@ -349,23 +353,28 @@ public final class Job {
             // One transactional id prefix per output; stable across restores of this job, distinct between jobs
             // writing the same brokers (--transactional-id-prefix when two jobs write one PREFIX).
             String tx = o.transactionalIdPrefix != null ? o.transactionalIdPrefix : "fex-nearline-" + prefix;
-            outputs.joined.sinkTo(Kafka.sink(o.brokers, prefix + ".joined", tx + "-joined")).name("joined");
-            outputs.samples.sinkTo(Kafka.sink(o.brokers, prefix + ".samples", tx + "-samples")).name("samples");
+            outputs.joined.sinkTo(Kafka.sink(o.brokers, prefix + ".joined", tx + "-joined")).name("joined")
+                    .uid("joined-kafka");
+            outputs.samples.sinkTo(Kafka.sink(o.brokers, prefix + ".samples", tx + "-samples")).name("samples")
+                    .uid("samples-kafka");
             outputs.manifest.map(Job::unkeyed, TypeInformation.of(Keyed.class)).name("manifest records")
-                    .sinkTo(Kafka.sink(o.brokers, prefix + ".manifest", tx + "-manifest")).name("manifest");
+                    .sinkTo(Kafka.sink(o.brokers, prefix + ".manifest", tx + "-manifest")).name("manifest")
+                    .uid("manifest-kafka");
             if (correction) {
                 outputs.corrections.map(Job::unkeyed, TypeInformation.of(Keyed.class)).name("correction records")
                         .sinkTo(Kafka.sink(o.brokers, prefix + ".corrections", tx + "-corrections"))
-                        .name("corrections");
+                        .name("corrections").uid("corrections-kafka");
             }
             return env;
         }
         String out = location(o.out).replaceAll("/+$", "");
-        outputs.joined.sinkTo(sink(out + "/joined", new RawBytesEncoder(), ".pb")).name("joined");
-        outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples");
-        outputs.manifest.sinkTo(sink(out + "/manifest", new LineEncoder(), ".jsonl")).name("manifest");
+        outputs.joined.sinkTo(sink(out + "/joined", new RawBytesEncoder(), ".pb")).name("joined").uid("joined-files");
+        outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples")
+                .uid("samples-files");
+        outputs.manifest.sinkTo(sink(out + "/manifest", new LineEncoder(), ".jsonl")).name("manifest")
+                .uid("manifest-files");
         outputs.corrections.sinkTo(sink(out + "/corrections", new LineEncoder(), ".jsonl"))
-                .name("corrections");
+                .name("corrections").uid("corrections-files");
         return env;
     }
 
@@ -383,8 +392,9 @@ public final class Job {
         Parse.Spec spec = new Parse.Spec(requests, yaml, baseDir, o.batch);
         if (Kafka.named(given.get(0))) {
             String topic = Kafka.topic(given.get(0));
-            return env.fromSource(Kafka.source(o.brokers, topic, o.kafkaGroup + "-" + name, o.bounded, spec),
-                    watermarks, name + " (kafka " + topic + ")");
+            return throttled(o, name, env.fromSource(
+                    Kafka.source(o.brokers, topic, o.kafkaGroup + "-" + name, o.bounded, spec),
+                    watermarks, name + " (kafka " + topic + ")").uid(name + "-kafka"));
         }
         LocatedRecords format = requests ? new FramedRecords(o.maxRecordBytes) : new JsonLines(o.maxRecordBytes);
         FileSource.FileSourceBuilder<byte[]> files = FileSource.forBulkFileFormat(format, paths(given));
@@ -393,10 +403,19 @@ public final class Job {
         if (o.monitorMs > 0) {
             files.monitorContinuously(Duration.ofMillis(o.monitorMs));
         }
-        return env.fromSource(files.build(), WatermarkStrategy.noWatermarks(), name + " (files)")
+        return throttled(o, name, env.fromSource(files.build(), WatermarkStrategy.noWatermarks(), name + " (files)").uid(name + "-files")
                 .process(new Parse.Events(spec), TypeInformation.of(Event.class))
                 .name("parse " + name)
-                .assignTimestampsAndWatermarks(watermarks);
+                .assignTimestampsAndWatermarks(watermarks));
+    }
+
+    /** {@code events} held to {@code --max-rate-per-input}, shared among the input's subtasks (chained to them). */
+    private static DataStream<Event> throttled(Options o, String name, DataStream<Event> events) {
+        if (o.maxRatePerInput <= 0) {
+            return events;
+        }
+        return events.map(new Throttle(o.maxRatePerInput / o.parallelism), events.getType())
+                .name("at most " + (long) o.maxRatePerInput + " " + name + " a second");
     }
 
     /** Event time: at most {@code watermark_delay} out of order; {@code idlenessMs} lets a quiet input go. */
@@ -441,7 +460,8 @@ public final class Job {
         DataStream<Event> events = goodRequests.union(goodActions);
         SingleOutputStreamOperator<Joined> joined = events.keyBy((Event e) -> e.userId, org.apache.flink.api.common.typeinfo.Types.STRING)
                 .transform("label join", TypeInformation.of(Joined.class),
-                        new LabelJoin.Operator(new LabelJoin(settings, correction, batch)));
+                        new LabelJoin.Operator(new LabelJoin(settings, correction, batch)))
+                .uid("label-join");
         SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir),
                 TypeInformation.of(Keyed.class)).name("sample computation");
         DataStream<byte[]> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(

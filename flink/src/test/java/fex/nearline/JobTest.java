@@ -40,6 +40,8 @@ class JobTest {
         assertTrue(r.err().contains("kafka://t: Kafka needs --brokers"), r.err());
         r = run("--config", MODEL, "--requests", "a", "--actions", "b", "--out", "kafka://p", "--brokers", "h:1");
         assertTrue(r.err().contains("needs --checkpoint-dir"), r.err());
+        r = run("--config", MODEL, "--requests", "a", "--actions", "b", "--out", "o", "--max-rate-per-input", "0");
+        assertTrue(r.err().contains("--max-rate-per-input must be in 1.."), r.err());
     }
 
     @Test
