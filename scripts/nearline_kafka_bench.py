@@ -179,6 +179,16 @@ def kafka_cmd(bootstrap, inputs, out, interval, checkpoints, bounded):
     return cmd + (["--bounded"] if bounded else [])
 
 
+def jfr(args, env, name):
+    """`env` with the job's JVM recording a Java Flight Recorder profile
+    into --jfr DIR/NAME.jfr (the broker's JVM not), or as it is."""
+    if not args.jfr:
+        return env
+    os.makedirs(args.jfr, exist_ok=True)
+    path = os.path.join(os.path.abspath(args.jfr), name + ".jfr")
+    return dict(env, JAVA_TOOL_OPTIONS=f"-XX:StartFlightRecording=filename={path},settings=profile")
+
+
 def throughput(work, args, env, broker, reqs, acts, requests, actions):
     """Rounds of (Kafka in and out, files in and out) on the same data."""
     rows = sum(len(r["items"]) for r in reqs)
@@ -191,7 +201,7 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         cmd = kafka_cmd(broker.bootstrap, "tp", prefix, "10s", os.path.join(work, f"chk-{prefix}"), bounded=True)
         with nb.locked(args.lock):
             b0 = cpu_of(broker.pid)
-            wall, cpu, peak, _, _ = nb.measured(cmd, env, None)
+            wall, cpu, peak, _, _ = nb.measured(cmd, jfr(args, env, prefix + "-kafka"), None)
             b1 = cpu_of(broker.pid)
         # Outside the lock: what the job committed.
         manifest = [json.loads(v) for _, v in committed_records(broker.bootstrap, [f"{prefix}.out.manifest"],
@@ -207,7 +217,8 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         if args.files:
             out = os.path.join(work, f"out-files-{r}")
             with nb.locked(args.lock):
-                wall, cpu, peak, _, _ = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1), env, None)
+                wall, cpu, peak, _, _ = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1),
+                                                    jfr(args, env, prefix + "-files"), None)
             emitted = json.load(open(out + ".json"))["rows_emitted"]
             results.append(("files in, files out", wall, cpu, peak, emitted, None))
             shutil.rmtree(out, ignore_errors=True)
@@ -367,6 +378,8 @@ def main():
     ap.add_argument("--broker-heap", default="512m")
     ap.add_argument("--lock", help="flock this file around each timed run (the bench lock)")
     ap.add_argument("--keep", help="keep the data, checkpoints and logs here")
+    ap.add_argument("--jfr", metavar="DIR", help="record each throughput run's job with Java Flight Recorder "
+                    "(DIR/tpN-kafka.jfr, DIR/tpN-files.jfr; profiles, not figures)")
     args = ap.parse_args()
 
     env = nb.job_env(args)

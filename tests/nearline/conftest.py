@@ -65,8 +65,12 @@ def kill_once_committed(cmd, checkpoints, committed_some, log_path, timeout=180)
         found = glob.glob(os.path.join(checkpoints, "*", "chk-*", "_metadata"))
         return sorted((os.path.dirname(f) for f in found), key=lambda d: int(d.rsplit("-", 1)[1]))
 
+    # A TMPDIR of its own, removed after: a killed JVM leaves its
+    # extracted jars (Flink's flink-rpc-akka*.jar, 24 MB) behind.
+    scratch = tempfile.mkdtemp(prefix="fex-nearline-killed-")
     with open(log_path, "w") as log:
-        first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        first = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                 env=dict(os.environ, TMPDIR=scratch))
     deadline, newest = time.monotonic() + timeout, None
     try:
         while newest is None:
@@ -80,6 +84,7 @@ def kill_once_committed(cmd, checkpoints, committed_some, log_path, timeout=180)
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         code = first.wait(timeout=30)
+        shutil.rmtree(scratch, ignore_errors=True)
     assert code == -signal.SIGKILL, (
         f"the job exited {code} by itself before the kill (a check too slow for it?):\n"
         + log_path.read_text()[-4000:])

@@ -127,7 +127,8 @@ def test_a_taskmanager_killed_mid_run_costs_a_restart_from_the_checkpoint(cluste
     out, checkpoints = str(tmp_path / "out"), str(tmp_path / "checkpoints")
     cmd = ["bash", os.path.join(cluster["bin"], "flink"), "run", "-m", f"127.0.0.1:{cluster['rest']}", jar_path(),
            "--config", MODEL, "--requests", requests, "--actions", actions, "--out", out,
-           "--checkpoint-interval-ms", "300", "--checkpoint-dir", checkpoints, "--restart-attempts", "3"]
+           "--checkpoint-interval-ms", "300", "--checkpoint-dir", checkpoints, "--restart-attempts", "3",
+           "--max-rate-per-input", "3000"]  # about 4 s of reading, so the kill comes mid-run
     log_path = tmp_path / "run.log"
     with open(log_path, "w") as log:
         run = subprocess.Popen(cmd, env=cluster["env"], stdout=log, stderr=subprocess.STDOUT)
