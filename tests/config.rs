@@ -309,6 +309,10 @@ fn inline_configs_report_every_error() {
             "name: m\ncompat: monolith\nfeatures:\n  - {name: s, kind: string, join: ','}",
             &["features.s.join: is fex's own (Monolith reads bytes_list[0] only); use compat: native"],
         ),
+        (
+            "name: m\ncompat: monolith\nfeatures:\n  - {name: l, kind: list}",
+            &["features.l.kind: list is fex's own (Monolith has no such feature); use compat: native"],
+        ),
     ];
     for (text, expected) in cases {
         let errors: Vec<String> = match Plan::from_yaml(text) {

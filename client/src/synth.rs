@@ -103,6 +103,10 @@ impl Generator {
                 value: vec![format!("item-{}", self.rng.random::<u32>()).into_bytes()],
             }),
             Op::Sequence { dtype, max_len, width, .. } => self.sequence(*dtype, *max_len, *width),
+            Op::List { dtype, .. } => {
+                let n = self.rng.random_range(self.options.list_len.0..=self.options.list_len.1);
+                self.dense(*dtype, n)
+            }
             Op::LineId { .. } | Op::ActionLabel { .. } => {
                 Type::BytesList(pb::BytesList { value: vec![self.line_id().encode_to_vec()] })
             }

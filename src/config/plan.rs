@@ -85,6 +85,8 @@ pub enum Op {
     String { source: usize, join: Option<Vec<u8>> },
     /// A `*_lists` feature → ragged positions, each a `width` prefix (padded).
     Sequence { source: usize, dtype: DataType, max_len: usize, width: usize, splits: DataType },
+    /// A float/double/int64 list (or value), every value → one ragged row.
+    List { source: usize, dtype: DataType, splits: DataType },
     /// A LineId field → `[rows, dim]` (integers i64, floats f32) or strings.
     LineId { field: LineIdField, dim: usize },
     /// Labels → f32 `[rows, dim]`.
@@ -286,7 +288,8 @@ impl Output {
             Op::Sparse { source, .. }
             | Op::Dense { source, .. }
             | Op::String { source, .. }
-            | Op::Sequence { source, .. } => Source::Feature(*source),
+            | Op::Sequence { source, .. }
+            | Op::List { source, .. } => Source::Feature(*source),
             Op::LineId { .. } | Op::ActionLabel { .. } => Source::LineId,
             Op::Label { .. } => Source::Label,
             Op::Weight => Source::Weight,
@@ -301,7 +304,7 @@ impl Output {
             Op::Sparse { values, splits, .. } => (Layout::Ragged, *values, *splits),
             Op::Dense { dtype, .. } => (Layout::Dense, *dtype, DataType::Unspecified),
             Op::String { .. } => (Layout::Strings, DataType::Bytes, DataType::I64),
-            Op::Sequence { dtype, splits, .. } => (Layout::Ragged, *dtype, *splits),
+            Op::Sequence { dtype, splits, .. } | Op::List { dtype, splits, .. } => (Layout::Ragged, *dtype, *splits),
             Op::LineId { field, .. } => match field.ty.class() {
                 ValueClass::Integer => (Layout::Dense, DataType::I64, DataType::Unspecified),
                 ValueClass::Float => (Layout::Dense, DataType::F32, DataType::Unspecified),

@@ -53,6 +53,23 @@ pub(super) fn row_into(
     })
 }
 
+/// A `list` feature: every value of each row's Feature (as a dense row
+/// reads them, with no `dim` to stop at), one ragged row each; a missing
+/// Feature is an empty row. Bounded by the Feature's own bytes (a value
+/// takes at least one), so it is charged after it is written.
+pub(super) fn write_list(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
+    let r = c.ragged_mut();
+    r.splits.reserve(rows + 1);
+    r.splits.push(0)?;
+    for (row, cell) in cx.row_cells(source, rows).enumerate() {
+        if let Some(cell) = cell {
+            row_into(cx, &mut r.values, (source, row, cell), usize::MAX)?;
+        }
+        r.splits.push(r.values.len())?;
+    }
+    Ok(())
+}
+
 /// Walks a list straight into the column: a row per Feature. `None` on
 /// anything the checked path must judge (an error, more Features than rows).
 pub(super) fn write_direct(

@@ -430,6 +430,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::Sequence { source, dtype, max_len, width, .. } => {
                 sequence::write(self, (*source, *dtype, *max_len, *width), c, rows.compute)?
             }
+            Op::List { source, .. } => dense::write_list(self, *source, c, rows.compute)?,
             Op::LineId { field, dim } => line_id::write(self, c, rows.compute, *field, *dim)?,
             Op::Label { dim, default } => label::write_label(self, c, rows.compute, *dim, *default)?,
             Op::Weight => label::write_weight(self, c, rows.compute)?,

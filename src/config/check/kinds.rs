@@ -36,6 +36,7 @@ impl Checker {
             RawKind::Sequence(k) => {
                 (self.sequence(entry, k), vec![], k.per_position == Some(true), k.shared.as_deref())
             }
+            RawKind::List(k) => (self.list_kind(entry, k), vec![], false, k.shared.as_deref()),
             RawKind::LineId(k) => {
                 let (op, shape) = self.line_id(path, k);
                 (op, shape, false, None)
@@ -123,6 +124,20 @@ impl Checker {
         let splits = self.splits(path, k.splits.as_deref());
         let source = self.list(entry, k.source.as_deref());
         Op::Sequence { source, dtype, max_len, width, splits }
+    }
+
+    /// `list`: every value of a float, double or int64 list, a ragged row
+    /// (fex's own, for a lookup's map given as lists: `dense` copies a
+    /// fixed prefix and loses a list's length).
+    fn list_kind(&mut self, entry: &RawEntry, k: &entries::List) -> Op {
+        let path = entry.path.as_str();
+        if self.compat == Compat::Monolith {
+            self.error(format!("{path}.kind"), "list is fex's own (Monolith has no such feature); use compat: native");
+        }
+        let allowed = [DataType::F32, DataType::F64, DataType::I64];
+        let dtype = self.dtype(path, k.dtype.as_deref(), &allowed, DataType::F32);
+        let splits = self.splits(path, k.splits.as_deref());
+        Op::List { source: self.list(entry, k.source.as_deref()), dtype, splits }
     }
 
     fn tasks(&mut self, path: &str, tasks: &[serde_norway::Mapping]) -> Vec<Task> {

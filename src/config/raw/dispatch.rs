@@ -13,6 +13,7 @@ pub(in crate::config) enum RawKind {
     Dense(entries::Dense),
     String(entries::Strings),
     Sequence(entries::Sequence),
+    List(entries::List),
     LineId(entries::LineId),
     Label(entries::Label),
     /// No keys of its own besides the common ones.
@@ -84,6 +85,7 @@ impl Parsed<'_> {
             "dense" => RawKind::Dense(self.read(&owner)),
             "string" => RawKind::String(self.read(&owner)),
             "sequence" => RawKind::Sequence(self.read(&owner)),
+            "list" => RawKind::List(self.read(&owner)),
             "line_id" => RawKind::LineId(self.read(&owner)),
             "label" => RawKind::Label(self.read(&owner)),
             "instance_weight" => {

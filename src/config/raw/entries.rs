@@ -70,6 +70,7 @@ entry!(Strings, kind, [], { source: String, shared: String, join: String });
 entry!(Sequence, kind, [], {
     source: String, dtype: String, max_len: i64, width: i64, splits: String, shared: String, per_position: bool,
 });
+entry!(List, kind, [], { source: String, dtype: String, splits: String, shared: String });
 entry!(LineId, kind, [], { field: FieldRef, r#type: String, shape: Vec<i64> });
 entry!(Label, kind, [], { shape: Vec<i64>, default: f64 });
 entry!(Weight, kind, [], {});
