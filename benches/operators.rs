@@ -131,6 +131,15 @@ fn request() -> Vec<u8> {
                 (0..64).map(|_| format!("{}:{}", category(r.random_range(0..POOL)), r.random_range(1..100))).collect();
             string(entries.join("\u{1d}"))
         }),
+        // The same kind of map as parallel lists, for `lookup` with
+        // `map_keys` and `map_values`: 64 categories, and a count each.
+        list("user_cate_keys", true, |_| {
+            let keys = (0..64).map(|_| category(r.random_range(0..POOL)).into_bytes()).collect();
+            feature(Type::BytesList(pb::BytesList { value: keys }))
+        }),
+        list("user_cate_vals", true, |_| {
+            feature(Type::FloatList(pb::FloatList { value: (0..64).map(|_| r.random_range(1..100) as f32).collect() }))
+        }),
         // A user-side two-level map for `match`: 16 categories of 4 each.
         list("user_kkv", true, |_| {
             let outer: Vec<String> = (0..16)
@@ -201,6 +210,8 @@ const SOURCES: &[&str] = &[
     "{name: item_ctr, kind: dense, shape: [1]",
     "{name: category, kind: string",
     "{name: user_cate_cnt, kind: string, shared: once",
+    "{name: user_cate_keys, kind: string, join: \"\\x1d\", shared: once",
+    "{name: user_cate_vals, kind: list, shared: once",
     "{name: user_kkv, kind: string, shared: once",
     "{name: query, kind: string, shared: once",
     "{name: title, kind: string",
@@ -272,6 +283,10 @@ const OPS: &[(&str, &str)] = &[
         "{name: op, op: lookup, inputs: [user_cate_cnt, category], need_discrete: true, need_key: true, buckets: 1000003}",
     ),
     ("lookup_dim", "{name: op, op: lookup, inputs: [user_cate_cnt, category], value_dim: 2}"),
+    (
+        "lookup_lists",
+        "{name: op, op: lookup, inputs: [category], map_keys: user_cate_keys, map_values: user_cate_vals}",
+    ),
     ("tokenize", "{name: op, op: tokenize, input: title, file: bpe.json}"),
     ("normalize_text", "{name: op, op: normalize_text, input: title, options: [TEXT_LOWER2UPPER, TEXT_SBC2DBC]}"),
     ("seq_hash", "{name: op, op: hash, input: click_seq, buckets: 1000003}"),

@@ -156,6 +156,24 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            // A lookup's map as parallel lists: each list must be one (a
+            // string kind joined with the separator, ids, or numbers), the
+            // map given one way, float values not hashed; every error at once.
+            "name: m\nfeatures:\n  - {name: kv, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: jk, kind: string, join: \"\\x1d\", output: false}\n  - {name: comma, kind: string, join: ',', output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: nums, kind: list, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: bad_list, kind: list, dtype: u64, output: false}\n  - {name: a, op: lookup, inputs: [k], map_keys: k, map_values: nums}\n  - {name: b, op: lookup, inputs: [k], map_keys: comma, map_values: nums}\n  - {name: c, op: lookup, inputs: [k], map_keys: jk, map_values: x}\n  - {name: d, op: lookup, inputs: [kv, k], map_keys: jk, map_values: nums}\n  - {name: e, op: lookup, inputs: [k], map_keys: jk}\n  - {name: f, op: lookup, inputs: [k], map_keys: jk, map_values: nums, need_discrete: true, buckets: 9}\n  - {name: g, op: lookup, inputs: [k], map_keys: nums, map_values: s}\n  - {name: h, op: lookup, inputs: [k], map_keys: jk, map_values: nope}",
+            &[
+                r#"features.bad_list.dtype: found "u64", expected one of f32, f64, i64"#,
+                r#"features.a.map_keys: "k" reads bytes_list[0] only; give it join: "\u{1d}" (the lookup's separator) to read each element"#,
+                r#"features.b.map_keys: "comma" joins its elements with ",", the lookup's separator is "\u{1d}": make them the same"#,
+                r#"features.c.map_values: takes a list: strings, or ragged DATA_TYPE_I64, DATA_TYPE_U64, DATA_TYPE_I32, DATA_TYPE_F32, DATA_TYPE_F64; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
+                "features.d.inputs: gives a map ([map, key]) and map_keys, map_values too",
+                "features.e.map_values: missing; a map given as lists names both map_keys and map_values",
+                r#"features.f.map_values: "nums" holds floats, and need_discrete hashes each value's text"#,
+                r#"features.g.map_keys: takes a list: strings, or ragged DATA_TYPE_I64, DATA_TYPE_U64; "nums" is LAYOUT_RAGGED DATA_TYPE_F32"#,
+                r#"features.g.map_values: takes a list: strings, or ragged DATA_TYPE_I64, DATA_TYPE_U64, DATA_TYPE_I32, DATA_TYPE_F32, DATA_TYPE_F64; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.h.inputs: unknown feature "nope""#,
+            ],
+        ),
+        (
             "name: m\nfeatures:\n  - {name: kkv, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: a, op: match, inputs: [kkv, ALL, ALL]}\n  - {name: b, op: match, inputs: [kkv, k]}\n  - {name: c, op: match, inputs: [k, k, ALL], need_discrete: true, buckets: 0}\n  - {name: d, op: match, inputs: [kkv, k, nope]}",
             &[
                 r#"features.a.inputs: op match takes [map, primary key, secondary key], one key at most ALL; found ["kkv", "ALL", "ALL"]"#,

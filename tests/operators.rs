@@ -461,6 +461,114 @@ fn lookup_value_dim_combines_element_by_element() {
     });
 }
 
+/// One encoding of a map of (key, number, integer) entries as a Feature of
+/// the sample: `kv` and `kvi` the `key:value` string of its numbers or its
+/// integers; `skeys`, `ikeys` its keys as strings or int64s; `strs`,
+/// `istrs`, `nums`, `ints` its values as strings or numbers. A number's
+/// text is its exact f64 (`nan` for NaN), so that every encoding reads the
+/// same f64.
+fn encoded(name: &str, map: &[(&str, f32, i64)]) -> String {
+    let text = |x: f32| if x.is_nan() { "nan".to_string() } else { f64::from(x).to_string() };
+    let all =
+        |part: &dyn Fn(&(&str, f32, i64)) -> String, sep: &str| map.iter().map(part).collect::<Vec<_>>().join(sep);
+    match name {
+        "kv" => format!("{{bytes_list: [\"{}\"]}}", all(&|(k, x, _)| format!("{k}:{}", text(*x)), "\\x1d")),
+        "kvi" => format!("{{bytes_list: [\"{}\"]}}", all(&|(k, _, i)| format!("{k}:{i}"), "\\x1d")),
+        "skeys" => format!("{{bytes_list: [{}]}}", all(&|(k, _, _)| format!("\"{k}\""), ", ")),
+        "ikeys" => format!("{{int64_list: [{}]}}", all(&|(k, _, _)| k.to_string(), ", ")),
+        "strs" => format!("{{bytes_list: [{}]}}", all(&|(_, x, _)| format!("\"{}\"", text(*x)), ", ")),
+        "istrs" => format!("{{bytes_list: [{}]}}", all(&|(_, _, i)| format!("\"{i}\""), ", ")),
+        "nums" => {
+            let yaml = |x: f32| if x.is_nan() { ".nan".to_string() } else { f64::from(x).to_string() };
+            format!("{{float_list: [{}]}}", all(&|(_, x, _)| yaml(*x), ", "))
+        }
+        _ => format!("{{int64_list: [{}]}}", all(&|(_, _, i)| i.to_string(), ", ")),
+    }
+}
+
+/// A map given as parallel lists (`map_keys`, `map_values`) gives, bit for
+/// bit, what the same map as a `key:value` string gives, whatever the map
+/// holds (repeated keys, NaN, nothing) and however it is given: keys as
+/// strings or int64s, values as number strings, a float_list or an
+/// int64_list; a map per row (scanned) or a SHARED one (indexed); every
+/// combiner, `value_dim`, and hashed values with their keys.
+#[test]
+fn lookup_over_parallel_lists_equals_the_kv_string() {
+    use proptest::prelude::*;
+    let lists = [
+        ("kv", "kind: string"),
+        ("kvi", "kind: string"),
+        ("skeys", "kind: string, join: \"\\x1d\""),
+        ("ikeys", "kind: list, dtype: i64"),
+        ("strs", "kind: string, join: \"\\x1d\""),
+        ("istrs", "kind: string, join: \"\\x1d\""),
+        ("nums", "kind: list"),
+        ("ints", "kind: list, dtype: i64"),
+    ];
+    let plan_of = |shared: &str| {
+        let mut f: String =
+            lists.iter().map(|(n, k)| format!("  - {{name: {n}, {k}{shared}, output: false}}\n")).collect();
+        f.push_str("  - {name: k, kind: string, output: false}\n");
+        let lists = |m: &str| match m {
+            "kv" | "kvi" => format!("inputs: [{m}, k]"),
+            m => {
+                let (keys, values) = m.split_once('+').unwrap();
+                format!("inputs: [k], map_keys: {keys}, map_values: {values}")
+            }
+        };
+        let ops = [
+            ("", ["kv", "skeys+strs", "ikeys+nums"]),
+            (", value_dim: 2", ["kv", "skeys+strs", "ikeys+nums"]),
+            (", need_discrete: true, need_key: true, buckets: 1000003", ["kvi", "skeys+istrs", "ikeys+ints"]),
+        ];
+        for c in ["sum", "mean", "min", "max"] {
+            for (i, (extra, maps)) in ops.iter().enumerate() {
+                let settings = if i == 2 { extra.to_string() } else { format!(", combiner: {c}, default: -7{extra}") };
+                for (j, m) in maps.iter().enumerate() {
+                    f.push_str(&format!("  - {{name: {c}_{i}_{j}, op: lookup, {}{settings}}}\n", lists(m)));
+                }
+            }
+        }
+        plan(&f)
+    };
+    let (per_row, shared) = (plan_of(""), plan_of(", shared: once"));
+    let key = prop::sample::select(vec!["7", "8", "-3", "0"]);
+    let number = prop::sample::select(vec![1.5f32, -2.0, 0.1, 3.0e7, f32::NAN, 0.0, 1.0e-3]);
+    let map = prop::collection::vec((key.clone(), number, -5i64..100), 0..6);
+    let keys = prop::collection::vec(prop::sample::select(vec!["7", "8", "-3", "0", "9", "x", "07"]), 0..5);
+    let case = (any::<bool>(), prop::collection::vec((map, keys), 1..4));
+    proptest!(ProptestConfig::with_cases(200), |((once, rows) in case)| {
+        let mut sample = format!("batch_size: {}\nlists:\n", rows.len());
+        for name in ["kv", "kvi", "skeys", "ikeys", "strs", "istrs", "nums", "ints"] {
+            if once {
+                sample.push_str(&format!("  - {{name: {name}, type: SHARED, features: [{}]}}\n", encoded(name, &rows[0].0)));
+            } else {
+                let features: Vec<String> = rows.iter().map(|(m, _)| encoded(name, m)).collect();
+                sample.push_str(&format!("  - {{name: {name}, features: [{}]}}\n", features.join(", ")));
+            }
+        }
+        let keys: Vec<String> = rows.iter().map(|(_, k)| format!("{{bytes_list: [\"{}\"]}}", k.join("\\x1d"))).collect();
+        sample.push_str(&format!("  - {{name: k, features: [{}]}}\n", keys.join(", ")));
+        let out = run(if once { &shared } else { &per_row }, &batch(&sample));
+        for c in ["sum", "mean", "min", "max"] {
+            for i in 0..3 {
+                let of = |j: usize| get(&out, &format!("{c}_{i}_{j}"));
+                let want = of(0);
+                for j in 1..3 {
+                    let got = of(j);
+                    if i == 2 {
+                        prop_assert_eq!(got.u64s(), want.u64s(), "{}_{}_{} in {}", c, i, j, sample);
+                        prop_assert_eq!(got.splits(), want.splits());
+                    } else {
+                        let bits = |t: &Tensor| t.f32s().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        prop_assert_eq!(bits(&got), bits(&want), "{}_{}_{} in {}", c, i, j, sample);
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// A `value_dim` past the 32 elements `lookup` keeps on the stack works
 /// the same (its buffers on the heap), for a map per row and a SHARED one.
 #[test]

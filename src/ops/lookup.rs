@@ -10,10 +10,13 @@
 //! skipped), or ids in decimal; a value that is not a number does not count
 //! as found in a continuous lookup, nor one of more numbers than
 //! `value_dim` (FG's vectors, `1,2`). FG's need_key, show_pkey and
-//! show_skey hash the keys and the value joined by `_`.
+//! show_skey hash the keys and the value joined by `_`. A `lookup` map may
+//! also be two parallel lists, a list of keys and one of values
+//! (`map_lists`); each function here reads either through [`Map`].
 
 use super::hash::{hash_bytes, hash_joined};
 use super::ids::{for_each_part, row_ids, string_at};
+use super::map_lists::{ListIndex, Lists, RowLists, Value};
 use crate::columns::Column;
 use crate::error::ExtractError;
 use crate::proto::fex_v1::DataType;
@@ -122,7 +125,7 @@ fn decimal_i64(x: i64, buf: &mut [u8; 20]) -> usize {
 
 /// A value's number, or None when it is not one (Rust's f64 syntax:
 /// `1.5`, `-2`, `1e3`, `nan`, `inf`; no spaces).
-fn number(v: &[u8]) -> Option<f64> {
+pub(super) fn number(v: &[u8]) -> Option<f64> {
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
@@ -131,7 +134,7 @@ fn number(v: &[u8]) -> Option<f64> {
 /// it holds more numbers than `out` takes or a part is not a number (so
 /// `""` and `1,,2` are none); fewer is fine, the rest are not found. With
 /// one number this is [`number`]: `1,2` is none there too.
-fn numbers(v: &[u8], out: &mut [f64]) -> Option<usize> {
+pub(super) fn numbers(v: &[u8], out: &mut [f64]) -> Option<usize> {
     let mut n = 0;
     for part in v.split(|&b| b == b',') {
         *out.get_mut(n)? = number(part)?;
@@ -218,37 +221,85 @@ impl Index {
     }
 }
 
+/// Where a lookup's maps are.
+#[derive(Clone, Copy)]
+pub(super) enum Map<'a> {
+    /// A string of `key:value` entries per row.
+    Entries(&'a Column),
+    /// A list of keys and a list of values per row.
+    Lists(Lists<'a>),
+}
+
+/// A lookup's map and keys from its inputs: `[map, keys]`, or with `lists`
+/// `[keys, map keys, map values]` (the config's `inputs: [keys]`,
+/// `map_keys`, `map_values`), the lists checked as long in every row.
+pub(super) fn map_and_keys<'a>(
+    inputs: super::Inputs<'a>,
+    lists: bool,
+    separator: &'a [u8],
+    rows: usize,
+    name: &str,
+) -> Result<(Map<'a>, &'a Column), ExtractError> {
+    if !lists {
+        return Ok((Map::Entries(&inputs.get(0).column), &inputs.get(1).column));
+    }
+    let lists = Lists { keys: inputs.get(1), values: inputs.get(2), separator };
+    super::map_lists::check(&lists, rows, name)?;
+    Ok((Map::Lists(lists), &inputs.get(0).column))
+}
+
 /// How a lookup reads a row's map.
 enum Finder<'m> {
     Indexed(&'m [u8], &'m Index),
     Scan(&'m [u8]),
+    ListsIndexed(RowLists<'m>, &'m ListIndex),
+    Lists(RowLists<'m>),
 }
 
 impl<'m> Finder<'m> {
-    fn value(&self, key: &[u8]) -> Option<&'m [u8]> {
+    #[inline]
+    fn value(&self, key: &[u8]) -> Option<Value<'m>> {
         match self {
-            Finder::Indexed(map, index) => Some(index.value(map, index.probe(map, key).ok()?)),
-            Finder::Scan(map) => find(map, key),
+            Finder::Indexed(map, index) => Some(Value::Text(index.value(map, index.probe(map, key).ok()?))),
+            Finder::Scan(map) => find(map, key).map(Value::Text),
+            Finder::ListsIndexed(row, index) => index.find(row, key),
+            Finder::Lists(row) => row.find(key),
         }
     }
 
+    #[inline]
     fn number(&self, key: &[u8]) -> Option<f64> {
         match self {
             Finder::Indexed(map, index) => index.numbers[index.probe(map, key).ok()?],
             Finder::Scan(map) => find(map, key).and_then(number),
+            Finder::ListsIndexed(row, index) => index.number(row, key),
+            Finder::Lists(row) => row.find(key)?.number(),
         }
     }
 }
 
 thread_local! {
     static INDEX: super::rows::Scratch<Index> = const { std::cell::RefCell::new(None) };
+    static LIST_INDEX: super::rows::Scratch<ListIndex> = const { std::cell::RefCell::new(None) };
 }
 
 /// Calls `each(row, finder)` for every row: through an index when one map
 /// stands for every row, by a scan otherwise (a few keys against a map of
 /// their own row). `numbers`: the index reads each value's number (for
 /// [`Finder::number`]; the other callers read values).
-fn rows_of(map: &Column, rows: usize, numbers: bool, mut each: impl FnMut(usize, &Finder<'_>)) {
+fn rows_of(map: Map<'_>, rows: usize, numbers: bool, mut each: impl FnMut(usize, &Finder<'_>)) {
+    let map = match map {
+        Map::Entries(map) => map,
+        Map::Lists(lists) if lists.shared() && rows > 1 => {
+            let row = RowLists::of(&lists, 0);
+            return super::rows::with_scratch(&LIST_INDEX, |index| {
+                index.build(&row, numbers);
+                let finder = Finder::ListsIndexed(row, index);
+                (0..rows).for_each(|r| each(r, &finder));
+            });
+        }
+        Map::Lists(lists) => return (0..rows).for_each(|r| each(r, &Finder::Lists(RowLists::of(&lists, r)))),
+    };
     if map.rows() == 1 && rows > 1 {
         let m = string_at(map, 0);
         INDEX.with(|cell| match cell.try_borrow_mut() {
@@ -268,7 +319,7 @@ fn rows_of(map: &Column, rows: usize, numbers: bool, mut each: impl FnMut(usize,
 /// Continuous: the combined numbers of each row's keys, `default` where none
 /// is found; dense `[rows, 1]`.
 pub(super) fn values(
-    map: &Column,
+    map: Map<'_>,
     keys: &Column,
     out: &mut Column,
     rows: usize,
@@ -293,7 +344,7 @@ pub(super) fn values(
 /// over the row's keys, each element with its own count; an element no
 /// value gives is `default`. Dense `[rows, dim]`.
 pub(super) fn vectors(
-    map: &Column,
+    map: Map<'_>,
     keys: &Column,
     out: &mut Column,
     rows: usize,
@@ -314,7 +365,7 @@ pub(super) fn vectors(
     rows_of(map, rows, false, |r, find| {
         acc.fill((0, 0.0));
         each_key(keys, r, separator, |k| {
-            let Some(n) = find.value(k).and_then(|v| numbers(v, parsed)) else { return };
+            let Some(n) = find.value(k).and_then(|v| v.numbers(parsed)) else { return };
             for (a, &x) in acc.iter_mut().zip(&parsed[..n]) {
                 *a = (a.0 + 1, combine(combiner, a.0, a.1, x));
             }
@@ -330,7 +381,7 @@ pub(super) fn vectors(
 /// a sequence of one value per position (`[rows, -1, 1]`), `default` where
 /// a position finds nothing.
 pub(super) fn values_positions(
-    map: &Column,
+    map: Map<'_>,
     keys: &Column,
     out: &mut Column,
     rows: usize,
@@ -367,7 +418,7 @@ pub(super) fn values_positions(
 /// Discrete: each found value's bytes hashed into `buckets`, in key order
 /// (with `need_key`, FG's, the key, `_` and the value: `k2_v2`); ragged ids.
 pub(super) fn ids(
-    map: &Column,
+    map: Map<'_>,
     keys: &Column,
     out: &mut Column,
     rows: usize,
@@ -376,9 +427,10 @@ pub(super) fn ids(
     let o = out.ragged_mut();
     o.splits.push(0)?;
     let mut result = Ok(());
+    let mut text = [0u8; 20];
     rows_of(map, rows, false, |r, find| {
         each_key(keys, r, separator, |k| {
-            if let Some(v) = find.value(k) {
+            if let Some(v) = find.value(k).and_then(|v| v.text(&mut text)) {
                 let h = if need_key { hash_joined(&[k, v]) } else { hash_bytes(v) };
                 o.values.push_u64(h % buckets);
             }
@@ -592,7 +644,7 @@ mod tests {
         index.build(map);
         let indexed = Finder::Indexed(map, &index);
         for key in [&b"a"[..], b"b", b"c", b"", b"nocolon", b"zz", b"c:x"] {
-            assert_eq!(indexed.value(key), find(map, key), "{key:?}");
+            assert_eq!(indexed.value(key), find(map, key).map(Value::Text), "{key:?}");
             assert_eq!(indexed.number(key), Finder::Scan(map).number(key), "{key:?}");
         }
         let n = decimal_u64(u64::MAX, &mut buf);

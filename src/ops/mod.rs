@@ -4,7 +4,8 @@
 //! arithmetic, crosses), `id_feature` (`hash`: FG's id_feature), `numeric` (ln, clip, normalize, bucketize,
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
-//! and FG's operators: `expr`, `lookup` (lookup and match), `overlap`, `bm25`, `text`
+//! and FG's operators: `expr`, `lookup` (lookup and match; `map_lists`, a
+//! lookup's map as parallel key and value lists), `overlap`, `bm25`, `text`
 //! (regex_replace, slice).
 
 mod bm25;
@@ -15,6 +16,7 @@ mod ids;
 mod kv_dot;
 mod layout;
 mod lookup;
+mod map_lists;
 mod mask;
 mod multihot;
 mod numeric;
@@ -146,20 +148,24 @@ pub enum TransformKind {
     Expr(Arc<Expr>),
     /// Keys looked up in a `key:value` map, the numbers combined (FG's
     /// lookup_feature); with `value_dim` above 1 each value is that many
-    /// numbers, combined element by element.
+    /// numbers, combined element by element. `lists`: the map is a list
+    /// of keys and a list of values (inputs `[keys, map keys, map
+    /// values]`, not `[map, keys]`).
     Lookup {
         separator: Vec<u8>,
         combiner: Combiner,
         default: f64,
         value_dim: usize,
+        lists: bool,
     },
     /// Keys looked up in a map, each value found hashed into `buckets`
     /// (FG's lookup_feature with need_discrete; `need_key`: `key_value`
-    /// hashed).
+    /// hashed); `lists` as for `Lookup`.
     LookupIds {
         separator: Vec<u8>,
         buckets: u64,
         need_key: bool,
+        lists: bool,
     },
     /// Primary and secondary keys looked up in a two-level map, the
     /// numbers combined (FG's match_feature); `all` is FG's ALL wildcard.
@@ -305,17 +311,17 @@ pub(crate) fn apply(
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
         Expr(e) => expr::apply(e, inputs, out, rows),
-        Lookup { combiner, default, .. } if ids::is_sequence(input(1)) => {
-            lookup::values_positions(input(0), input(1), out, rows, (*combiner, *default))
+        Lookup { separator, combiner, default, value_dim, lists } => {
+            let (map, keys) = lookup::map_and_keys(inputs, *lists, separator, rows, name)?;
+            match value_dim {
+                _ if ids::is_sequence(keys) => lookup::values_positions(map, keys, out, rows, (*combiner, *default)),
+                1 => lookup::values(map, keys, out, rows, (separator, *combiner, *default)),
+                d => lookup::vectors(map, keys, out, rows, (separator, *combiner, *default, *d)),
+            }
         }
-        Lookup { separator, combiner, default, value_dim: 1 } => {
-            lookup::values(input(0), input(1), out, rows, (separator, *combiner, *default))
-        }
-        Lookup { separator, combiner, default, value_dim } => {
-            lookup::vectors(input(0), input(1), out, rows, (separator, *combiner, *default, *value_dim))
-        }
-        LookupIds { separator, buckets, need_key } => {
-            lookup::ids(input(0), input(1), out, rows, (separator, *buckets, *need_key))
+        LookupIds { separator, buckets, need_key, lists } => {
+            let (map, keys) = lookup::map_and_keys(inputs, *lists, separator, rows, name)?;
+            lookup::ids(map, keys, out, rows, (separator, *buckets, *need_key))
         }
         Match { separator, all, combiner, default } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);

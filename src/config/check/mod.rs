@@ -5,6 +5,7 @@
 
 mod kinds;
 mod line_id;
+mod map_lists;
 mod numeric;
 mod offline;
 mod offline_rows;

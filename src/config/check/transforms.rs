@@ -390,23 +390,27 @@ impl Checker {
             self.error(format!("{path}.need_key"), message);
         }
         let value_dim = self.value_dim(path, o.value_dim, settings.need_discrete);
-        if ins.len() != 2 {
-            let message = format!("op lookup takes [map, key], found {} inputs", ins.len());
-            self.error(format!("{path}.inputs"), message);
-            return None;
-        }
+        let lists = o.map_keys.is_some() || o.map_values.is_some();
         // Keys per position of an id sequence give a value per position.
-        if !self.map_inputs(path, e, ins, kind.is_ok()) {
-            return None;
-        }
-        if let (Ok((combiner, default)), Some(_)) = (kind, sequence_width(ins[1])) {
+        let keys = if lists {
+            let inputs_ok = self.map_lists(path, o, ins, (e, &separator, settings.need_discrete));
+            inputs_ok.then_some(ins[0])?
+        } else {
+            if ins.len() != 2 {
+                let message = format!("op lookup takes [map, key], found {} inputs", ins.len());
+                self.error(format!("{path}.inputs"), message);
+                return None;
+            }
+            self.map_inputs(path, e, ins, kind.is_ok()).then_some(ins[1])?
+        };
+        if let (Ok((combiner, default)), Some(_)) = (kind, sequence_width(keys)) {
             if value_dim != 1 {
                 let message = "is for ragged or string keys; per position of a sequence a lookup gives one number";
                 self.error(format!("{path}.value_dim"), message);
                 return None;
             }
             return Some(Transform {
-                kind: K::Lookup { separator, combiner, default, value_dim },
+                kind: K::Lookup { separator, combiner, default, value_dim, lists },
                 layout: Layout::Ragged,
                 dtype: DataType::F32,
                 splits: DataType::I64,
@@ -416,10 +420,11 @@ impl Checker {
         }
         Some(match kind {
             Ok((combiner, default)) => {
-                dense(K::Lookup { separator, combiner, default, value_dim }, DataType::F32, vec![value_dim as i64])
+                let kind = K::Lookup { separator, combiner, default, value_dim, lists };
+                dense(kind, DataType::F32, vec![value_dim as i64])
             }
             Err(buckets) => {
-                ragged(K::LookupIds { separator, buckets, need_key }, self.splits(path, o.splits.as_deref()))
+                ragged(K::LookupIds { separator, buckets, need_key, lists }, self.splits(path, o.splits.as_deref()))
             }
         })
     }

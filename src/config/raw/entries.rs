@@ -99,7 +99,10 @@ entry!(Pow, op, [input: String], { exponent: f64 });
 entry!(Group, op, [input: String, inputs: Vec<String>], { splits: String });
 entry!(Kjt, op, [input: String, inputs: Vec<String>], {});
 entry!(Concat, op, [input: String, inputs: Vec<String>], {});
-entry!(Lookup, op, [inputs: Vec<String>], {
+entry!(
+    /// `inputs: [map, keys]`, or `inputs: [keys]` with the map as two
+    /// parallel lists, `map_keys` and `map_values`.
+    Lookup, op, [inputs: Vec<String>, map_keys: String, map_values: String], {
     combiner: String, default: f64, need_discrete: bool, need_key: bool, value_dim: u64, buckets: u64,
     separator: String, splits: String,
 });
