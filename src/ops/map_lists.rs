@@ -253,7 +253,7 @@ pub(super) fn check(lists: &Lists<'_>, rows: usize, name: &str) -> Result<(), Ex
         let values = fixed_values.unwrap_or_else(|| row.lens().1);
         if keys != values {
             let message = format!(
-                "row {r}: the key list {:?} has {keys} places, the value list {:?} {values}; a map's two lists \
+                "row {r}: the key list {:?} is {keys} long, the value list {:?} {values}; a map's two lists \
                  must be as long",
                 lists.keys.name, lists.values.name
             );
@@ -422,6 +422,35 @@ mod tests {
             assert_eq!(id_of(bad, false), None, "{bad:?}");
         }
         assert_eq!(id_of(b"-5", false), None);
+    }
+
+    /// Unequal lists are refused in the first row that has them, a list
+    /// returned once counted against every row of the other; a missing
+    /// list (an empty string or row) is an empty one.
+    #[test]
+    fn lists_of_unequal_length_are_refused() {
+        let named = |name: &str, column| NamedColumn { name: name.into(), column, shared: false };
+        let ids = |rows: &[&[u64]]| {
+            let mut r = crate::columns::Ragged { values: Values::U64(rows.concat()), ..Default::default() };
+            r.splits.push(0).unwrap();
+            rows.iter().fold(0, |n, row| {
+                r.splits.push(n + row.len()).unwrap();
+                n + row.len()
+            });
+            Column::Ragged(r)
+        };
+        let error = |keys: &NamedColumn, values: &NamedColumn, rows| {
+            let lists = Lists { keys, values, separator: b"\x1d" };
+            check(&lists, rows, "out").err().map(|e| e.to_string())
+        };
+        let (shared_keys, values) = (named("k", strings(&["a\x1db"])), named("v", ids(&[&[1, 2], &[3], &[]])));
+        let message = error(&shared_keys, &values, 3).unwrap();
+        assert!(message.contains("row 1: the key list \"k\" is 2 long, the value list \"v\" 1"), "{message}");
+        let (keys, no_values) = (named("k", strings(&["", "a"])), named("v", strings(&["", ""])));
+        let message = error(&keys, &no_values, 2).unwrap();
+        assert!(message.contains("row 1: the key list \"k\" is 1 long, the value list \"v\" 0"), "{message}");
+        assert_eq!(error(&keys, &named("v", strings(&["", "7"])), 2), None);
+        assert_eq!(error(&keys, &no_values, 0), None, "no rows, nothing to refuse");
     }
 
     #[test]
