@@ -106,6 +106,7 @@ THREAD_GROUPS = [
     ("sources", ("Source",)),
     ("manifest writer", ("manifest",)),
     ("RocksDB background", ("rocksdb:",)),
+    ("Kafka producers' network threads", ("kafka-producer-",)),
     ("GC", ("GC Thread", "G1 ")),
 ]
 

@@ -179,6 +179,12 @@ def kafka_cmd(bootstrap, inputs, out, interval, checkpoints, bounded):
     return cmd + (["--bounded"] if bounded else [])
 
 
+def print_groups(run, groups):
+    """CPU seconds by group of the job's threads (nearline_bench's THREAD_GROUPS)."""
+    each = ", ".join(f"{g} {s:.1f}" for g, s in sorted(groups.items(), key=lambda kv: -kv[1]))
+    print(f"{run}: CPU s by thread group: {each}", flush=True)
+
+
 def jfr(args, env, name):
     """`env` with the job's JVM recording a Java Flight Recorder profile
     into --jfr DIR/NAME.jfr (the broker's JVM not), or as it is."""
@@ -201,8 +207,10 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         cmd = kafka_cmd(broker.bootstrap, "tp", prefix, "10s", os.path.join(work, f"chk-{prefix}"), bounded=True)
         with nb.locked(args.lock):
             b0 = cpu_of(broker.pid)
-            wall, cpu, peak, _, _ = nb.measured(cmd, jfr(args, env, prefix + "-kafka"), None)
+            wall, cpu, peak, _, groups = nb.measured(cmd, jfr(args, env, prefix + "-kafka"), None)
             b1 = cpu_of(broker.pid)
+        if args.threads:
+            print_groups("kafka in, kafka out", groups)
         # Outside the lock: what the job committed.
         manifest = [json.loads(v) for _, v in committed_records(broker.bootstrap, [f"{prefix}.out.manifest"],
                                                                  f"check-{prefix}")]
@@ -217,8 +225,10 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         if args.files:
             out = os.path.join(work, f"out-files-{r}")
             with nb.locked(args.lock):
-                wall, cpu, peak, _, _ = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1),
-                                                    jfr(args, env, prefix + "-files"), None)
+                wall, cpu, peak, _, groups = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1),
+                                                         jfr(args, env, prefix + "-files"), None)
+            if args.threads:
+                print_groups("files in, files out", groups)
             emitted = json.load(open(out + ".json"))["rows_emitted"]
             results.append(("files in, files out", wall, cpu, peak, emitted, None))
             shutil.rmtree(out, ignore_errors=True)
@@ -378,6 +388,8 @@ def main():
     ap.add_argument("--broker-heap", default="512m")
     ap.add_argument("--lock", help="flock this file around each timed run (the bench lock)")
     ap.add_argument("--keep", help="keep the data, checkpoints and logs here")
+    ap.add_argument("--threads", action="store_true", help="also print each throughput run's CPU seconds by group "
+                    "of the job's threads (FEX_BENCH_THREAD_NAMES=1: every thread's name)")
     ap.add_argument("--jfr", metavar="DIR", help="record each throughput run's job with Java Flight Recorder "
                     "(DIR/tpN-kafka.jfr, DIR/tpN-files.jfr; profiles, not figures)")
     args = ap.parse_args()

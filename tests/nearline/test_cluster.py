@@ -39,8 +39,8 @@ def free_port():
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     d = tmp_path_factory.mktemp("cluster")
-    conf, logs, pids = d / "conf", d / "log", d / "pids"
-    for p in (conf, logs, pids):
+    conf, logs, pids, tmp = d / "conf", d / "log", d / "pids", d / "tmp"
+    for p in (conf, logs, pids, tmp):
         p.mkdir()
     for name in os.listdir(os.path.join(FLINK_HOME, "conf")):
         if name.startswith("log4j"):
@@ -49,7 +49,9 @@ def cluster(tmp_path_factory):
     java_opts = re.search(r"^\s*all: (.*)$", stock, re.M).group(1)
     rest = free_port()
     (conf / "config.yaml").write_text(
-        f"""env: {{java: {{opts: {{all: "{java_opts}"}}}}}}
+        # The daemons' java.io.tmpdir is the fixture's: a TaskManager killed by
+        # a test leaves its extracted jars (24 MB) there, not in /tmp.
+        f"""env: {{java: {{opts: {{all: "{java_opts} -Djava.io.tmpdir={tmp}"}}}}}}
 jobmanager:
   bind-host: 127.0.0.1
   rpc: {{address: 127.0.0.1, port: {free_port()}}}
