@@ -312,8 +312,7 @@ fn inline_configs_report_every_error() {
         (
             "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: a, op: normalize_text, input: t}\n  - {name: b, op: normalize_text, input: t, options: [TEXT_CHT2CHS, TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_SBC2DBC, TEXT_NOPE]}\n  - {name: c, op: normalize_text, input: t, options: [TEXT_FILTER, TEXT_SPLITCHRS, TEXT_REMOVE_SPACE], max_length: 0}\n  - {name: d, op: normalize_text, input: t, options: [TEXT_SBC2DBC], stop_chars: x.txt}",
             &[
-                "features.a.options: missing; give some of TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_FILTER, TEXT_REMOVE_SPACE, TEXT_SPLITCHRS",
-                "features.b.options[0]: needs FG's table of traditional to simplified characters, which fex does not ship",
+                "features.a.options: missing; give some of TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_CHT2CHS, TEXT_FILTER, TEXT_REMOVE_SPACE, TEXT_SPLITCHRS",
                 "features.b.options[2]: TEXT_LOWER2UPPER and TEXT_UPPER2LOWER undo each other; give one",
                 "features.b.options[4]: TEXT_SBC2DBC is given twice",
                 r#"features.b.options[5]: found "TEXT_NOPE", expected one of "#,

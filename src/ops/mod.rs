@@ -6,7 +6,8 @@
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
 //! and FG's operators: `expr`, `lookup` (lookup and match; `map_lists`, a
 //! lookup's map as parallel key and value lists), `overlap`, `bm25`, `text`
-//! (regex_replace, slice).
+//! (regex_replace, slice, normalize_text; `t2s`, its traditional to
+//! simplified Chinese table).
 
 mod bm25;
 mod expr;
@@ -22,6 +23,7 @@ mod multihot;
 mod numeric;
 mod overlap;
 mod rows;
+mod t2s;
 mod text;
 mod tokenize;
 mod vocab;
@@ -205,8 +207,8 @@ pub enum TransformKind {
         pattern: Pattern,
         replacement: Vec<u8>,
     },
-    /// FG's text_normalizer (`normalize_text`): case, width, stop
-    /// characters, spaces, CJK split, length.
+    /// FG's text_normalizer (`normalize_text`): case, width, traditional
+    /// to simplified Chinese, stop characters, spaces, CJK split, length.
     NormalizeText(Arc<TextNormalizer>),
     /// Characters `start..end` of each row's string (Python's counting).
     Slice {

@@ -1,5 +1,6 @@
 //! String operators over one string per row: `regex_replace` (FG's
-//! RegexReplace operator) and `slice`. Both give one string per row.
+//! RegexReplace operator), `slice` and `normalize_text` (FG's
+//! text_normalizer). Each gives one string per row.
 
 use std::fmt;
 
@@ -150,23 +151,50 @@ mod tests {
         assert_eq!(Pattern::new("x+").unwrap(), Pattern::new("x+").unwrap());
         assert!(Pattern::new("(a{1000}){1000}").unwrap_err().contains("size limit"));
     }
+
+    /// The golden corpus writes strings as YAML text, which cannot hold
+    /// bytes that are not UTF-8; these rows say what such bytes become.
+    #[test]
+    fn traditional_chinese_in_bytes_that_are_not_utf8() {
+        let rows: [&[u8]; 3] = [b"\xe8\x90\xac\xff\xe8\x90", "體育".as_bytes(), b"\xc3(a\xe9\xbe\x8d"];
+        let mut input = crate::columns::Strings::default();
+        input.end_row();
+        for r in rows {
+            input.bytes.extend_from_slice(r);
+            input.end_row();
+        }
+        let n = TextNormalizer { cht2chs: true, upper: Some(true), ..TextNormalizer::default() };
+        let mut out = Column::Strings(Default::default());
+        normalize(&n, &Column::Strings(input), &mut out, rows.len()).unwrap();
+        let Column::Strings(s) = out else { unreachable!("normalize writes strings") };
+        let text = String::from_utf8(s.bytes).unwrap();
+        let got: Vec<&str> = s.offsets.windows(2).map(|w| &text[w[0] as usize..w[1] as usize]).collect();
+        // 萬, a bad byte, a cut 萬 (one U+FFFD for the sequence); 龍 after
+        // a bad lead byte.
+        assert_eq!(got, ["万\u{FFFD}\u{FFFD}", "体育", "\u{FFFD}(A龙"]);
+    }
 }
 
 /// FG's text_normalizer as an operator (`normalize_text`), with FG's
 /// option names. Applied in a fixed order, whatever the order given:
 /// full-width to half-width (`TEXT_SBC2DBC`: U+FF01..U+FF5E to ASCII,
 /// U+3000 to a space), case (`TEXT_LOWER2UPPER` or `TEXT_UPPER2LOWER`,
-/// ASCII letters only), stop characters removed (`TEXT_FILTER`, the
-/// characters of `stop_chars`), white space removed (`TEXT_REMOVE_SPACE`,
-/// Unicode White_Space), CJK ideographs split by spaces (`TEXT_SPLITCHRS`:
-/// one space between two characters where either is a CJK ideograph and
-/// neither is white space), then cut to `max_length` characters. A string
+/// ASCII letters only), traditional to simplified Chinese (`TEXT_CHT2CHS`:
+/// character by character, OpenCC's TSCharacters table, see `t2s`; FG
+/// numbers this option between SBC2DBC and FILTER), stop characters
+/// removed (`TEXT_FILTER`, the characters of `stop_chars`), white space
+/// removed (`TEXT_REMOVE_SPACE`, Unicode White_Space), CJK ideographs
+/// split by spaces (`TEXT_SPLITCHRS`: one space between two characters
+/// where either is a CJK ideograph and neither is white space), then cut
+/// to `max_length` characters. A string
 /// that is not UTF-8 is read with U+FFFD for each bad sequence.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TextNormalizer {
     pub sbc2dbc: bool,
     /// Some(true): to upper case; Some(false): to lower case.
     pub upper: Option<bool>,
+    /// Traditional Chinese characters to simplified (`TEXT_CHT2CHS`).
+    pub cht2chs: bool,
     /// Sorted stop characters (`TEXT_FILTER`), and their file's digest.
     pub stop_chars: Option<(Vec<char>, u64)>,
     pub remove_space: bool,
@@ -195,6 +223,10 @@ impl TextNormalizer {
             Some(false) => c.to_ascii_lowercase(),
             None => c,
         };
+        // After width and case, so stop characters are matched against
+        // simplified text (a stop list written in simplified characters
+        // also removes their traditional forms).
+        let c = if self.cht2chs { super::t2s::simplified(c) } else { c };
         if self.stop_chars.as_ref().is_some_and(|(stop, _)| stop.binary_search(&c).is_ok()) {
             return None;
         }

@@ -600,8 +600,7 @@ impl Checker {
         o: &entries::NormalizeText,
         files: Files<'_>,
     ) -> Option<crate::ops::TextNormalizer> {
-        const NAMES: &str =
-            "TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_FILTER, TEXT_REMOVE_SPACE, TEXT_SPLITCHRS";
+        const NAMES: &str = "TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_CHT2CHS, TEXT_FILTER, TEXT_REMOVE_SPACE, TEXT_SPLITCHRS";
         let mut n = crate::ops::TextNormalizer::default();
         let options = o.options.as_deref().unwrap_or_default();
         if options.is_empty() {
@@ -627,10 +626,7 @@ impl Checker {
                 "TEXT_FILTER" => filter = true,
                 "TEXT_REMOVE_SPACE" => n.remove_space = true,
                 "TEXT_SPLITCHRS" => n.split_chars = true,
-                "TEXT_CHT2CHS" => {
-                    self.error(at, "needs FG's table of traditional to simplified characters, which fex does not ship");
-                    ok = false;
-                }
+                "TEXT_CHT2CHS" => n.cht2chs = true,
                 other => {
                     self.error(at, format!("found {other:?}, expected one of {NAMES}"));
                     ok = false;
