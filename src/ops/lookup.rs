@@ -475,7 +475,7 @@ pub(super) struct MatchKeys<'a> {
     pub(super) primary: Option<&'a Column>,
     pub(super) secondary: Option<&'a Column>,
     pub(super) names: [&'a str; 2],
-    separator: &'a [u8],
+    pub(super) separator: &'a [u8],
 }
 
 impl<'a> MatchKeys<'a> {

@@ -83,3 +83,45 @@ pub(super) fn values_positions(
     });
     result.map_err(Into::into)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::columns::{Ragged, Values};
+
+    /// An id sequence of width 1 whose rows hold `lens[r]` positions.
+    fn sequence(lens: &[usize]) -> Column {
+        let total = lens.iter().sum();
+        let mut r = Ragged { values: Values::U64(vec![1; total]), width: Some(1), ..Default::default() };
+        r.splits.push(0).unwrap();
+        lens.iter().fold(0, |n, len| {
+            r.splits.push(n + len).unwrap();
+            n + len
+        });
+        Column::Ragged(r)
+    }
+
+    fn keys<'a>(primary: Option<&'a Column>, secondary: Option<&'a Column>) -> MatchKeys<'a> {
+        MatchKeys { primary, secondary, names: ["p", "s"], separator: b"\x1d" }
+    }
+
+    /// Two sequences pair position with position, a SHARED one (one row)
+    /// against every row of the other; the first row of unequal length is
+    /// refused. A row's keys (not a sequence) or ALL stand at each position.
+    #[test]
+    fn positions_pair_and_unequal_rows_are_refused() {
+        let (shared, rows, strings) = (sequence(&[2]), sequence(&[2, 1, 2]), Column::Strings(Default::default()));
+        let error = |k: &MatchKeys<'_>| check(k, 3, "out").err().map(|e| e.to_string());
+        let message = error(&keys(Some(&shared), Some(&rows))).unwrap();
+        assert!(
+            message.contains("row 1: the primary key sequence \"p\" is 2 long, the secondary key sequence \"s\" 1")
+        );
+        assert_eq!(error(&keys(Some(&rows), Some(&rows))), None);
+        assert_eq!(error(&keys(Some(&rows), Some(&strings))), None, "one sequence: nothing to pair");
+        let all: Vec<Places> = places(&keys(Some(&shared), Some(&rows)), 2).collect();
+        assert_eq!(all, [(At::Position(0), At::Position(3)), (At::Position(1), At::Position(4))]);
+        let broadcast: Vec<Places> = places(&keys(None, Some(&rows)), 1).collect();
+        assert_eq!(broadcast, [(At::Row(1), At::Position(2))]);
+        assert_eq!(places(&keys(Some(&strings), None), 0).count(), 0, "no sequence, no positions");
+    }
+}
