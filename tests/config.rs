@@ -234,9 +234,9 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
-            // A lookup per position gives numbers; hashed values per
-            // position would not keep the positions' width.
-            "name: m\nfeatures:\n  - {name: kv, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: lookup, inputs: [kv, s], need_discrete: true, buckets: 9}\n  - {name: b, op: match, inputs: [kv, s, s]}",
+            // A lookup or match per position gives numbers; hashed values
+            // per position would not keep the positions' width.
+            "name: m\nfeatures:\n  - {name: kv, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: a, op: lookup, inputs: [kv, s], need_discrete: true, buckets: 9}\n  - {name: b, op: match, inputs: [kv, s, s], need_discrete: true, buckets: 9}",
             &[
                 r#"features.a.input: op lookup takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
                 r#"features.b.input: op match takes ragged ids or strings; "s" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
@@ -280,6 +280,22 @@ fn inline_configs_report_every_error() {
                 "features.e.value_dim: is for ragged or string keys; per position of a sequence a lookup gives one number",
                 "features.f.show_pkey: gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets",
                 "features.f.show_skey: gives ids (FG's key_value strings, hashed): set need_discrete: true and buckets",
+            ],
+        ),
+        (
+            // match's value_dim: FG's match_feature takes 1 only for numbers
+            // (TorchEasyRec docs/source/feature/feature.md, "MatchFeature":
+            // "目前只支持value_dim=1"), and `,` already ends a value in its
+            // map, so fex refuses the rest; with need_discrete, lookup's
+            // message. A float sequence is no key, per position or not. Every
+            // error of the file at once.
+            "name: m\nfeatures:\n  - {name: kkv, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: f, kind: sequence, dtype: f32, max_len: 2, width: 1, output: false}\n  - {name: a, op: match, inputs: [kkv, k, k], value_dim: 2}\n  - {name: b, op: match, inputs: [kkv, s, ALL], value_dim: 0}\n  - {name: c, op: match, inputs: [kkv, k, k], need_discrete: true, buckets: 9, value_dim: 1}\n  - {name: d, op: match, inputs: [kkv, s, k], value_dim: 1}\n  - {name: e, op: match, inputs: [kkv, ALL, f], combiner: median}",
+            &[
+                "features.a.value_dim: found 2, allowed 1: a match value is one number (FG's match_feature takes value_dim 1 only, and in its map `pk^sk:v,sk:v` a `,` ends the value, so `1,2` is no vector); use lookup for vectors",
+                "features.b.value_dim: found 0, allowed 1: a match value is one number",
+                "features.c.value_dim: is for numbers; need_discrete: true gives every value found as an id (FG's value_dim 0)",
+                r#"features.e.combiner: found "median", expected sum, mean, min or max"#,
+                r#"features.e.input: op match takes ragged ids, strings or an id sequence; "f" is LAYOUT_RAGGED DATA_TYPE_F32, a sequence"#,
             ],
         ),
         (

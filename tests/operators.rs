@@ -589,6 +589,128 @@ fn lookup_value_dim_past_the_stack_buffer() {
     assert_eq!(&got[40..], &[-1.0; 40][..]);
 }
 
+/// `match` with id sequences as keys (issue 36) gives, position by
+/// position, what the same match gives run on each position as a row of its
+/// own: the position's ids (truncated or padded with 0 to the sequence's
+/// width) as string keys, a key that is not a sequence the row's, ALL every
+/// key of the map. For every combiner, primary, secondary or both keys a
+/// sequence, a SHARED map (indexed) and a map per row (scanned); maps with
+/// repeated and malformed entries and values that are not numbers.
+#[test]
+fn match_per_position_equals_match_per_row() {
+    use proptest::prelude::*;
+    /// A position's primary and secondary ids.
+    type Position = (Vec<u64>, Vec<u64>);
+    const COMBINERS: [&str; 4] = ["sum", "mean", "min", "max"];
+    // (name, primary, secondary) over the sequence plan's keys `p`, `s`, `k`
+    // and the reference's `pk`, `sk`, `k`.
+    const KEYS: [(&str, &str, &str); 5] =
+        [("ps", "p", "k"), ("ks", "k", "s"), ("pp", "p", "s"), ("pa", "p", "ALL"), ("as", "ALL", "s")];
+    fn reference_key(k: &str) -> &str {
+        match k {
+            "p" => "pk",
+            "s" => "sk",
+            k => k,
+        }
+    }
+    let mut seq = String::from(
+        "  - {name: shared_m, kind: string, shared: once, output: false}\n  - {name: row_m, kind: string, output: false}\n  - {name: p, kind: sequence, dtype: i64, max_len: 4, width: 2, output: false}\n  - {name: s, kind: sequence, dtype: i64, max_len: 4, width: 1, output: false}\n  - {name: k, kind: string, output: false}\n",
+    );
+    let mut reference = String::from(
+        "  - {name: m, kind: string, output: false}\n  - {name: pk, kind: string, output: false}\n  - {name: sk, kind: string, output: false}\n  - {name: k, kind: string, output: false}\n",
+    );
+    for c in COMBINERS {
+        for (name, pk, sk) in KEYS {
+            for m in ["shared_m", "row_m"] {
+                seq.push_str(&format!(
+                    "  - {{name: {c}_{name}_{m}, op: match, inputs: [{m}, {pk}, {sk}], combiner: {c}, default: -7}}\n"
+                ));
+            }
+            let (pk, sk) = (reference_key(pk), reference_key(sk));
+            reference.push_str(&format!(
+                "  - {{name: {c}_{name}, op: match, inputs: [m, {pk}, {sk}], combiner: {c}, default: -7}}\n"
+            ));
+        }
+    }
+    let (seq, reference) = (plan(&seq), plan(&reference));
+    let key = || prop::sample::select(vec!["0", "1", "2", "3"]);
+    let value = prop::sample::select(vec!["1", "2.5", "-3", "x", "", "nan", "1,2"]);
+    let inner = prop::collection::vec((key(), prop::option::of(value)), 0..4).prop_map(|entries| {
+        let entry = |(k, v): (&str, Option<&str>)| v.map_or(k.to_string(), |v| format!("{k}:{v}"));
+        entries.into_iter().map(entry).collect::<Vec<_>>().join(",")
+    });
+    let map = prop::collection::vec((key(), inner), 0..5)
+        .prop_map(|m| m.into_iter().map(|(pk, inner)| format!("{pk}^{inner}")).collect::<Vec<_>>().join("|"));
+    // A row: its map, its positions (primary ids, secondary ids) and its keys.
+    let position = (prop::collection::vec(0u64..4, 0..4), prop::collection::vec(0u64..4, 0..3));
+    let row = (map.clone(), prop::collection::vec(position, 0..4), prop::collection::vec(key(), 0..3));
+    let case = (map, prop::collection::vec(row, 1..4));
+    proptest!(ProptestConfig::with_cases(100), |((shared, rows) in case)| {
+        let lists = |ids: &[u64]| format!("[{}]", ids.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+        let bytes = |s: &str| format!("{{bytes_list: [\"{s}\"]}}");
+        let sequence = |which: usize| -> Vec<String> {
+            rows.iter()
+                .map(|(_, ps, _)| match ps.is_empty() {
+                    true => "{}".to_string(),
+                    false => {
+                        let inner: Vec<String> =
+                            ps.iter().map(|pos| lists(if which == 0 { &pos.0 } else { &pos.1 })).collect();
+                        format!("{{fid_v2_lists: [{}]}}", inner.join(", "))
+                    }
+                })
+                .collect()
+        };
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: shared_m, type: SHARED, features: [{}]}}\n",
+            rows.len(),
+            bytes(&shared)
+        );
+        let row_maps: Vec<String> = rows.iter().map(|(m, _, _)| bytes(m)).collect();
+        let keys: Vec<String> = rows.iter().map(|(_, _, k)| bytes(&k.join("\\x1d"))).collect();
+        sample.push_str(&format!("  - {{name: row_m, features: [{}]}}\n", row_maps.join(", ")));
+        sample.push_str(&format!("  - {{name: p, features: [{}]}}\n", sequence(0).join(", ")));
+        sample.push_str(&format!("  - {{name: s, features: [{}]}}\n", sequence(1).join(", ")));
+        sample.push_str(&format!("  - {{name: k, features: [{}]}}\n", keys.join(", ")));
+        let out = run(&seq, &batch(&sample));
+        // The reference: a row per (row, position), the position's ids as
+        // the sequence reads them (the first `width`, padded with 0).
+        let padded = |ids: &[u64], width: usize| -> String {
+            (0..width).map(|i| ids.get(i).copied().unwrap_or(0).to_string()).collect::<Vec<_>>().join("\\x1d")
+        };
+        let places: Vec<(usize, &Position)> =
+            rows.iter().enumerate().flat_map(|(r, (_, ps, _))| ps.iter().map(move |p| (r, p))).collect();
+        let splits: Vec<i64> = std::iter::once(0)
+            .chain(rows.iter().scan(0, |n, (_, ps, _)| { *n += ps.len() as i64; Some(*n) }))
+            .collect();
+        for m in ["shared_m", "row_m"] {
+            let want = (!places.is_empty()).then(|| {
+                let column = |f: &dyn Fn(usize, &Position) -> String| {
+                    places.iter().map(|&(r, p)| bytes(&f(r, p))).collect::<Vec<_>>().join(", ")
+                };
+                let map_of = |r: usize, _: &Position| if m == "shared_m" { shared.clone() } else { rows[r].0.clone() };
+                let sample = format!(
+                    "batch_size: {}\nlists:\n  - {{name: m, features: [{}]}}\n  - {{name: pk, features: [{}]}}\n  - {{name: sk, features: [{}]}}\n  - {{name: k, features: [{}]}}\n",
+                    places.len(),
+                    column(&map_of),
+                    column(&|_, p| padded(&p.0, 2)),
+                    column(&|_, p| padded(&p.1, 1)),
+                    column(&|r, _| rows[r].2.join("\\x1d")),
+                );
+                run(&reference, &batch(&sample))
+            });
+            for c in COMBINERS {
+                for (name, _, _) in KEYS {
+                    let got = get(&out, &format!("{c}_{name}_{m}"));
+                    prop_assert_eq!(got.splits(), splits.clone(), "{}_{}_{} in {}", c, name, m, sample);
+                    let want = want.as_ref().map_or(vec![], |w| get(w, &format!("{c}_{name}")).f32s());
+                    let bits = |xs: Vec<f32>| xs.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+                    prop_assert_eq!(bits(got.f32s()), bits(want), "{}_{}_{} in {}", c, name, m, sample);
+                }
+            }
+        }
+    });
+}
+
 /// `overlap` over a whole batch (a SHARED query split once, titles per row,
 /// short rows compared term by term and long ones through sorted ranks)
 /// gives, row by row, what FG lite's loops give (OverLapFeatureEvaluator.h:

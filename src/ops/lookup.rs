@@ -15,7 +15,7 @@
 //! (`map_lists`); each function here reads either through [`Map`].
 
 use super::hash::{hash_bytes, hash_joined};
-use super::ids::{for_each_part, row_ids, string_at};
+use super::ids::{for_each_part, row_ids, row_range, string_at};
 use super::map_lists::{ListIndex, Lists, RowLists, Value};
 use crate::columns::Column;
 use crate::error::ExtractError;
@@ -71,6 +71,32 @@ pub(super) fn each_key(keys: &Column, r: usize, separator: &[u8], mut f: impl Fn
     let signed = keys.values().is_some_and(|v| v.dtype() != DataType::U64);
     let mut text = [0u8; 20];
     for &id in row_ids(keys, r) {
+        let n = decimal(id, signed, &mut text);
+        f(&text[text.len() - n..]);
+    }
+}
+
+/// Where the keys of one value are in a key column: a row's (see
+/// [`each_key`]), or one position of an id sequence (the position's
+/// `width` ids, padding included).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum At {
+    Row(usize),
+    Position(usize),
+}
+
+/// Calls `f` with each key `at` in `keys`: a row's keys, or the decimal
+/// text of each id of a sequence's position.
+pub(super) fn each_key_at(keys: &Column, at: At, separator: &[u8], mut f: impl FnMut(&[u8])) {
+    let p = match at {
+        At::Row(r) => return each_key(keys, r, separator, f),
+        At::Position(p) => p,
+    };
+    let Column::Ragged(k) = keys else { return };
+    let width = k.width.unwrap_or(1).max(1);
+    let signed = k.values.dtype() != DataType::U64;
+    let mut text = [0u8; 20];
+    for &id in k.values.ids(p * width..(p + 1) * width) {
         let n = decimal(id, signed, &mut text);
         f(&text[text.len() - n..]);
     }
@@ -387,25 +413,19 @@ pub(super) fn values_positions(
     rows: usize,
     (combiner, default): (Combiner, f64),
 ) -> Result<(), ExtractError> {
-    let Column::Ragged(k) = keys else { return Ok(()) };
-    let width = k.width.unwrap_or(1).max(1);
-    let signed = k.values.dtype() != DataType::U64;
     let o = out.ragged_mut();
     o.width = Some(1);
     o.splits.push(0)?;
-    let mut text = [0u8; 20];
     let mut result = Ok(());
     rows_of(map, rows, true, |r, find| {
-        let r = super::rows::row_of(keys, r);
-        for p in k.splits.get(r)..k.splits.get(r + 1) {
+        for p in row_range(keys, r) {
             let (mut n, mut acc) = (0usize, 0.0f64);
-            for &id in k.values.ids(p * width..(p + 1) * width) {
-                let len = decimal(id, signed, &mut text);
-                if let Some(x) = find.number(&text[text.len() - len..]) {
+            each_key_at(keys, At::Position(p), &[], |k| {
+                if let Some(x) = find.number(k) {
                     acc = combine(combiner, n, acc, x);
                     n += 1;
                 }
-            }
+            });
             o.values.push_f64(finish(combiner, n, acc, default));
         }
         if result.is_ok() {
@@ -449,24 +469,31 @@ pub enum MatchAll {
     Secondary,
 }
 
-/// The key columns of a `match` (None where a key is ALL) and the keys'
-/// separator.
+/// The key columns of a `match` (None where a key is ALL), their names,
+/// and the keys' separator.
 pub(super) struct MatchKeys<'a> {
-    primary: Option<&'a Column>,
-    secondary: Option<&'a Column>,
-    separator: &'a [u8],
+    pub(super) primary: Option<&'a Column>,
+    pub(super) secondary: Option<&'a Column>,
+    pub(super) names: [&'a str; 2],
+    pub(super) separator: &'a [u8],
 }
 
 impl<'a> MatchKeys<'a> {
     /// From the op's inputs: the map, then the keys that are not ALL.
     pub(super) fn new(inputs: super::Inputs<'a>, all: Option<MatchAll>, separator: &'a [u8]) -> Self {
-        let key = |i: usize| &inputs.get(i).column;
+        let key = |i: usize| Some(inputs.get(i));
         let (primary, secondary) = match all {
-            None => (Some(key(1)), Some(key(2))),
-            Some(MatchAll::Primary) => (None, Some(key(1))),
-            Some(MatchAll::Secondary) => (Some(key(1)), None),
+            None => (key(1), key(2)),
+            Some(MatchAll::Primary) => (None, key(1)),
+            Some(MatchAll::Secondary) => (key(1), None),
         };
-        MatchKeys { primary, secondary, separator }
+        let name = |k: Option<&'a crate::columns::NamedColumn>| k.map_or("ALL", |k| k.name.as_str());
+        MatchKeys {
+            primary: primary.map(|k| &k.column),
+            secondary: secondary.map(|k| &k.column),
+            names: [name(primary), name(secondary)],
+            separator,
+        }
     }
 }
 
@@ -475,22 +502,26 @@ impl<'a> MatchKeys<'a> {
 /// the value.
 pub(super) type Found<'f> = dyn FnMut(&[u8], &[u8], &[u8]) + 'f;
 
+/// Where one value's primary and secondary keys are: both a row's, or a
+/// position of whichever is a sequence (see [`At`]).
+pub(super) type Places = (At, At);
+
 /// FG's two-level map: `pk^sk:v,sk:v|pk^sk:v`. Calls `f` with each
-/// (primary key, secondary key, value) row `r`'s keys find, primary keys
+/// (primary key, secondary key, value) the keys `at` find, primary keys
 /// outermost, in key order (ALL: each primary or secondary key of the map
 /// once, in the map's order). The first entry of a primary key, and the
 /// first of a secondary key within it, win; entries without `^` or `:` are
 /// skipped.
-fn each_match(map: &[u8], keys: &MatchKeys<'_>, r: usize, f: &mut Found<'_>) {
-    each_match_in(map, None, keys, r, f)
+fn each_match(map: &[u8], keys: &MatchKeys<'_>, at: Places, f: &mut Found<'_>) {
+    each_match_in(map, None, keys, at, f)
 }
 
 /// [`each_match`], the primary keys found through `index` (the map's
 /// `pk^...` entries between `|`) when given.
-fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usize, f: &mut Found<'_>) {
+fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, at: Places, f: &mut Found<'_>) {
     // Within a primary key: `sk:v` entries between commas.
     let inner = |pk: &[u8], within: &[u8], f: &mut Found<'_>| match keys.secondary {
-        Some(sk) => each_key(sk, r, keys.separator, |k| {
+        Some(sk) => each_key_at(sk, at.1, keys.separator, |k| {
             if let Some(v) = find_in(within, b',', b':', k) {
                 f(pk, k, v);
             }
@@ -499,12 +530,12 @@ fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usi
     };
     // The primary keys: `pk^...` entries between bars.
     match (keys.primary, index) {
-        (Some(pk), Some(index)) => each_key(pk, r, keys.separator, |k| {
+        (Some(pk), Some(index)) => each_key_at(pk, at.0, keys.separator, |k| {
             if let Ok(i) = index.probe(map, k) {
                 inner(k, index.value(map, i), f);
             }
         }),
-        (Some(pk), None) => each_key(pk, r, keys.separator, |k| {
+        (Some(pk), None) => each_key_at(pk, at.0, keys.separator, |k| {
             if let Some(within) = find_in(map, b'|', b'^', k) {
                 inner(k, within, f);
             }
@@ -515,30 +546,54 @@ fn each_match_in(map: &[u8], index: Option<&Index>, keys: &MatchKeys<'_>, r: usi
     }
 }
 
-/// Calls `row(r, each)` for every row, where `each(r, f)` calls `f` with
-/// each (primary key, secondary key, value) row `r`'s keys find: a SHARED
-/// map's primary keys through an index built once, a map per row scanned.
-type EachValue<'e> = dyn FnMut(usize, &mut Found<'_>) + 'e;
+/// Calls `row(r, each)` for every row, where `each(r, at, f)` calls `f`
+/// with each (primary key, secondary key, value) the keys `at` find in row
+/// `r`'s map: a SHARED map's primary keys through an index built once, a
+/// map per row scanned.
+pub(super) type EachValue<'e> = dyn FnMut(usize, Places, &mut Found<'_>) + 'e;
 
-fn match_rows(map: &Column, keys: &MatchKeys<'_>, rows: usize, mut row: impl FnMut(usize, &mut EachValue<'_>)) {
+pub(super) fn match_rows(
+    map: &Column,
+    keys: &MatchKeys<'_>,
+    rows: usize,
+    mut row: impl FnMut(usize, &mut EachValue<'_>),
+) {
     if map.rows() == 1 && rows > 1 {
         let m = string_at(map, 0);
         INDEX.with(|cell| match cell.try_borrow_mut() {
             Ok(mut index) => {
                 let index = index.get_or_insert_with(Box::default);
                 index.build_with(m, b'|', b'^', false);
-                let mut each = |r: usize, f: &mut Found<'_>| each_match_in(m, Some(&*index), keys, r, f);
+                let mut each = |_, at, f: &mut Found<'_>| each_match_in(m, Some(&*index), keys, at, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }
             Err(_) => {
-                let mut each = |r: usize, f: &mut Found<'_>| each_match(m, keys, r, f);
+                let mut each = |_, at, f: &mut Found<'_>| each_match(m, keys, at, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }
         });
     } else {
-        let mut each = |r: usize, f: &mut Found<'_>| each_match(string_at(map, r), keys, r, f);
+        let mut each = |r, at, f: &mut Found<'_>| each_match(string_at(map, r), keys, at, f);
         (0..rows).for_each(|r| row(r, &mut each));
     }
+}
+
+/// The numbers the keys `at` find in row `r`'s map, combined; `default`
+/// where none is found.
+pub(super) fn match_number(
+    each: &mut EachValue<'_>,
+    r: usize,
+    at: Places,
+    (combiner, default): (Combiner, f64),
+) -> f64 {
+    let (mut n, mut acc) = (0usize, 0.0f64);
+    each(r, at, &mut |_, _, v| {
+        if let Some(x) = number(v) {
+            acc = combine(combiner, n, acc, x);
+            n += 1;
+        }
+    });
+    finish(combiner, n, acc, default)
 }
 
 /// `match`, continuous: the numbers found combined, `default` where none.
@@ -547,18 +602,11 @@ pub(super) fn match_values(
     keys: MatchKeys<'_>,
     out: &mut Column,
     rows: usize,
-    (combiner, default): (Combiner, f64),
+    settings: (Combiner, f64),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
     match_rows(map, &keys, rows, |r, each| {
-        let (mut n, mut acc) = (0usize, 0.0f64);
-        each(r, &mut |_, _, v| {
-            if let Some(x) = number(v) {
-                acc = combine(combiner, n, acc, x);
-                n += 1;
-            }
-        });
-        values.push_f64(finish(combiner, n, acc, default));
+        values.push_f64(match_number(each, r, (At::Row(r), At::Row(r)), settings));
     });
     Ok(())
 }
@@ -584,7 +632,7 @@ pub(super) fn match_ids(
     o.splits.push(0)?;
     let mut result = Ok(());
     match_rows(map, &keys, rows, |r, each| {
-        each(r, &mut |pk, sk, v| {
+        each(r, (At::Row(r), At::Row(r)), &mut |pk, sk, v| {
             let h = match (show.primary, show.secondary) {
                 (false, false) => hash_bytes(v),
                 (true, false) => hash_joined(&[pk, v]),
@@ -749,17 +797,18 @@ mod tests {
             let keys = MatchKeys {
                 primary: (all != 1).then_some(&pcol),
                 secondary: (all != 2).then_some(&scol),
+                names: ["p", "s"],
                 separator: &[ENTRIES],
             };
             let joined = |p: &[u8], s: &[u8], v: &[u8]| String::from_utf8([p, b"_", s, b"_", v].concat()).unwrap();
             let mut got = Vec::new();
-            each_match(map.as_bytes(), &keys, 0, &mut |p, s, v| got.push(joined(p, s, v)));
+            each_match(map.as_bytes(), &keys, (At::Row(0), At::Row(0)), &mut |p, s, v| got.push(joined(p, s, v)));
             let want = match_reference(&map, (all != 1).then_some(&pk[..]), (all != 2).then_some(&sk[..]));
             proptest::prop_assert_eq!(&got, &want, "map {:?}", map);
             let mut index = Index::default();
             index.build_with(map.as_bytes(), b'|', b'^', false);
             let mut indexed = Vec::new();
-            each_match_in(map.as_bytes(), Some(&index), &keys, 0, &mut |p, s, v| indexed.push(joined(p, s, v)));
+            each_match_in(map.as_bytes(), Some(&index), &keys, (At::Row(0), At::Row(0)), &mut |p, s, v| indexed.push(joined(p, s, v)));
             proptest::prop_assert_eq!(indexed, want, "indexed, map {:?}", map);
         }
     }

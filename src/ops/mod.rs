@@ -19,6 +19,7 @@ mod layout;
 mod lookup;
 mod map_lists;
 mod mask;
+mod match_seq;
 mod multihot;
 mod numeric;
 mod overlap;
@@ -171,6 +172,7 @@ pub enum TransformKind {
     },
     /// Primary and secondary keys looked up in a two-level map, the
     /// numbers combined (FG's match_feature); `all` is FG's ALL wildcard.
+    /// A key that is an id sequence gives a number per position.
     Match {
         separator: Vec<u8>,
         all: Option<MatchAll>,
@@ -327,7 +329,12 @@ pub(crate) fn apply(
         }
         Match { separator, all, combiner, default } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);
-            lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
+            if match_seq::any_sequence(&keys) {
+                match_seq::check(&keys, rows, name)?;
+                match_seq::values_positions(input(0), keys, out, rows, (*combiner, *default))
+            } else {
+                lookup::match_values(input(0), keys, out, rows, (*combiner, *default))
+            }
         }
         BoolMask { separator, buckets } => mask::apply(input(0), input(1), out, rows, (separator, *buckets)),
         KvDot { separator, kv } => kv_dot::apply(input(0), input(1), out, rows, (separator, *kv)),

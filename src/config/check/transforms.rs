@@ -409,14 +409,7 @@ impl Checker {
                 self.error(format!("{path}.value_dim"), message);
                 return None;
             }
-            return Some(Transform {
-                kind: K::Lookup { separator, combiner, default, value_dim, lists },
-                layout: Layout::Ragged,
-                dtype: DataType::F32,
-                splits: DataType::I64,
-                spec_shape: vec![-1, -1, 1],
-                dense_shape: vec![],
-            });
+            return Some(numbers_per_position(K::Lookup { separator, combiner, default, value_dim, lists }));
         }
         Some(match kind {
             Ok((combiner, default)) => {
@@ -469,15 +462,38 @@ impl Checker {
                 return None;
             }
         };
-        if !self.map_inputs(path, e, ins, false) {
+        self.match_value_dim(path, o.value_dim, settings.need_discrete);
+        // Keys per position of an id sequence give a value per position.
+        if !self.map_inputs(path, e, ins, kind.is_ok()) {
             return None;
         }
+        let sequence = ins[1..].iter().any(|k| sequence_width(k).is_some());
         Some(match kind {
+            Ok((combiner, default)) if sequence => numbers_per_position(K::Match { separator, all, combiner, default }),
             Ok((combiner, default)) => dense(K::Match { separator, all, combiner, default }, DataType::F32, vec![1]),
             Err(buckets) => {
                 ragged(K::MatchIds { separator, all, buckets, show }, self.splits(path, o.splits.as_deref()))
             }
         })
+    }
+
+    /// `match`'s `value_dim`: FG's match_feature takes only 1 for numbers
+    /// (TorchEasyRec's docs/source/feature/feature.md, "MatchFeature": "目前只支持
+    /// value_dim=1"), and its map has no way to write a vector: `,` already
+    /// separates a primary key's entries, so `sk:1,2` is `sk:1` and an entry
+    /// `2`. fex takes 1 and refuses the rest rather than invent a syntax.
+    fn match_value_dim(&mut self, path: &str, value_dim: Option<u64>, need_discrete: bool) {
+        match value_dim {
+            Some(d) if !need_discrete && d != 1 => {
+                let message = format!(
+                    "found {d}, allowed 1: a match value is one number (FG's match_feature takes value_dim 1 \
+                     only, and in its map `pk^sk:v,sk:v` a `,` ends the value, so `1,2` is no vector); use \
+                     lookup for vectors"
+                );
+                self.error(format!("{path}.value_dim"), message);
+            }
+            _ => _ = self.value_dim(path, value_dim, need_discrete),
+        }
     }
 
     /// `overlap`: a query and a title (strings or ids) compared by `method`
@@ -780,6 +796,18 @@ fn per_position(mut t: Transform, ins: &[&Output]) -> Transform {
         t.spec_shape = vec![-1, -1, width];
     }
     t
+}
+
+/// One number per position of an id sequence of keys (`lookup`, `match`).
+fn numbers_per_position(kind: K) -> Transform {
+    Transform {
+        kind,
+        layout: Layout::Ragged,
+        dtype: DataType::F32,
+        splits: DataType::I64,
+        spec_shape: vec![-1, -1, 1],
+        dense_shape: vec![],
+    }
 }
 
 fn ragged(kind: K, splits: DataType) -> Transform {

@@ -125,8 +125,8 @@ impl Names for Option<Vec<MatchInput>> {
 }
 
 entry!(Match, op, [inputs: Vec<MatchInput>], {
-    combiner: String, default: f64, need_discrete: bool, show_pkey: bool, show_skey: bool, buckets: u64,
-    separator: String, splits: String,
+    combiner: String, default: f64, need_discrete: bool, show_pkey: bool, show_skey: bool, value_dim: u64,
+    buckets: u64, separator: String, splits: String,
 });
 entry!(BoolMask, op, [inputs: Vec<String>], { separator: String, buckets: u64, splits: String });
 entry!(Tokenize, op, [input: String], { file: String, splits: String });
