@@ -59,6 +59,14 @@ def bytes_feature(value: bytes) -> bytes:
     return field(6, field(1, value))  # bytes_list
 
 
+def bytes_list_feature(values) -> bytes:
+    return field(6, b"".join(field(1, v) for v in values))  # bytes_list, one element a value
+
+
+def float_feature(values) -> bytes:
+    return field(3, field(1, b"".join(struct.pack("<f", v) for v in values)))  # float_list
+
+
 def line_id(uid: int, item_id: int) -> bytes:
     return fixed64(2, uid) + fixed64(4, item_id)
 
@@ -81,13 +89,58 @@ def item_cate(item: int) -> bytes:
     return f"c{item % 8}".encode()
 
 
+SHOES = "运动鞋"  # in simplified characters; 運動鞋 in traditional ones
+SHOES_CHT = "運動鞋"
+
+
 def query(uid: int) -> bytes:
-    """The user's query for `overlap`: 2 or 3 words of 6."""
-    return b"\x1d".join(f"w{(uid + k * 2) % 6}".encode() for k in range(2 + uid % 2))
+    """The user's query for `overlap` and `bm25`: 1 to 3 words of 6, and
+    for some users the simplified SHOES last."""
+    words = [f"w{(uid + k * 2) % 6}" for k in range(1 + uid % 3)] + ([SHOES] if uid % 4 < 2 else [])
+    return "\x1d".join(words).encode()
 
 
 def title(item: int) -> bytes:
-    return b"\x1d".join(f"w{(item * (k + 1)) % 6}".encode() for k in range(1 + item % 4))
+    """1 to 4 words of 6, and SHOES for some items: in traditional
+    characters (`normalize_text`'s TEXT_CHT2CHS makes them the query's) or
+    simplified ones."""
+    words = [f"w{(item * (k + 1)) % 6}" for k in range(1 + item % 4)]
+    words += [[], [SHOES_CHT], [SHOES]][item % 3]
+    return "\x1d".join(words).encode()
+
+
+def user_cate_brand(uid: int):
+    """The user's two-level map for `match` (FG's `pk^sk:v,sk:v|pk^...`):
+    4 categories of 8, 3 brands of 5 under each; for some users an entry
+    without `^` and a brand without `:` (skipped), and none at all for
+    others (the list is missing)."""
+    if uid % 6 == 5:
+        return None
+    entries = []
+    for k in range(4):
+        brands = [f"b{(uid + k + j) % 5}:{(uid * 3 + k + j) % 7}" for j in range(3)]
+        if uid % 4 == 1 and k == 1:
+            brands.insert(0, "b9")
+        entries.append(f"c{(uid + 2 * k) % 8}^" + ",".join(brands))
+    if uid % 4 == 1:
+        entries.insert(1, "c9")
+    return "|".join(entries).encode()
+
+
+def item_brand(item: int) -> bytes:
+    return f"b{item % 5}".encode()
+
+
+def user_cate_lists(uid: int):
+    """The user's map for `lookup` as two parallel lists (keys, a
+    bytes_list; counts, a float_list): 3 categories, the last a repeat of
+    the first for some users (the first wins); both missing for others."""
+    if uid % 7 == 3:
+        return None
+    keys = [f"c{(uid + 3 * k) % 8}".encode() for k in range(3)]
+    if uid % 2 == 0:
+        keys[2] = keys[0]
+    return keys, [((uid + k) % 9) / 2 for k in range(3)]
 
 
 def example_batch(uid: int, items, refresh: bool) -> bytes:
@@ -101,7 +154,15 @@ def example_batch(uid: int, items, refresh: bool) -> bytes:
         feature_list("item_cate", [bytes_feature(item_cate(i)) for i in items], False),
         feature_list("query", [bytes_feature(query(uid))], True),
         feature_list("title", [bytes_feature(title(i)) for i in items], False),
+        feature_list("item_brand", [bytes_feature(item_brand(i)) for i in items], False),
     ]
+    kkv = user_cate_brand(uid)
+    if kkv is not None:
+        lists.append(feature_list("user_cate_brand", [bytes_feature(kkv)], True))
+    kv = user_cate_lists(uid)
+    if kv is not None:
+        lists.append(feature_list("user_cate_keys", [bytes_list_feature(kv[0])], True))
+        lists.append(feature_list("user_cate_vals", [float_feature(kv[1])], True))
     return b"".join(field(1, l) for l in lists) + int_field(3, rows)
 
 

@@ -94,6 +94,25 @@ class PlanTest {
         return field(6, field(1, utf8(value)));
     }
 
+    static byte[] bytesListFeature(List<String> values) {
+        byte[][] parts = new byte[values.size()][];
+        for (int i = 0; i < parts.length; i++) {
+            parts[i] = field(1, utf8(values.get(i)));
+        }
+        return field(6, cat(parts));
+    }
+
+    static byte[] floatFeature(float... values) {
+        byte[] le = new byte[4 * values.length];
+        for (int i = 0; i < values.length; i++) {
+            int bits = Float.floatToIntBits(values[i]);
+            for (int b = 0; b < 4; b++) {
+                le[4 * i + b] = (byte) (bits >>> (8 * b));
+            }
+        }
+        return field(3, field(1, le));
+    }
+
     static byte[] list(String name, boolean shared, byte[]... features) {
         byte[][] parts = new byte[features.length + 2][];
         parts[0] = field(1, utf8(name));
@@ -104,35 +123,158 @@ class PlanTest {
         return cat(parts);
     }
 
+    // The strings of the model's FG operators, as tests/nearline/data.py's
+    // functions of the same names build them (the same layouts, values,
+    // malformed entries and missing lists).
+    static final String SEP = "\u001d";
+    static final String SHOES = "运动鞋";
+    static final String SHOES_CHT = "運動鞋";
+
+    static String userCateCnt(long uid) {
+        List<String> entries = new ArrayList<>();
+        for (int k = 0; k < 4; k++) {
+            entries.add("c" + (uid + k) % 8 + ":" + (uid * 7 + k) % 10);
+        }
+        if (uid % 5 == 0) {
+            entries.add(1, "broken");
+        }
+        return String.join(SEP, entries);
+    }
+
+    static String itemCate(long item) {
+        return "c" + item % 8;
+    }
+
+    static String query(long uid) {
+        List<String> words = new ArrayList<>();
+        for (int k = 0; k < 1 + uid % 3; k++) {
+            words.add("w" + (uid + k * 2) % 6);
+        }
+        if (uid % 4 < 2) {
+            words.add(SHOES);
+        }
+        return String.join(SEP, words);
+    }
+
+    static String title(long item) {
+        List<String> words = new ArrayList<>();
+        for (int k = 0; k < 1 + item % 4; k++) {
+            words.add("w" + (item * (k + 1)) % 6);
+        }
+        if (item % 3 == 1) {
+            words.add(SHOES_CHT);
+        } else if (item % 3 == 2) {
+            words.add(SHOES);
+        }
+        return String.join(SEP, words);
+    }
+
+    /** FG's two-level map `pk^sk:v,sk:v|pk^...`, or null: the list is missing. */
+    static String userCateBrand(long uid) {
+        if (uid % 6 == 5) {
+            return null;
+        }
+        List<String> entries = new ArrayList<>();
+        for (int k = 0; k < 4; k++) {
+            List<String> brands = new ArrayList<>();
+            for (int j = 0; j < 3; j++) {
+                brands.add("b" + (uid + k + j) % 5 + ":" + (uid * 3 + k + j) % 7);
+            }
+            if (uid % 4 == 1 && k == 1) {
+                brands.add(0, "b9");
+            }
+            entries.add("c" + (uid + 2 * k) % 8 + "^" + String.join(",", brands));
+        }
+        if (uid % 4 == 1) {
+            entries.add(1, "c9");
+        }
+        return String.join("|", entries);
+    }
+
+    static String itemBrand(long item) {
+        return "b" + item % 5;
+    }
+
+    /** The map as parallel lists: keys, or null when both lists are missing. */
+    static List<String> userCateKeys(long uid) {
+        if (uid % 7 == 3) {
+            return null;
+        }
+        List<String> keys = new ArrayList<>();
+        for (int k = 0; k < 3; k++) {
+            keys.add("c" + (uid + 3 * k) % 8);
+        }
+        if (uid % 2 == 0) {
+            keys.set(2, keys.get(0));
+        }
+        return keys;
+    }
+
+    static float[] userCateVals(long uid) {
+        float[] vals = new float[3];
+        for (int k = 0; k < 3; k++) {
+            vals[k] = ((uid + k) % 9) / 2.0f;
+        }
+        return vals;
+    }
+
     /** A logged request of user {@code uid} with one row per item, as fex-server's request log holds it. */
     static byte[] logged(String requestId, long uid, long micros, boolean refresh, long... items) {
         byte[][] fids = new byte[items.length][];
         byte[][] lineIds = new byte[items.length][];
         byte[][] cates = new byte[items.length][];
         byte[][] titles = new byte[items.length][];
+        byte[][] brands = new byte[items.length][];
         for (int i = 0; i < items.length; i++) {
             fids[i] = fidFeature((3L << 48) | items[i]);
             lineIds[i] = field(6, field(1, cat(fixed64(2, uid), fixed64(4, items[i]))));
-            cates[i] = bytesFeature("c" + items[i] % 8);
-            titles[i] = bytesFeature("w" + items[i] % 6 + "\u001dw" + (items[i] * 2) % 6);
+            cates[i] = bytesFeature(itemCate(items[i]));
+            titles[i] = bytesFeature(title(items[i]));
+            brands[i] = bytesFeature(itemBrand(items[i]));
         }
-        byte[] batch = cat(
-                field(1, list("user_fids", true, fidFeature((1L << 48) | uid))),
-                field(1, list("f_refresh", true, field(5, field(1, varint(refresh ? 1 : 0))))),
-                field(1, list("item_fids", false, fids)),
-                field(1, list("__LINE_ID__", false, lineIds)),
-                // The strings the model's lookup and overlap read (data.py's layout).
-                field(1, list("user_cate_cnt", true, bytesFeature("c" + uid % 8 + ":2\u001dbroken\u001dc3:5"))),
-                field(1, list("item_cate", false, cates)),
-                field(1, list("query", true, bytesFeature("w" + uid % 6 + "\u001dw1"))),
-                field(1, list("title", false, titles)),
-                intField(3, items.length));
+        List<byte[]> lists = new ArrayList<>(List.of(
+                list("user_fids", true, fidFeature((1L << 48) | uid, (2L << 48) | (uid % 7))),
+                list("f_refresh", true, field(5, field(1, varint(refresh ? 1 : 0)))),
+                list("item_fids", false, fids),
+                list("__LINE_ID__", false, lineIds),
+                // The strings the model's FG operators read (data.py's layout).
+                list("user_cate_cnt", true, bytesFeature(userCateCnt(uid))),
+                list("item_cate", false, cates),
+                list("query", true, bytesFeature(query(uid))),
+                list("title", false, titles),
+                list("item_brand", false, brands)));
+        String kkv = userCateBrand(uid);
+        if (kkv != null) {
+            lists.add(list("user_cate_brand", true, bytesFeature(kkv)));
+        }
+        List<String> keys = userCateKeys(uid);
+        if (keys != null) {
+            lists.add(list("user_cate_keys", true, bytesListFeature(keys)));
+            lists.add(list("user_cate_vals", true, floatFeature(userCateVals(uid))));
+        }
+        byte[][] parts = new byte[lists.size() + 1][];
+        for (int i = 0; i < lists.size(); i++) {
+            parts[i] = field(1, lists.get(i));
+        }
+        parts[lists.size()] = intField(3, items.length);
+        byte[] batch = cat(parts);
         byte[] request = cat(field(1, utf8("nearline_ranker")), field(2, batch));
         return cat(field(1, request), field(2, utf8("nearline_ranker")), intField(5, micros), field(6, utf8(requestId)));
     }
 
     static final byte[] LOGGED = logged("r1", 1001, 1_760_000_000_123_456L, false, 5, 6, 7);
     static final int[][] ACTIONS = {{1}, null, {2, 3}};
+
+    /**
+     * Users and items whose strings between them give every case of the model's operators: a match map missing
+     * (1001), with an entry without {@code ^} and a brand without {@code :} (1005), found under the item's category
+     * and brand (1003, 1004); a lookup map with an entry without {@code :} (1000, 1005); the parallel lists
+     * missing (1004), with a repeated key (1000); the query in the title (index_of: 1004; proximity_min_cover:
+     * 1000, 1004); titles in traditional characters that TEXT_CHT2CHS makes the query's (1001's item 7).
+     */
+    static final long[][] USERS_AND_ITEMS = {
+        {1001, 5, 6, 7}, {1005, 1, 8, 12, 15}, {1003, 2, 3, 4, 9}, {1000, 10, 11, 13}, {1004, 4, 9, 14, 22}
+    };
 
     @Test
     void theLabelJoinSectionIsReadFromTheConfig() {
@@ -156,9 +298,27 @@ class PlanTest {
         Computed computed = plan.compute(LOGGED, ACTIONS);
         assertEquals("batch", computed.payload());
         assertEquals(3, computed.rowsWritten());
+        // Then the other users' requests, each computed alone, their joined
+        // records and samples concatenated (the job's part files are so).
+        ByteArrayOutputStream joinedAll = new ByteArrayOutputStream();
+        ByteArrayOutputStream samplesAll = new ByteArrayOutputStream();
+        joinedAll.writeBytes(computed.joined());
+        samplesAll.writeBytes(computed.samples());
+        for (int r = 1; r < USERS_AND_ITEMS.length; r++) {
+            long[] items = Arrays.copyOfRange(USERS_AND_ITEMS[r], 1, USERS_AND_ITEMS[r].length);
+            int[][] actions = new int[items.length][];
+            for (int i = 0; i < items.length; i++) {
+                actions[i] = ACTIONS[i % ACTIONS.length];
+            }
+            Computed c = plan.compute(logged("r" + r, USERS_AND_ITEMS[r][0], 1_760_000_000_123_456L + r, false, items),
+                    actions);
+            assertEquals(items.length, c.rowsWritten());
+            joinedAll.writeBytes(c.joined());
+            samplesAll.writeBytes(c.samples());
+        }
         Path joined = dir.resolve("joined.pb");
         Path out = dir.resolve("samples.pb");
-        Files.write(joined, computed.joined());
+        Files.write(joined, joinedAll.toByteArray());
         Process cli = new ProcessBuilder(System.getProperty("fex.cli", "../target/debug/fex"), "extract",
                         joined.toString(), "--model", MODEL.toString(), "--format", "responses", "--output",
                         out.toString())
@@ -167,7 +327,7 @@ class PlanTest {
         String said = new String(cli.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(cli.waitFor(60, TimeUnit.SECONDS), "fex extract did not finish");
         assertEquals(0, cli.exitValue(), said);
-        assertArrayEquals(Files.readAllBytes(out), computed.samples());
+        assertArrayEquals(Files.readAllBytes(out), samplesAll.toByteArray());
     }
 
     @Test
