@@ -291,6 +291,8 @@ const OPS: &[(&str, &str)] = &[
     ("normalize_text", "{name: op, op: normalize_text, input: title, options: [TEXT_LOWER2UPPER, TEXT_SBC2DBC]}"),
     ("seq_hash", "{name: op, op: hash, input: click_seq, buckets: 1000003}"),
     ("seq_lookup", "{name: op, op: lookup, inputs: [user_cate_cnt, click_seq]}"),
+    ("seq_match", "{name: op, op: match, inputs: [user_kkv, click_seq, category]}"),
+    ("normalize_text_cht2chs", "{name: op, op: normalize_text, input: title, options: [TEXT_CHT2CHS]}"),
     ("regex_replace", "{name: op, op: regex_replace, input: category, pattern: \"[0-9]+\", replacement: \"#\"}"),
     ("slice", "{name: op, op: slice, input: category, start: -3}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),
