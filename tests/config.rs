@@ -136,10 +136,24 @@ fn inline_configs_report_every_error() {
                 r#"features.a.expression: at offset 4: the call of ln at offset 0 is not closed in "ln(x""#,
                 r#"features.b.expression: at offset 4: unknown name "y"; the inputs are ["x", "v"] in "x + y""#,
                 r#"features.c.expression: at offset 0: rnd is random: a feature must be the same online, offline and near-line in "rnd() * x""#,
-                r#"features.d.input: op expr takes a dense tensor; "ids" is LAYOUT_RAGGED DATA_TYPE_I64"#,
+                r#"features.d.input: op expr takes a dense tensor or a float sequence (f32, f64); "ids" is LAYOUT_RAGGED DATA_TYPE_I64"#,
                 "features.e.dtype: ",
                 "features.e.expression: missing; write the expression over the inputs' names",
                 r#"features.f.expression: at offset 0: dot of vectors of different widths [3, 1] in "dot(v, x) + sin(x, x)""#,
+            ],
+        ),
+        (
+            // `expr` per position (issue 36) takes float sequences only: an
+            // id sequence, read or made (a bucketized one), is refused
+            // beside a float one too, each input named; two sequences
+            // follow the width rules of two vectors.
+            "name: m\nfeatures:\n  - {name: p, kind: sequence, dtype: f32, max_len: 2, width: 2, output: false}\n  - {name: d, kind: sequence, dtype: f64, max_len: 2, width: 3, output: false}\n  - {name: cids, kind: sequence, dtype: i64, max_len: 2, width: 1, output: false}\n  - {name: b, op: bucketize, input: p, boundaries: [1], output: false}\n  - {name: a, op: expr, inputs: [cids], expression: \"cids + 1\"}\n  - {name: mix, op: expr, inputs: [p, cids, b], expression: \"p + cids + b\"}\n  - {name: w, op: expr, inputs: [p, d], expression: \"p * d\"}\n  - {name: r, op: expr, inputs: [p, d], expression: \"dot(p, d)\"}",
+            &[
+                r#"features.a.input: op expr takes a dense tensor or a float sequence (f32, f64); "cids" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.mix.input: op expr takes a dense tensor or a float sequence (f32, f64); "cids" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.mix.input: op expr takes a dense tensor or a float sequence (f32, f64); "b" is LAYOUT_RAGGED DATA_TYPE_I64, a sequence"#,
+                r#"features.w.expression: at offset 2: * on vectors of different widths [2, 3] in "p * d""#,
+                r#"features.r.expression: at offset 0: dot of vectors of different widths [2, 3] in "dot(p, d)""#,
             ],
         ),
         (

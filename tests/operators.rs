@@ -286,6 +286,109 @@ fn expr_over_a_batch_equals_expr_row_by_row() {
     });
 }
 
+/// `expr` over float sequences (issue 36) gives, position by position,
+/// what the same expression gives run on that position as a one-row dense
+/// input: the position's values as the sequence reads them (the first
+/// `width`, padded with 0), a dense input's row (or its SHARED row) at
+/// every position, bit for bit. Two sequences of the same positions per
+/// row, a SHARED sequence against rows of its own length, positions cut at
+/// `max_len`, empty rows and special values; the expressions cover each
+/// kind of step.
+#[test]
+fn expr_per_position_equals_expr_on_each_position() {
+    use proptest::prelude::*;
+    /// A row: its dense `x`, and each position's `p` value and `v` values.
+    type Row = (f64, Vec<(f64, Vec<f64>)>);
+    const TEXTS: [&str; 7] = [
+        "p * x + s",
+        "p^3 - 2*p + s/p",
+        "p > x ? sin(v) : -v^2",
+        "min(p, s, 1) + max(v, x) + avg(s, p)",
+        "dot(v, v) * p + len(v) + reduce_min(v)",
+        "(p && x) + (v || 0) + sign(p - s) + rint(v) + abs(x)",
+        "g * x + s",
+    ];
+    const MAX_LEN: usize = 3;
+    let special = [0.0, -0.0, 0.5, -2.5, 1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300];
+    let value = prop_oneof![3 => -5.0f64..5.0, 1 => prop::sample::select(special.to_vec())];
+    // A position: p's one value and v's values (0 to 3: read as 2).
+    let position = (value.clone(), prop::collection::vec(value.clone(), 0..4));
+    let row = (value.clone(), prop::collection::vec(position, 0..5));
+    let shared = (value.clone(), prop::collection::vec(value.clone(), 0..5));
+    let case = (shared, prop::collection::vec(row, 1..5));
+    let yaml = |x: f64| {
+        if x.is_nan() {
+            ".nan".to_string()
+        } else if x.is_infinite() {
+            if x > 0.0 { ".inf".into() } else { "-.inf".into() }
+        } else {
+            format!("{x:?}")
+        }
+    };
+    let mut features = format!(
+        "  - {{name: s, kind: dense, dtype: f64, shared: once, output: false}}\n  - {{name: x, kind: dense, dtype: f64, output: false}}\n  - {{name: g, kind: sequence, dtype: f64, max_len: {MAX_LEN}, width: 1, shared: once, output: false}}\n  - {{name: p, kind: sequence, dtype: f64, max_len: {MAX_LEN}, width: 1, output: false}}\n  - {{name: v, kind: sequence, dtype: f64, max_len: {MAX_LEN}, width: 2, output: false}}\n"
+    );
+    // The inputs a text names, in the order s, x, g, p, v.
+    let names = |text: &str| -> Vec<&'static str> {
+        let words: Vec<&str> = text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').collect();
+        ["s", "x", "g", "p", "v"].into_iter().filter(|n| words.contains(n)).collect()
+    };
+    for (i, text) in TEXTS.iter().enumerate() {
+        features.push_str(&format!(
+            "  - {{name: e{i}, op: expr, inputs: [{}], expression: \"{text}\", dtype: f64}}\n",
+            names(text).join(", ")
+        ));
+    }
+    let p = plan(&features);
+    proptest!(ProptestConfig::with_cases(200), |(((s, g), rows) in case)| {
+        let list = |xs: &[f64]| format!("[{}]", xs.iter().map(|x| yaml(*x)).collect::<Vec<_>>().join(", "));
+        let lists = |inner: Vec<String>| format!("{{double_lists: [{}]}}", inner.join(", "));
+        let mut sample = format!(
+            "batch_size: {}\nlists:\n  - {{name: s, type: SHARED, features: [{{double_list: [{}]}}]}}\n  - {{name: g, type: SHARED, features: [{}]}}\n",
+            rows.len(),
+            yaml(s),
+            lists(g.iter().map(|x| list(&[*x])).collect())
+        );
+        let column = |f: &dyn Fn(&Row) -> String| {
+            rows.iter().map(f).collect::<Vec<_>>().join(", ")
+        };
+        sample.push_str(&format!("  - {{name: x, features: [{}]}}\n", column(&|(x, _)| format!("{{double_list: [{}]}}", yaml(*x)))));
+        sample.push_str(&format!("  - {{name: p, features: [{}]}}\n", column(&|(_, ps)| lists(ps.iter().map(|q| list(&[q.0])).collect()))));
+        sample.push_str(&format!("  - {{name: v, features: [{}]}}\n", column(&|(_, ps)| lists(ps.iter().map(|q| list(&q.1)).collect()))));
+        let out = run(&p, &batch(&sample));
+        let g = &g[..g.len().min(MAX_LEN)];
+        for (i, text) in TEXTS.iter().enumerate() {
+            let names = names(text);
+            let widths: Vec<(&str, usize)> = names.iter().map(|nm| (*nm, if *nm == "v" { 2 } else { 1 })).collect();
+            let e = fex::ops::Expr::parse(text, &widths).unwrap();
+            let got = get(&out, &format!("e{i}"));
+            let (mut want, mut splits) = (Vec::new(), vec![0i64]);
+            for (x, ps) in &rows {
+                let n = if names.contains(&"g") { g.len() } else { ps.len().min(MAX_LEN) };
+                for k in 0..n {
+                    let at: Vec<Vec<f64>> = names.iter().map(|nm| match *nm {
+                        "s" => vec![s],
+                        "x" => vec![*x],
+                        "g" => vec![g[k]],
+                        "p" => vec![ps[k].0],
+                        _ => (0..2).map(|j| ps[k].1.get(j).copied().unwrap_or(0.0)).collect(),
+                    }).collect();
+                    let at: Vec<&[f64]> = at.iter().map(Vec::as_slice).collect();
+                    want.extend(e.eval(&at, 1));
+                }
+                splits.push(splits.last().unwrap() + n as i64);
+            }
+            prop_assert_eq!(got.splits(), splits, "{} in {}", text, sample);
+            let have = got.f64s();
+            prop_assert_eq!(have.len(), want.len(), "{} in {}", text, sample);
+            for (h, w) in have.iter().zip(&want) {
+                prop_assert!(h.to_bits() == w.to_bits() || (h.is_nan() && w.is_nan()),
+                    "{text}: per position {have:?}, position by position {want:?} in {sample}");
+            }
+        }
+    });
+}
+
 /// The numbers tests/corpus/op_lookup_finds_keys_in_a_map.yaml and
 /// op_match_finds_keys_in_a_two_level_map.yaml pin for `need_discrete`:
 /// each value found, hashed as the `hash` op hashes a string (XXH64 of its

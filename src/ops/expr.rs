@@ -13,12 +13,14 @@
 //! fixed width per row: an input's width is its dense width, a number is
 //! width 1, and an element-wise step on widths 1 and w gives w (the width-1
 //! side stands for every element). Vector functions reduce a row's vector
-//! to one value.
+//! to one value. With a float sequence among the inputs the same program
+//! runs over positions instead of rows (`expr_seq`).
 
 use std::fmt;
 
-use super::Inputs;
+use super::ids::is_sequence;
 use super::rows::row_of;
+use super::{Budget, Inputs};
 use crate::columns::{Column, Values};
 use crate::error::{ErrorKind, ExtractError};
 
@@ -871,9 +873,23 @@ thread_local! {
     static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
 }
 
-/// Runs `e` over the inputs' rows into `out` (dense, reset by the caller).
-pub(super) fn apply(e: &Expr, inputs: Inputs<'_>, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
-    super::rows::with_scratch(&SCRATCH, |scratch| apply_with(scratch, e, inputs, out, rows))
+/// Runs `e` over the inputs' rows into `out` (reset by the caller): dense,
+/// or, when an input is a sequence, per position (`expr_seq`).
+pub(super) fn apply(
+    e: &Expr,
+    inputs: Inputs<'_>,
+    name: &str,
+    out: &mut Column,
+    rows: usize,
+    budget: Budget<'_>,
+) -> Result<(), ExtractError> {
+    super::rows::with_scratch(&SCRATCH, |scratch| {
+        if inputs.iter().any(|i| is_sequence(&i.column)) {
+            super::expr_seq::apply(scratch, e, inputs, (name, rows), out, budget)
+        } else {
+            apply_with(scratch, e, inputs, out, rows)
+        }
+    })
 }
 
 fn apply_with(
@@ -883,34 +899,59 @@ fn apply_with(
     out: &mut Column,
     rows: usize,
 ) -> Result<(), ExtractError> {
+    let columns = gather_inputs(scratch, e, inputs, |c, w, v| {
+        let Some(values) = c.values() else { return };
+        if c.rows() == rows {
+            values.extend_f64(v, 0..rows * w);
+        } else {
+            for r in 0..rows {
+                let base = row_of(c, r) * w;
+                values.extend_f64(v, base..base + w);
+            }
+        }
+    })?;
+    run_into(scratch, e, columns, rows, &mut out.dense_mut().values);
+    Ok(())
+}
+
+/// Each input's values as the program reads them, from `fill` (the
+/// column, its width, the buffer); an input whose width is not the one
+/// the expression was compiled for is an error.
+pub(super) fn gather_inputs(
+    scratch: &mut Scratch,
+    e: &Expr,
+    inputs: Inputs<'_>,
+    mut fill: impl FnMut(&Column, usize, &mut Vec<f64>),
+) -> Result<Vec<Vec<f64>>, ExtractError> {
     let mut columns = std::mem::take(&mut scratch.inputs);
     for (named, &w) in inputs.iter().zip(&e.widths) {
         let c = &named.column;
-        if c.row_width() != w {
-            let message = format!("has {} values per row where the expression was compiled for {w}", c.row_width());
+        let found = match c {
+            Column::Ragged(r) => r.width.unwrap_or(1),
+            _ => c.row_width(),
+        };
+        if found != w {
+            let message = format!("has {found} values per row where the expression was compiled for {w}");
             columns.into_iter().for_each(|b| scratch.give(b));
             return Err(ErrorKind::Operator { name: named.name.clone(), message }.into());
         }
         let mut v = scratch.take();
-        if let Some(values) = c.values() {
-            if c.rows() == rows {
-                values.extend_f64(&mut v, 0..rows * w);
-            } else {
-                for r in 0..rows {
-                    let base = row_of(c, r) * w;
-                    values.extend_f64(&mut v, base..base + w);
-                }
-            }
-        }
+        fill(c, w, &mut v);
         columns.push(v);
     }
+    Ok(columns)
+}
+
+/// Runs `e` over `rows` rows of gathered inputs, appends the result to
+/// `out` and gives every buffer back to `scratch`.
+pub(super) fn run_into(scratch: &mut Scratch, e: &Expr, mut columns: Vec<Vec<f64>>, rows: usize, out: &mut Values) {
     // The config allows at most MAX_INPUTS inputs: their views fit on the stack.
     let mut views: [&[f64]; super::MAX_INPUTS] = [&[]; super::MAX_INPUTS];
     for (view, column) in views.iter_mut().zip(&columns) {
         *view = column;
     }
     let result = e.run(scratch, &views[..columns.len()], rows);
-    match &mut out.dense_mut().values {
+    match out {
         Values::F32(v) => v.extend(result.iter().map(|&x| x as f32)),
         Values::F64(v) => v.extend_from_slice(&result),
         other => result.iter().for_each(|&x| other.push_f64(x)),
@@ -918,7 +959,6 @@ fn apply_with(
     scratch.give(result);
     columns.drain(..).for_each(|b| scratch.give(b));
     scratch.inputs = columns;
-    Ok(())
 }
 
 /// `f` on every element, in place, the function chosen once per step.

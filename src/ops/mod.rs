@@ -4,13 +4,14 @@
 //! arithmetic, crosses), `id_feature` (`hash`: FG's id_feature), `numeric` (ln, clip, normalize, bucketize,
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
-//! and FG's operators: `expr`, `lookup` (lookup and match; `map_lists`, a
+//! and FG's operators: `expr` (`expr_seq`, per position of float sequences), `lookup` (lookup and match; `map_lists`, a
 //! lookup's map as parallel key and value lists), `overlap`, `bm25`, `text`
 //! (regex_replace, slice, normalize_text; `t2s`, its traditional to
 //! simplified Chinese table).
 
 mod bm25;
 mod expr;
+mod expr_seq;
 mod hash;
 mod id_feature;
 mod ids;
@@ -147,7 +148,8 @@ pub enum TransformKind {
         index: usize,
         width: usize,
     },
-    /// An arithmetic expression over dense inputs (FG's expr_feature).
+    /// An arithmetic expression over dense inputs (FG's expr_feature), per
+    /// position when an input is a float sequence.
     Expr(Arc<Expr>),
     /// Keys looked up in a `key:value` map, the numbers combined (FG's
     /// lookup_feature); with `value_dim` above 1 each value is that many
@@ -314,7 +316,7 @@ pub(crate) fn apply(
         MultiHot { keys, num_embeddings, min_table_size, size } => {
             multihot::expand(keys, num_embeddings, *min_table_size, *size, inputs, out, rows, budget)
         }
-        Expr(e) => expr::apply(e, inputs, out, rows),
+        Expr(e) => expr::apply(e, inputs, name, out, rows, budget),
         Lookup { separator, combiner, default, value_dim, lists } => {
             let (map, keys) = lookup::map_and_keys(inputs, *lists, separator, rows, name)?;
             match value_dim {

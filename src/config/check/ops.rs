@@ -23,6 +23,8 @@ pub(super) enum Need {
     Dense,
     /// Dense numbers, or a sequence mapped value by value.
     DenseOrSequence,
+    /// Dense numbers, or a float sequence (`expr` per position).
+    DenseOrFloatSequence,
 }
 
 /// The names a model declares, and those of them that had errors.
@@ -145,6 +147,10 @@ impl Checker {
                 Need::IdsStringsOrSequence => (any_ids || strings, "ragged ids, strings or an id sequence"),
                 Need::Dense => (layout == Layout::Dense, "a dense tensor"),
                 Need::DenseOrSequence => (layout == Layout::Dense || sequence, "a dense tensor or a sequence"),
+                Need::DenseOrFloatSequence => {
+                    let floats = sequence && matches!(dtype, DataType::F32 | DataType::F64);
+                    (layout == Layout::Dense || floats, "a dense tensor or a float sequence (f32, f64)")
+                }
             };
             if !fits {
                 let kind = if sequence { ", a sequence" } else { "" };

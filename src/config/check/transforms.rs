@@ -103,7 +103,7 @@ impl Checker {
                 self.multi_hot(path, o, ins, inputs_ok)?
             }
             RawOp::Expr(o) => {
-                let inputs_ok = many(self, Need::Dense, 1);
+                let inputs_ok = many(self, Need::DenseOrFloatSequence, 1);
                 self.expr(path, o, ins, inputs_ok)?
             }
             RawOp::Lookup(o) => self.lookup(path, o, ins, e)?,
@@ -715,12 +715,26 @@ impl Checker {
         if !inputs_ok {
             return None;
         }
-        let widths: Vec<(&str, usize)> =
-            ins.iter().map(|i| (i.name.as_str(), dims(i).iter().product::<i64>().max(0) as usize)).collect();
+        // A sequence's width is its values per position; any sequence makes
+        // the expression run per position, its result a sequence too.
+        let width_of = |i: &Output| sequence_width(i).unwrap_or_else(|| dims(i).iter().product::<i64>());
+        let widths: Vec<(&str, usize)> = ins.iter().map(|i| (i.name.as_str(), width_of(i).max(0) as usize)).collect();
+        let per_position = ins.iter().any(|i| sequence_width(i).is_some());
         match Expr::parse(text, &widths) {
             Ok(e) => {
                 let width = e.width as i64;
-                Some(dense(K::Expr(Arc::new(e)), dtype, vec![width]))
+                let kind = K::Expr(Arc::new(e));
+                Some(match per_position {
+                    true => Transform {
+                        kind,
+                        layout: Layout::Ragged,
+                        dtype,
+                        splits: DataType::I64,
+                        spec_shape: vec![-1, -1, width],
+                        dense_shape: vec![],
+                    },
+                    false => dense(kind, dtype, vec![width]),
+                })
             }
             Err(e) => {
                 self.error(format!("{path}.expression"), format!("{e} in {text:?}"));
