@@ -9,6 +9,18 @@ mod common;
 use common::batch;
 use fex::{Extracted, Plan, Tensor};
 
+/// An f64 as YAML writes it (`.nan`, `.inf`, `-.inf`, or Rust's shortest
+/// round-tripping form), for samples written as text.
+fn yaml(x: f64) -> String {
+    if x.is_nan() {
+        ".nan".to_string()
+    } else if x.is_infinite() {
+        if x > 0.0 { ".inf".into() } else { "-.inf".into() }
+    } else {
+        format!("{x:?}")
+    }
+}
+
 fn plan(features: &str) -> Plan {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vocab");
     Plan::from_yaml_in(&format!("name: t\nfeatures:\n{features}"), std::path::Path::new(dir))
@@ -226,15 +238,6 @@ fn expr_over_a_batch_equals_expr_row_by_row() {
     let case = rows.prop_flat_map(move |n| {
         (value.clone(), prop::collection::vec(value.clone(), n), prop::collection::vec(value.clone(), 2 * n))
     });
-    let yaml = |x: f64| {
-        if x.is_nan() {
-            ".nan".to_string()
-        } else if x.is_infinite() {
-            if x > 0.0 { ".inf".into() } else { "-.inf".into() }
-        } else {
-            format!("{x:?}")
-        }
-    };
     let mut features = String::from(
         "  - {name: s, kind: dense, dtype: f64, shared: once, output: false}\n  - {name: x, kind: dense, dtype: f64, output: false}\n  - {name: v, kind: dense, dtype: f64, shape: [2], output: false}\n",
     );
@@ -316,15 +319,6 @@ fn expr_per_position_equals_expr_on_each_position() {
     let row = (value.clone(), prop::collection::vec(position, 0..5));
     let shared = (value.clone(), prop::collection::vec(value.clone(), 0..5));
     let case = (shared, prop::collection::vec(row, 1..5));
-    let yaml = |x: f64| {
-        if x.is_nan() {
-            ".nan".to_string()
-        } else if x.is_infinite() {
-            if x > 0.0 { ".inf".into() } else { "-.inf".into() }
-        } else {
-            format!("{x:?}")
-        }
-    };
     let mut features = format!(
         "  - {{name: s, kind: dense, dtype: f64, shared: once, output: false}}\n  - {{name: x, kind: dense, dtype: f64, output: false}}\n  - {{name: g, kind: sequence, dtype: f64, max_len: {MAX_LEN}, width: 1, shared: once, output: false}}\n  - {{name: p, kind: sequence, dtype: f64, max_len: {MAX_LEN}, width: 1, output: false}}\n  - {{name: v, kind: sequence, dtype: f64, max_len: {MAX_LEN}, width: 2, output: false}}\n"
     );

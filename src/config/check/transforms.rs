@@ -220,14 +220,7 @@ impl Checker {
                 let fits = one(self, Need::DenseOrSequence);
                 match ins.first().and_then(|o| sequence_width(o)) {
                     // A sequence, value by value: its positions and width kept.
-                    Some(width) => fits.then(|| Transform {
-                        kind,
-                        layout: Layout::Ragged,
-                        dtype,
-                        splits: DataType::I64,
-                        spec_shape: vec![-1, -1, width],
-                        dense_shape: vec![],
-                    })?,
+                    Some(width) => fits.then(|| numbers_at_positions(kind, dtype, width))?,
                     None => fits.then(|| dense(kind, dtype, dims(ins[0])))?,
                 }
             }
@@ -725,14 +718,7 @@ impl Checker {
                 let width = e.width as i64;
                 let kind = K::Expr(Arc::new(e));
                 Some(match per_position {
-                    true => Transform {
-                        kind,
-                        layout: Layout::Ragged,
-                        dtype,
-                        splits: DataType::I64,
-                        spec_shape: vec![-1, -1, width],
-                        dense_shape: vec![],
-                    },
+                    true => numbers_at_positions(kind, dtype, width),
                     false => dense(kind, dtype, vec![width]),
                 })
             }
@@ -813,15 +799,20 @@ fn per_position(mut t: Transform, ins: &[&Output]) -> Transform {
 }
 
 /// One number per position of an id sequence of keys (`lookup`, `match`).
-fn numbers_per_position(kind: K) -> Transform {
+/// A sequence of `width` numbers per position (`[B, -1, width]`, i64 splits).
+fn numbers_at_positions(kind: K, dtype: DataType, width: i64) -> Transform {
     Transform {
         kind,
         layout: Layout::Ragged,
-        dtype: DataType::F32,
+        dtype,
         splits: DataType::I64,
-        spec_shape: vec![-1, -1, 1],
+        spec_shape: vec![-1, -1, width],
         dense_shape: vec![],
     }
+}
+
+fn numbers_per_position(kind: K) -> Transform {
+    numbers_at_positions(kind, DataType::F32, 1)
 }
 
 fn ragged(kind: K, splits: DataType) -> Transform {
