@@ -12,9 +12,9 @@
 use super::expr::{Expr, Scratch, gather_inputs, run_into};
 use super::ids::{is_sequence, row_range};
 use super::rows::row_of;
-use super::{Budget, Inputs};
+use super::{Budget, Inputs, unequal_lengths};
 use crate::columns::{Column, NamedColumn, elem_size};
-use crate::error::{ErrorKind, ExtractError};
+use crate::error::ExtractError;
 
 /// Runs `e` over every position of the inputs' sequences into `out`, for
 /// the output `name` of `rows` rows.
@@ -69,12 +69,8 @@ fn check(inputs: Inputs<'_>, lead: &NamedColumn, rows: usize, name: &str) -> Res
         for other in inputs.iter().filter(|i| is_sequence(&i.column)) {
             let m = row_range(&other.column, r).len();
             if m != n {
-                let message = format!(
-                    "row {r}: the sequence {:?} is {n} long, the sequence {:?} {m}; an expression's sequences must \
-                     be as long",
-                    lead.name, other.name
-                );
-                return Err(ErrorKind::Operator { name: name.to_string(), message }.into());
+                let (a, b) = (("sequence", lead.name.as_str(), n), ("sequence", other.name.as_str(), m));
+                return Err(unequal_lengths(name, r, a, b, "an expression's sequences"));
             }
         }
     }

@@ -14,8 +14,9 @@
 use super::ids::{row_range, string_at};
 use super::lookup::{decimal, number, numbers};
 use super::rows::row_of;
+use super::unequal_lengths;
 use crate::columns::{Column, NamedColumn, Values};
-use crate::error::{ErrorKind, ExtractError};
+use crate::error::ExtractError;
 use crate::proto::fex_v1::DataType;
 
 /// The two lists of a map and the separator between a string's parts.
@@ -252,12 +253,14 @@ pub(super) fn check(lists: &Lists<'_>, rows: usize, name: &str) -> Result<(), Ex
         let keys = fixed_keys.unwrap_or_else(|| row.lens().0);
         let values = fixed_values.unwrap_or_else(|| row.lens().1);
         if keys != values {
-            let message = format!(
-                "row {r}: the key list {:?} is {keys} long, the value list {:?} {values}; a map's two lists \
-                 must be as long",
-                lists.keys.name, lists.values.name
-            );
-            return Err(ErrorKind::Operator { name: name.to_string(), message }.into());
+            let (kn, vn) = (lists.keys.name.as_str(), lists.values.name.as_str());
+            return Err(unequal_lengths(
+                name,
+                r,
+                ("key list", kn, keys),
+                ("value list", vn, values),
+                "a map's two lists",
+            ));
         }
     }
     Ok(())

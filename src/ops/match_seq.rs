@@ -14,8 +14,9 @@ use std::ops::Range;
 
 use super::ids::{is_sequence, row_range};
 use super::lookup::{At, Combiner, MatchKeys, Places, match_number, match_rows};
+use super::unequal_lengths;
 use crate::columns::Column;
-use crate::error::{ErrorKind, ExtractError};
+use crate::error::ExtractError;
 
 /// Whether either key of a match is an id sequence (the per position case).
 pub(super) fn any_sequence(keys: &MatchKeys<'_>) -> bool {
@@ -47,13 +48,8 @@ pub(super) fn check(keys: &MatchKeys<'_>, rows: usize, name: &str) -> Result<(),
             && p.len() != s.len()
         {
             let [pk, sk] = keys.names;
-            let message = format!(
-                "row {r}: the primary key sequence {pk:?} is {} long, the secondary key sequence {sk:?} {}; a \
-                 match's two key sequences must be as long",
-                p.len(),
-                s.len()
-            );
-            return Err(ErrorKind::Operator { name: name.to_string(), message }.into());
+            let (p, s) = (("primary key sequence", pk, p.len()), ("secondary key sequence", sk, s.len()));
+            return Err(unequal_lengths(name, r, p, s, "a match's two key sequences"));
         }
     }
     Ok(())

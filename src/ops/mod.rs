@@ -47,7 +47,7 @@ pub use vocab::{Vocab, VocabError};
 pub(crate) const MAX_INPUTS: usize = 64;
 
 use crate::columns::{Column, NamedColumn};
-use crate::error::ExtractError;
+use crate::error::{ErrorKind, ExtractError};
 use crate::proto::fex_v1::{DataType, Layout};
 
 /// A compiled operator with the layout of what it produces.
@@ -419,4 +419,22 @@ impl Budget<'_> {
     pub fn charge(&mut self, bytes: usize) -> Result<(), ExtractError> {
         crate::error::charge(self.used, bytes, self.limit)
     }
+}
+
+/// The error of row `r` whose two paired inputs differ in length (a lookup
+/// map's two lists, a match's two key sequences, an expression's
+/// sequences): pairing their places would pair the wrong values. `a` and
+/// `b` are (what, name, length); `whose` names the pair in the rule.
+pub(super) fn unequal_lengths(
+    op: &str,
+    r: usize,
+    a: (&str, &str, usize),
+    b: (&str, &str, usize),
+    whose: &str,
+) -> ExtractError {
+    let message = format!(
+        "row {r}: the {} {:?} is {} long, the {} {:?} {}; {whose} must be as long",
+        a.0, a.1, a.2, b.0, b.1, b.2
+    );
+    ErrorKind::Operator { name: op.to_string(), message }.into()
 }

@@ -163,8 +163,9 @@ final class Kafka {
                 // the connector's writers then took the local TaskManager down with them, restarts or not).
                 //
                 // Batches of up to 1 MiB, held up to 50 ms: records become visible only when the checkpoint commits
-                // their transaction, so waiting to fill a batch costs no latency a reader sees, and each produce
-                // request carries many samples instead of one (a sample is about a batch's default 16 KiB).
+                // their transaction, so waiting to fill a batch costs no latency a reader sees, and a produce
+                // request carries up to 50 ms of records instead of the few that Kafka's default batch (16 KiB, sent
+                // after 5 ms) held: a 30-row request's samples are about 4.2 KB, its joined records 1.3 KB.
                 .setKafkaProducerConfig(properties(Map.of("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS,
                         "delivery.timeout.ms", TRANSACTION_TIMEOUT_MS, "max.block.ms", TRANSACTION_TIMEOUT_MS,
                         "batch.size", Integer.toString(1 << 20), "linger.ms", "50")))
