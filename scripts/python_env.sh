@@ -105,12 +105,13 @@ fex_maven_env() {
     command -v mvn >/dev/null 2>&1 || fex_apt_install "the JVM module's tests need Maven 3.8 or later (mvn)" maven
 }
 
-# cmake and a C++ compiler for librdkafka, which fex-server's Kafka producer
-# (the rdkafka crate's cmake-build) compiles from its vendored source, when
-# missing.
+# cmake and a C++ compiler, when missing: for librdkafka, which fex-server's
+# Kafka producer (the rdkafka crate's cmake-build) compiles from its vendored
+# source, and for SentencePiece, which the library's `op: tokenize` links
+# (the sentencepiece crate's vendored source, built with cmake).
 fex_cmake_env() {
     if command -v cmake >/dev/null 2>&1 && command -v c++ >/dev/null 2>&1; then
         return 0
     fi
-    fex_apt_install "building fex-server needs cmake and a C++ compiler (librdkafka)" cmake g++ make
+    fex_apt_install "building fex needs cmake and a C++ compiler (librdkafka, SentencePiece)" cmake g++ make
 }

@@ -340,6 +340,19 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
+            // FG's tokenizer_type (TorchEasyRec docs/source/feature/feature.md,
+            // "TokenizeFeature": bpe or sentencepiece); a file of the other
+            // type is refused with the type it needs.
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: a, op: tokenize, input: t, tokenizer_type: sentencepiece}\n  - {name: b, op: tokenize, input: t, tokenizer_type: wordpiece, file: tests/fixtures/tokenizer/bpe.json}\n  - {name: c, op: tokenize, input: t, tokenizer_type: sentencepiece, file: tests/fixtures/tokenizer/bpe.json}\n  - {name: d, op: tokenize, input: t, file: tests/fixtures/tokenizer/unigram.model}\n  - {name: e, op: tokenize, input: t, tokenizer_type: sentencepiece, file: tests/fixtures/vocab/item_ids.txt}",
+            &[
+                "features.a.file: missing; name the sentencepiece .model file",
+                r#"features.b.tokenizer_type: unknown tokenizer type "wordpiece"; expected bpe or sentencepiece"#,
+                "tests/fixtures/tokenizer/bpe.json is not a sentencepiece model: sentencepiece error: Internal error (a tokenizer.json needs tokenizer_type: bpe)",
+                "tests/fixtures/tokenizer/unigram.model is not a tokenizer.json: expected value at line 2 column 1 (a sentencepiece .model file needs tokenizer_type: sentencepiece)",
+                "tests/fixtures/vocab/item_ids.txt is not a sentencepiece model: ",
+            ],
+        ),
+        (
             "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: a, op: normalize_text, input: t}\n  - {name: b, op: normalize_text, input: t, options: [TEXT_CHT2CHS, TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_SBC2DBC, TEXT_NOPE]}\n  - {name: c, op: normalize_text, input: t, options: [TEXT_FILTER, TEXT_SPLITCHRS, TEXT_REMOVE_SPACE], max_length: 0}\n  - {name: d, op: normalize_text, input: t, options: [TEXT_SBC2DBC], stop_chars: x.txt}",
             &[
                 "features.a.options: missing; give some of TEXT_LOWER2UPPER, TEXT_UPPER2LOWER, TEXT_SBC2DBC, TEXT_CHT2CHS, TEXT_FILTER, TEXT_REMOVE_SPACE, TEXT_SPLITCHRS",

@@ -976,3 +976,45 @@ fn tokenize_answers_from_its_cache_as_from_the_tokenizer() {
         assert_eq!((rows(&a), rows(&b)), first, "answers from the cache, tokenizers in turn");
     }
 }
+
+/// A damaged SentencePiece model (cut short, or bytes changed) is the
+/// config's error or a model that encodes, never a crash: the C++ library
+/// parses the file, so the process must survive whatever it holds. Every
+/// model that loads encodes a string without failing the process.
+#[test]
+fn a_damaged_sentencepiece_model_is_refused_or_encodes() {
+    let good = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizer/unigram.model")).unwrap();
+    let yaml = "name: t\nfeatures:\n  - {name: s, kind: string, output: false}\n  - {name: ids, op: tokenize, input: s, tokenizer_type: sentencepiece, file: m.model}\n";
+    let sample =
+        batch("batch_size: 1\nlists:\n  - name: s\n    features: [{bytes_list: [\"red running shoes 红色 ＲＥＤ\"]}]");
+    let mut seed = 36u64;
+    let mut next = |n: usize| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    let (mut loaded, mut refused) = (0, 0);
+    for i in 0..200 {
+        let mut bytes = good.clone();
+        if i % 4 == 0 {
+            bytes.truncate(next(good.len()));
+        } else {
+            for _ in 0..1 + next(20) {
+                let at = next(bytes.len());
+                bytes[at] = next(256) as u8;
+            }
+        }
+        let mut files = fex::files::InMemory::new();
+        files.insert("m.model", bytes);
+        match Plan::from_yaml_with(yaml, std::path::Path::new("."), &files) {
+            Ok(plan) => {
+                let _ = fex::extract_batch(&plan, &sample);
+                loaded += 1;
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("m.model is not a sentencepiece model: "), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(loaded > 0 && refused > 0, "both kinds seen: {loaded} loaded, {refused} refused");
+}

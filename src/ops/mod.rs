@@ -40,7 +40,7 @@ pub use lookup::{Combiner, MatchAll, ShowKeys};
 pub use multihot::weight as multihot_weight;
 pub use overlap::OverlapMethod;
 pub use text::{Pattern, TextNormalizer};
-pub use tokenize::TokenizerFile;
+pub use tokenize::{TokenizerFile, TokenizerKind};
 pub use vocab::{Vocab, VocabError};
 
 /// Most inputs an operator takes; the config refuses more.

@@ -1,6 +1,9 @@
-//! `tokenize`: FG's tokenize_feature. Each row's string is encoded by a
-//! Hugging Face tokenizer (a `tokenizer.json`, the files FG reads through
-//! tokenizers-cpp) into its token ids, without special tokens; ragged ids.
+//! `tokenize`: FG's tokenize_feature. Each row's string is encoded into its
+//! token ids, without special tokens; ragged ids. FG's two tokenizer types:
+//! `bpe` (the default), a Hugging Face `tokenizer.json` read by Hugging
+//! Face's tokenizers, the library tokenizers-cpp wraps; and
+//! `sentencepiece`, a SentencePiece `.model` file encoded by Google's
+//! SentencePiece library itself, the one tokenizers-cpp calls for it.
 //! A string that is not UTF-8 is read with each bad sequence replaced by
 //! U+FFFD, as `String::from_utf8_lossy` does; an empty string gives an
 //! empty row. Each thread keeps the ids of the strings it tokenized lately
@@ -12,11 +15,25 @@ use super::ids::string_at;
 use crate::columns::Column;
 use crate::error::{ErrorKind, ExtractError};
 
+/// FG's `tokenizer_type`: which library reads the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenizerKind {
+    /// `bpe`: a Hugging Face `tokenizer.json` (BPE, WordPiece, Unigram ...).
+    HuggingFace,
+    /// `sentencepiece`: a SentencePiece `.model` (a serialized ModelProto).
+    SentencePiece,
+}
+
+enum Backend {
+    HuggingFace(Box<tokenizers::Tokenizer>),
+    SentencePiece(sentencepiece::SentencePieceProcessor),
+}
+
 /// A tokenizer loaded from its file, named by path and content digest.
 pub struct TokenizerFile {
     pub path: PathBuf,
     pub digest: u64,
-    tokenizer: tokenizers::Tokenizer,
+    backend: Backend,
 }
 
 impl std::fmt::Debug for TokenizerFile {
@@ -27,18 +44,54 @@ impl std::fmt::Debug for TokenizerFile {
 
 impl PartialEq for TokenizerFile {
     fn eq(&self, other: &Self) -> bool {
-        self.path == other.path && self.digest == other.digest
+        self.path == other.path && self.digest == other.digest && self.kind() == other.kind()
     }
 }
 
 impl TokenizerFile {
-    /// Reads and parses `path` through `files`; the error says which file
-    /// and why.
-    pub fn load_from(files: &dyn crate::files::FileSource, path: &Path) -> Result<Self, String> {
+    /// Reads and parses `path` through `files` as a file of `kind`; the
+    /// error says which file and why.
+    pub fn load_from(files: &dyn crate::files::FileSource, path: &Path, kind: TokenizerKind) -> Result<Self, String> {
         let bytes = files.read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let tokenizer = tokenizers::Tokenizer::from_bytes(&bytes)
-            .map_err(|e| format!("{} is not a tokenizer.json: {e}", path.display()))?;
-        Ok(Self { path: path.to_path_buf(), digest: super::hash::digest(&bytes), tokenizer })
+        let backend = match kind {
+            TokenizerKind::HuggingFace => match tokenizers::Tokenizer::from_bytes(&bytes) {
+                Ok(t) => Backend::HuggingFace(Box::new(t)),
+                Err(e) => {
+                    let json = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+                    let hint =
+                        if json { "" } else { " (a sentencepiece .model file needs tokenizer_type: sentencepiece)" };
+                    return Err(format!("{} is not a tokenizer.json: {e}{hint}", path.display()));
+                }
+            },
+            TokenizerKind::SentencePiece => {
+                // The library parses the ModelProto and checks its pieces; a
+                // file it refuses is this config's error.
+                let loaded =
+                    std::panic::catch_unwind(|| sentencepiece::SentencePieceProcessor::from_serialized_proto(&bytes));
+                match loaded {
+                    Ok(Ok(p)) => Backend::SentencePiece(p),
+                    Ok(Err(e)) => {
+                        let hint = if bytes.first() == Some(&b'{') {
+                            " (a tokenizer.json needs tokenizer_type: bpe)"
+                        } else {
+                            ""
+                        };
+                        return Err(format!("{} is not a sentencepiece model: {e}{hint}", path.display()));
+                    }
+                    Err(_) => {
+                        return Err(format!("{} is not a sentencepiece model: the library panicked", path.display()));
+                    }
+                }
+            }
+        };
+        Ok(Self { path: path.to_path_buf(), digest: super::hash::digest(&bytes), backend })
+    }
+
+    pub fn kind(&self) -> TokenizerKind {
+        match self.backend {
+            Backend::HuggingFace(_) => TokenizerKind::HuggingFace,
+            Backend::SentencePiece(_) => TokenizerKind::SentencePiece,
+        }
     }
 }
 
@@ -119,8 +172,14 @@ pub(super) fn apply(
 /// the process's.
 fn encode(t: &TokenizerFile, bytes: &[u8]) -> Result<Vec<u32>, String> {
     let text = String::from_utf8_lossy(bytes);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        t.tokenizer.encode_fast(text.as_ref(), false).map(|e| e.get_ids().to_vec()).map_err(|e| e.to_string())
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &t.backend {
+        Backend::HuggingFace(h) => {
+            h.encode_fast(text.as_ref(), false).map(|e| e.get_ids().to_vec()).map_err(|e| e.to_string())
+        }
+        // SentencePiece's EncodeAsIds: the pieces' ids, no BOS or EOS.
+        Backend::SentencePiece(p) => {
+            p.encode(text.as_ref()).map(|pieces| pieces.iter().map(|p| p.id).collect()).map_err(|e| e.to_string())
+        }
     }))
     .unwrap_or_else(|_| Err("it panicked".to_string()))
 }

@@ -112,11 +112,24 @@ impl Checker {
             RawOp::Bm25(o) => self.bm25(path, o, ins, e, files)?,
             RawOp::Tokenize(o) => {
                 let file = o.file.as_deref().unwrap_or_default();
+                let kind = match o.tokenizer_type.as_deref() {
+                    None | Some("bpe") => Some(crate::ops::TokenizerKind::HuggingFace),
+                    Some("sentencepiece") => Some(crate::ops::TokenizerKind::SentencePiece),
+                    Some(other) => {
+                        let message = format!("unknown tokenizer type {other:?}; expected bpe or sentencepiece");
+                        self.error(format!("{path}.tokenizer_type"), message);
+                        None
+                    }
+                };
                 let tokenizer = if file.is_empty() {
-                    self.error(format!("{path}.file"), "missing; name the tokenizer.json file");
+                    let what = match kind {
+                        Some(crate::ops::TokenizerKind::SentencePiece) => "the sentencepiece .model file",
+                        _ => "the tokenizer.json file",
+                    };
+                    self.error(format!("{path}.file"), format!("missing; name {what}"));
                     None
-                } else {
-                    match crate::ops::TokenizerFile::load_from(files.source, &files.base_dir.join(file)) {
+                } else if let Some(kind) = kind {
+                    match crate::ops::TokenizerFile::load_from(files.source, &files.base_dir.join(file), kind) {
                         Ok(t) => {
                             self.files.push((t.path.clone(), t.digest));
                             Some(t)
@@ -126,6 +139,8 @@ impl Checker {
                             None
                         }
                     }
+                } else {
+                    None
                 };
                 let fits = self.strings_input(path, ins);
                 let tokenizer = tokenizer.filter(|_| fits)?;

@@ -129,7 +129,7 @@ entry!(Match, op, [inputs: Vec<MatchInput>], {
     buckets: u64, separator: String, splits: String,
 });
 entry!(BoolMask, op, [inputs: Vec<String>], { separator: String, buckets: u64, splits: String });
-entry!(Tokenize, op, [input: String], { file: String, splits: String });
+entry!(Tokenize, op, [input: String], { file: String, tokenizer_type: String, splits: String });
 entry!(KvDot, op, [inputs: Vec<String>], { separator: String, kv_delimiter: String });
 entry!(Overlap, op, [inputs: Vec<String>], { method: String, separator: String, default: f64 });
 entry!(Bm25, op, [inputs: Vec<String>], {
