@@ -179,8 +179,8 @@ fn words(rng: &mut ChaCha8Rng, n: usize) -> String {
 
 /// `item_ids.txt` and `categories.txt`: the first `VOCAB` of each pool;
 /// `title_df.tsv`, document counts of 48 of the 64 title words (of 100,000
-/// documents; the other 16 are counted as in none); and `bpe.json`, the
-/// tests' tokenizer.
+/// documents; the other 16 are counted as in none); and `bpe.json` and
+/// `unigram.model`, the tests' tokenizers.
 fn write_vocabularies(dir: &Path) {
     let ids: String = (0..VOCAB as u64).map(|k| format!("{}\n", item_id(k))).collect();
     let cats: String = (0..VOCAB as u64).map(|k| format!("{}\n", category(k))).collect();
@@ -194,6 +194,9 @@ fn write_vocabularies(dir: &Path) {
     let bpe = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizer/bpe.json"))
         .expect("read the tests' tokenizer");
     std::fs::write(dir.join("bpe.json"), bpe).expect("write tokenizer");
+    let unigram = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizer/unigram.model"))
+        .expect("read the tests' sentencepiece model");
+    std::fs::write(dir.join("unigram.model"), unigram).expect("write sentencepiece model");
 }
 
 // ---------------------------------------------------------------------------
@@ -288,6 +291,10 @@ const OPS: &[(&str, &str)] = &[
         "{name: op, op: lookup, inputs: [category], map_keys: user_cate_keys, map_values: user_cate_vals}",
     ),
     ("tokenize", "{name: op, op: tokenize, input: title, file: bpe.json}"),
+    (
+        "tokenize_sentencepiece",
+        "{name: op, op: tokenize, input: title, tokenizer_type: sentencepiece, file: unigram.model}",
+    ),
     ("normalize_text", "{name: op, op: normalize_text, input: title, options: [TEXT_LOWER2UPPER, TEXT_SBC2DBC]}"),
     ("seq_hash", "{name: op, op: hash, input: click_seq, buckets: 1000003}"),
     ("seq_lookup", "{name: op, op: lookup, inputs: [user_cate_cnt, click_seq]}"),
