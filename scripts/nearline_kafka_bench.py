@@ -185,14 +185,16 @@ def print_groups(run, groups):
     print(f"{run}: CPU s by thread group: {each}", flush=True)
 
 
-def jfr(args, env, name):
-    """`env` with the job's JVM recording a Java Flight Recorder profile
-    into --jfr DIR/NAME.jfr (the broker's JVM not), or as it is."""
-    if not args.jfr:
-        return env
-    os.makedirs(args.jfr, exist_ok=True)
-    path = os.path.join(os.path.abspath(args.jfr), name + ".jfr")
-    return dict(env, JAVA_TOOL_OPTIONS=f"-XX:StartFlightRecording=filename={path},settings=profile")
+def jfr(args, env, name, java_opts=""):
+    """`env` with the job's JVM (the broker's not) given `java_opts` and,
+    with --jfr, recording a Java Flight Recorder profile into
+    --jfr DIR/NAME.jfr; or as it is."""
+    opts = java_opts.split()
+    if args.jfr:
+        os.makedirs(args.jfr, exist_ok=True)
+        path = os.path.join(os.path.abspath(args.jfr), name + ".jfr")
+        opts.append(f"-XX:StartFlightRecording=filename={path},settings=profile")
+    return dict(env, JAVA_TOOL_OPTIONS=" ".join(opts)) if opts else env
 
 
 def throughput(work, args, env, broker, reqs, acts, requests, actions):
@@ -201,16 +203,21 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
     create_topics(broker.bootstrap, inputs="tp", partitions=args.partitions)
     fill(broker.bootstrap, "tp", reqs, acts)
     results = []
-    for r in range(args.repeat):
-        prefix = f"tp{r}"
+    # With --vs-java-opts, each round runs Kafka in and out twice, the job's
+    # JVM as it is, then with those options (interleaved A B A B).
+    variants = [("", "kafka in, kafka out")]
+    if args.vs_java_opts:
+        variants.append((args.vs_java_opts, f"kafka, {args.vs_java_opts}"))
+    for r, (opts, label) in ((r, v) for r in range(args.repeat) for v in variants):
+        prefix = f"tp{r}" + ("b" if opts else "")
         create_topics(broker.bootstrap, out=prefix)
         cmd = kafka_cmd(broker.bootstrap, "tp", prefix, "10s", os.path.join(work, f"chk-{prefix}"), bounded=True)
         with nb.locked(args.lock):
             b0 = cpu_of(broker.pid)
-            wall, cpu, peak, _, groups = nb.measured(cmd, jfr(args, env, prefix + "-kafka"), None)
+            wall, cpu, peak, _, groups = nb.measured(cmd, jfr(args, env, prefix + "-kafka", opts), None)
             b1 = cpu_of(broker.pid)
         if args.threads:
-            print_groups("kafka in, kafka out", groups)
+            print_groups(label, groups)
         # Outside the lock: what the job committed.
         manifest = [json.loads(v) for _, v in committed_records(broker.bootstrap, [f"{prefix}.out.manifest"],
                                                                  f"check-{prefix}")]
@@ -221,8 +228,8 @@ def throughput(work, args, env, broker, reqs, acts, requests, actions):
         done = sum(m["rows"] for m in emitted)
         if done != rows:
             sys.exit(f"round {r}: the manifest says {done} rows emitted, the input has {rows}")
-        results.append(("kafka in, kafka out", wall, cpu, peak, done, b1 - b0))
-        if args.files:
+        results.append((label, wall, cpu, peak, done, b1 - b0))
+        if args.files and not opts:
             out = os.path.join(work, f"out-files-{r}")
             with nb.locked(args.lock):
                 wall, cpu, peak, _, groups = nb.measured(nb.job_cmd(requests, actions, out, "streaming", 1),
@@ -390,6 +397,8 @@ def main():
     ap.add_argument("--keep", help="keep the data, checkpoints and logs here")
     ap.add_argument("--threads", action="store_true", help="also print each throughput run's CPU seconds by group "
                     "of the job's threads (FEX_BENCH_THREAD_NAMES=1: every thread's name)")
+    ap.add_argument("--vs-java-opts", metavar="OPTS", help="also run each round's Kafka job with these JVM options "
+                    "(JAVA_TOOL_OPTIONS of the job, not the broker), right after the run without them")
     ap.add_argument("--jfr", metavar="DIR", help="record each throughput run's job with Java Flight Recorder "
                     "(DIR/tpN-kafka.jfr, DIR/tpN-files.jfr; profiles, not figures)")
     args = ap.parse_args()
