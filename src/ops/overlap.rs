@@ -290,10 +290,17 @@ impl Scratch {
     /// The fewest consecutive title terms holding every distinct query
     /// term, or 0.
     fn min_cover(&mut self, plain: usize) -> usize {
-        match self.label(plain) {
-            Some(want) => shortest_cover(&self.labels, want, self.query.len(), &mut self.counts),
-            None => 0,
-        }
+        let (q, t) = (self.query.len(), self.title.len());
+        let want = if self.label(plain) {
+            let (query, title) = (&self.query, &self.title);
+            let all = (0..q).all(|i| (0..t).any(|j| same(query, i, title, j)));
+            all.then(|| (0..q).filter(|&i| !(0..i).any(|k| same(query, k, query, i))).count())
+        } else {
+            // Each distinct query term found is the first of one rank.
+            let found = || self.first.iter().filter(|&&f| f != ABSENT).count();
+            (!self.query_ranks.contains(&ABSENT)).then(found)
+        };
+        want.map_or(0, |want| shortest_cover(&self.labels, want, q, &mut self.counts))
     }
 
     /// Tao and Zhai's MinDist, MaxDist or AvgDist over the distinct query
@@ -321,32 +328,29 @@ impl Scratch {
     }
 
     /// Labels each title term with the query term it equals (that term's
-    /// first index in the query) or `ABSENT`: term by term on short rows,
-    /// through the ranks on long ones. Returns how many distinct terms the
-    /// query has when the title holds every one, else None.
-    fn label(&mut self, plain: usize) -> Option<usize> {
+    /// first index in the query) or `ABSENT`: term by term on short rows
+    /// (then returns true), through the ranks on long ones (`first` then
+    /// holds, by rank, the query term labelling it).
+    fn label(&mut self, plain: usize) -> bool {
         let (q, t) = (self.query.len(), self.title.len());
         let (query, title) = (&self.query, &self.title);
         self.labels.clear();
         if q.saturating_mul(t) <= plain {
             let label = |j: usize| (0..q).find(|&i| same(query, i, title, j)).map_or(ABSENT, |i| i as u32);
             self.labels.extend((0..t).map(label));
-            let all = (0..q).all(|i| (0..t).any(|j| same(query, i, title, j)));
-            return all.then(|| (0..q).filter(|&i| !(0..i).any(|k| same(query, k, query, i))).count());
+            return true;
         }
         self.rank();
         let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
         self.first.clear();
         self.first.resize(ranks, ABSENT);
-        let mut want = 0;
         for (i, &r) in self.query_ranks.iter().enumerate() {
             if r != ABSENT && self.first[r as usize] == ABSENT {
                 self.first[r as usize] = i as u32;
-                want += 1;
             }
         }
         self.labels.extend(self.title_ranks.iter().map(|&r| self.first[r as usize]));
-        (!self.query_ranks.contains(&ABSENT)).then_some(want)
+        false
     }
 }
 
