@@ -274,6 +274,8 @@ const OPS: &[(&str, &str)] = &[
     ("overlap_contain", "{name: op, op: overlap, inputs: [query, title], method: is_contain}"),
     ("overlap_index", "{name: op, op: overlap, inputs: [query, title], method: index_of}"),
     ("overlap_cover", "{name: op, op: overlap, inputs: [query, title], method: proximity_min_cover}"),
+    ("overlap_min_dist", "{name: op, op: overlap, inputs: [query, title], method: proximity_min_dist}"),
+    ("overlap_avg_dist", "{name: op, op: overlap, inputs: [query, title], method: proximity_avg_dist}"),
     ("bm25", "{name: op, op: bm25, inputs: [query, title], file: title_df.tsv, documents: 100000, avg_len: 12}"),
     ("kv_dot", "{name: op, op: kv_dot, inputs: [query, title]}"),
     ("bool_mask", "{name: op, op: bool_mask, inputs: [item_tags, item_tags]}"),
@@ -302,6 +304,7 @@ const OPS: &[(&str, &str)] = &[
     ("normalize_text_cht2chs", "{name: op, op: normalize_text, input: title, options: [TEXT_CHT2CHS]}"),
     ("regex_replace", "{name: op, op: regex_replace, input: category, pattern: \"[0-9]+\", replacement: \"#\"}"),
     ("slice", "{name: op, op: slice, input: category, start: -3}"),
+    ("split", "{name: op, op: split, input: category, separator: \"_\", index: -1}"),
     ("expr_scalar", "{name: op, op: expr, inputs: [item_ctr], expression: \"sigmoid(item_ctr * 4 - 2)\"}"),
     (
         "expr_vector",

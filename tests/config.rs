@@ -197,17 +197,24 @@ fn inline_configs_report_every_error() {
             ],
         ),
         (
-            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: h, op: hash, input: t, buckets: 9, separator: ''}\n  - {name: a, op: regex_replace, input: t, pattern: \"a(b\"}\n  - {name: b, op: regex_replace, input: t}\n  - {name: c, op: slice, input: t}\n  - {name: d, op: slice, input: x, start: 1}",
+            "name: m\nfeatures:\n  - {name: t, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: h, op: hash, input: t, buckets: 9, separator: ''}\n  - {name: a, op: regex_replace, input: t, pattern: \"a(b\"}\n  - {name: b, op: regex_replace, input: t}\n  - {name: c, op: slice, input: t}\n  - {name: d, op: slice, input: x, start: 1}\n  - {name: e, op: split, input: t, separator: ''}\n  - {name: f, op: split, input: t, index: 1.5}\n  - {name: g, op: split, input: x, separator: ''}",
             &[
+                // Read before the checks: a key of the wrong type.
+                "features.f.index: invalid type: floating point `1.5`, expected i64",
                 "features.h.separator: is empty; give the string that splits the values (FG's is \\x1d)",
                 "features.a.pattern: error: unclosed group",
                 "features.b.pattern: missing; give the regular expression to replace",
                 "features.c.start: give start, end or both (characters; negative from the end)",
                 r#"features.d.input: takes one string feature; found "x" (LAYOUT_DENSE)"#,
+                "features.e.separator: is empty; give the string to split at (default \\x1d)",
+                "features.e.index: missing; give the part to keep (0 is the first; negative counts from the end)",
+                "features.g.separator: is empty; give the string to split at (default \\x1d)",
+                "features.g.index: missing; give the part to keep (0 is the first; negative counts from the end)",
+                r#"features.g.input: takes one string feature; found "x" (LAYOUT_DENSE)"#,
             ],
         ),
         (
-            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}\n  - {name: e, op: overlap, inputs: [q, q], method: proximity_avg_dist}",
+            "name: m\nfeatures:\n  - {name: q, kind: string, output: false}\n  - {name: x, kind: dense, output: false}\n  - {name: a, op: overlap, inputs: [q, q]}\n  - {name: b, op: overlap, inputs: [q, q], method: jaccard, default: .nan}\n  - {name: c, op: overlap, inputs: [q], method: is_equal}\n  - {name: d, op: overlap, inputs: [q, x], method: is_contain, separator: ''}\n  - {name: e, op: overlap, inputs: [q, q], method: proximity_avg_dist, default: 0}",
             &[
                 "features.a.method: missing; give one of query_common_ratio, title_common_ratio, is_contain, is_equal",
                 r#"features.b.method: found "jaccard", expected one of query_common_ratio, title_common_ratio, is_contain, is_equal"#,
@@ -215,7 +222,7 @@ fn inline_configs_report_every_error() {
                 "features.c.inputs: op overlap takes [query, title], found 1 inputs",
                 "features.d.separator: is empty; give the terms' separator (default \\x1d)",
                 r#"features.d.input: op overlap takes ragged ids or strings; "x" is LAYOUT_DENSE DATA_TYPE_F32"#,
-                "features.e.method: proximity_avg_dist is not in fex: FG does not say which pairs of terms it measures",
+                "features.e.default: is not used by the proximity distances: a row without a matched term (an empty query or title too) gives the title's length plus 1, FG's \"no matched term\"",
             ],
         ),
         (

@@ -858,6 +858,65 @@ fn overlap_over_a_batch_agrees_with_fg_lites_loops() {
     });
 }
 
+/// `overlap`'s `proximity_min_dist`, `proximity_max_dist` and
+/// `proximity_avg_dist` over a whole batch (short rows labelled term by
+/// term, long ones through sorted ranks; each pair's distance a merge of
+/// two position lists) give, row by row, Tao and Zhai's MinDist, MaxDist
+/// and AvgDist written as brute force (every occurrence of one matched
+/// term against every occurrence of another, O(q² t²)): over the distinct
+/// query terms in the title; the title's length when one is, the length
+/// plus 1 when none is or a side has no terms.
+#[test]
+fn overlap_distances_agree_with_brute_force() {
+    use proptest::prelude::*;
+    let methods = ["proximity_min_dist", "proximity_max_dist", "proximity_avg_dist"];
+    let mut features = String::from(
+        "  - {name: q, kind: string, shared: once, output: false}\n  - {name: t, kind: string, output: false}\n",
+    );
+    for m in methods {
+        features.push_str(&format!("  - {{name: {m}, op: overlap, inputs: [q, t], method: {m}}}\n"));
+    }
+    let p = plan(&features);
+    let word = prop::sample::select(vec!["a", "b", "c", "d", "ab", "longer_word_1", "longer_word_2"]);
+    let words = move |max| prop::collection::vec(word.clone(), 0..max);
+    let case = (words(8), prop::collection::vec(words(60), 1..5));
+    proptest!(ProptestConfig::with_cases(200), |((q, titles) in case)| {
+        let sample = query_and_titles(&q, &titles);
+        let out = run(&p, &batch(&sample));
+        for (r, t) in titles.iter().enumerate() {
+            let mut matched: Vec<&str> = q.iter().copied().filter(|w| t.contains(w)).collect();
+            matched.sort_unstable();
+            matched.dedup();
+            let mut pairs = vec![];
+            for (k, a) in matched.iter().enumerate() {
+                for b in &matched[k + 1..] {
+                    let d = (0..t.len())
+                        .flat_map(|i| (0..t.len()).map(move |j| (i, j)))
+                        .filter(|&(i, j)| t[i] == *a && t[j] == *b)
+                        .map(|(i, j)| i.abs_diff(j))
+                        .min()
+                        .unwrap();
+                    pairs.push(d as f64);
+                }
+            }
+            let none = [t.len() as f64 + 1.0; 3];
+            let want = match matched.len() {
+                0 => none,
+                1 => [t.len() as f64; 3],
+                _ => [
+                    pairs.iter().copied().fold(f64::MAX, f64::min),
+                    pairs.iter().copied().fold(0.0, f64::max),
+                    pairs.iter().sum::<f64>() / pairs.len() as f64,
+                ],
+            };
+            for (m, w) in methods.iter().zip(want) {
+                let got = get(&out, m).f32s()[r];
+                prop_assert_eq!(got, w as f32, "{} row {}: query {:?}, title {:?}", m, r, &q, t);
+            }
+        }
+    });
+}
+
 /// `bm25` over a whole batch (a SHARED query split and looked up once,
 /// titles per row, short rows counted term by term and long ones through
 /// sorted runs) gives, row by row, Okapi BM25 with Lucene's idf as the

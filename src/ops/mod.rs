@@ -5,8 +5,8 @@
 //! cast, scale, pow), `vocab` (contiguous ids from a file), `layout` (group
 //! CSR, keyed-jagged, concatenation, sequence positions), `multihot` (seed 004),
 //! and FG's operators: `expr` (`expr_seq`, per position of float sequences), `lookup` (lookup and match; `map_lists`, a
-//! lookup's map as parallel key and value lists), `overlap`, `bm25`, `text`
-//! (regex_replace, slice, normalize_text; `t2s`, its traditional to
+//! lookup's map as parallel key and value lists), `overlap` (`proximity`, its pairwise distances), `bm25`, `text`
+//! (regex_replace, slice, split, normalize_text; `t2s`, its traditional to
 //! simplified Chinese table).
 
 mod bm25;
@@ -24,6 +24,7 @@ mod match_seq;
 mod multihot;
 mod numeric;
 mod overlap;
+mod proximity;
 mod rows;
 mod t2s;
 mod text;
@@ -219,6 +220,12 @@ pub enum TransformKind {
         start: i64,
         end: Option<i64>,
     },
+    /// Part `index` of each row's string split at every `separator`
+    /// (Python's `s.split(separator)[index]`, or the empty string).
+    Split {
+        separator: Vec<u8>,
+        index: i64,
+    },
     /// The same, each value found hashed into `buckets`, after the keys
     /// `show` names (FG's show_pkey, show_skey).
     MatchIds {
@@ -348,6 +355,7 @@ pub(crate) fn apply(
         }
         RegexReplace { pattern, replacement } => text::regex_replace(pattern, replacement, input(0), out, rows),
         Slice { start, end } => text::slice(*start, *end, input(0), out, rows),
+        Split { separator, index } => text::split(separator, *index, input(0), out, rows),
         NormalizeText(n) => text::normalize(n, input(0), out, rows),
         MatchIds { separator, all, buckets, show } => {
             let keys = lookup::MatchKeys::new(inputs, *all, separator);

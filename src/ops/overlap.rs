@@ -11,18 +11,28 @@
 //! - `index_of`: where `is_contain`'s run first starts, counted in title
 //!   terms from 0, or -1;
 //! - `proximity_min_cover`: the fewest consecutive title terms that hold
-//!   every distinct query term, or 0 when a query term is not in the title.
+//!   every distinct query term, or 0 when a query term is not in the title;
+//! - `proximity_min_dist`, `proximity_max_dist`, `proximity_avg_dist`: Tao
+//!   and Zhai's MinDist, MaxDist and AvgDist (see `proximity`) over the
+//!   distinct query terms the title holds; the title's length when one
+//!   does, the length plus 1 (FG's "no matched term") when none does.
 //!
 //! A row whose query or title has no terms gives `default` (FG gives 0 for
 //! an empty or missing field, every method it tests; fex's `default` is -1
-//! for `index_of`, where 0 would read as found). Terms are compared as bytes.
+//! for `index_of`, where 0 would read as found), except for the three
+//! distances, which give the title's length plus 1 there as well: no term
+//! matched. Terms are compared as bytes.
 //! Short rows (q × t up to `PLAIN`) are compared term by term; longer ones
 //! cost O((q + t) log t), never q × t: the title's terms are sorted once and
 //! each query term found by binary search, `is_contain` and `index_of` run
 //! Knuth-Morris-Pratt over the terms' ranks; `proximity_min_cover` slides a
 //! window over the title's terms labelled with the query term each equals.
+//! The distances label the title's terms the same way, then merge the
+//! positions of each pair of matched terms: O(m · t) more, for m distinct
+//! matched terms (m ≤ min(q, t)).
 
 use super::lookup::each_key;
+use super::proximity;
 use crate::columns::Column;
 use crate::error::ExtractError;
 
@@ -35,12 +45,15 @@ pub enum OverlapMethod {
     Equals,
     IndexOf,
     MinCover,
+    MinDist,
+    MaxDist,
+    AvgDist,
 }
 
 impl OverlapMethod {
     /// FG's method names.
-    pub const NAMES: &'static str =
-        "query_common_ratio, title_common_ratio, is_contain, is_equal, index_of, proximity_min_cover";
+    pub const NAMES: &'static str = "query_common_ratio, title_common_ratio, is_contain, is_equal, index_of, \
+         proximity_min_cover, proximity_min_dist, proximity_max_dist, proximity_avg_dist";
 
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -50,13 +63,22 @@ impl OverlapMethod {
             "is_equal" => Self::Equals,
             "index_of" => Self::IndexOf,
             "proximity_min_cover" => Self::MinCover,
+            "proximity_min_dist" => Self::MinDist,
+            "proximity_max_dist" => Self::MaxDist,
+            "proximity_avg_dist" => Self::AvgDist,
             _ => return None,
         })
+    }
+
+    /// Whether the method is one of Tao and Zhai's pairwise distances,
+    /// which answer a row without terms themselves (no `default`).
+    pub fn is_distance(self) -> bool {
+        matches!(self, Self::MinDist | Self::MaxDist | Self::AvgDist)
     }
 }
 
 /// Not in the title.
-const ABSENT: u32 = u32::MAX;
+pub(super) const ABSENT: u32 = u32::MAX;
 
 /// Up to this many term comparisons (q × t) a row is compared term by
 /// term: a 4-word query against a 12-word title costs a tenth of sorting.
@@ -131,6 +153,8 @@ struct Scratch {
     labels: Vec<u32>,
     /// By query term: its occurrences in the window.
     counts: Vec<u32>,
+    /// The matched terms' title positions, grouped by term (distances).
+    positions: proximity::Positions,
 }
 
 thread_local! {
@@ -164,10 +188,14 @@ pub(super) fn apply(
 }
 
 impl Scratch {
-    /// The row's value; None when the query or the title has no terms.
-    /// Rows of up to `plain` comparisons are compared term by term.
+    /// The row's value; None when the query or the title has no terms
+    /// (but for the distances). Rows of up to `plain` comparisons are
+    /// compared term by term.
     fn row(&mut self, method: OverlapMethod, plain: usize) -> Option<f64> {
         let (q, t) = (self.query.len(), self.title.len());
+        if method.is_distance() {
+            return Some(self.distance(method, plain));
+        }
         if q == 0 || t == 0 {
             return None;
         }
@@ -193,7 +221,11 @@ impl Scratch {
             OverlapMethod::TitleRatio => found as f64 / t as f64,
             OverlapMethod::Contains => yes(start.is_some()),
             OverlapMethod::IndexOf => start.map_or(-1.0, |s| s as f64),
-            OverlapMethod::Equals | OverlapMethod::MinCover => unreachable!("answered above"),
+            OverlapMethod::Equals
+            | OverlapMethod::MinCover
+            | OverlapMethod::MinDist
+            | OverlapMethod::MaxDist
+            | OverlapMethod::AvgDist => unreachable!("answered above"),
         })
     }
 
@@ -256,35 +288,69 @@ impl Scratch {
     }
 
     /// The fewest consecutive title terms holding every distinct query
-    /// term, or 0. Each title term is labelled with the query term it
-    /// equals: term by term on short rows, through the ranks on long ones.
+    /// term, or 0.
     fn min_cover(&mut self, plain: usize) -> usize {
+        let (q, t) = (self.query.len(), self.title.len());
+        let want = if self.label(plain) {
+            let (query, title) = (&self.query, &self.title);
+            let all = (0..q).all(|i| (0..t).any(|j| same(query, i, title, j)));
+            all.then(|| (0..q).filter(|&i| !(0..i).any(|k| same(query, k, query, i))).count())
+        } else {
+            // Each distinct query term found is the first of one rank.
+            let found = || self.first.iter().filter(|&&f| f != ABSENT).count();
+            (!self.query_ranks.contains(&ABSENT)).then(found)
+        };
+        want.map_or(0, |want| shortest_cover(&self.labels, want, q, &mut self.counts))
+    }
+
+    /// Tao and Zhai's MinDist, MaxDist or AvgDist over the distinct query
+    /// terms the title holds; the title's length when it holds one, the
+    /// length plus 1 when it holds none (or a side has no terms).
+    fn distance(&mut self, method: OverlapMethod, plain: usize) -> f64 {
+        let (q, t) = (self.query.len(), self.title.len());
+        if q == 0 || t == 0 {
+            return (t + 1) as f64;
+        }
+        self.label(plain);
+        let p = &mut self.positions;
+        match p.group(&self.labels, q) {
+            0 => (t + 1) as f64,
+            1 => t as f64,
+            _ => {
+                let d = p.pair_distances();
+                match method {
+                    OverlapMethod::MinDist => d.min as f64,
+                    OverlapMethod::MaxDist => d.max as f64,
+                    _ => d.sum as f64 / d.pairs as f64,
+                }
+            }
+        }
+    }
+
+    /// Labels each title term with the query term it equals (that term's
+    /// first index in the query) or `ABSENT`: term by term on short rows
+    /// (then returns true), through the ranks on long ones (`first` then
+    /// holds, by rank, the query term labelling it).
+    fn label(&mut self, plain: usize) -> bool {
         let (q, t) = (self.query.len(), self.title.len());
         let (query, title) = (&self.query, &self.title);
         self.labels.clear();
-        let want = if q.saturating_mul(t) <= plain {
+        if q.saturating_mul(t) <= plain {
             let label = |j: usize| (0..q).find(|&i| same(query, i, title, j)).map_or(ABSENT, |i| i as u32);
             self.labels.extend((0..t).map(label));
-            (0..q).filter(|&i| !(0..i).any(|k| same(query, k, query, i))).count()
-        } else {
-            self.rank();
-            if self.query_ranks.contains(&ABSENT) {
-                return 0;
+            return true;
+        }
+        self.rank();
+        let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
+        self.first.clear();
+        self.first.resize(ranks, ABSENT);
+        for (i, &r) in self.query_ranks.iter().enumerate() {
+            if r != ABSENT && self.first[r as usize] == ABSENT {
+                self.first[r as usize] = i as u32;
             }
-            let ranks = self.title_ranks.iter().max().map_or(0, |&r| r as usize + 1);
-            self.first.clear();
-            self.first.resize(ranks, ABSENT);
-            let mut want = 0;
-            for (i, &r) in self.query_ranks.iter().enumerate() {
-                if self.first[r as usize] == ABSENT {
-                    self.first[r as usize] = i as u32;
-                    want += 1;
-                }
-            }
-            self.labels.extend(self.title_ranks.iter().map(|&r| self.first[r as usize]));
-            want
-        };
-        shortest_cover(&self.labels, want, q, &mut self.counts)
+        }
+        self.labels.extend(self.title_ranks.iter().map(|&r| self.first[r as usize]));
+        false
     }
 }
 
@@ -325,6 +391,9 @@ mod tests {
     /// `isEqual`), with fex's answer for an empty side; `index_of` and
     /// `proximity_min_cover` (which FG lite lacks) as brute force.
     fn reference(method: OverlapMethod, q: &[&str], t: &[&str]) -> Option<f64> {
+        if method.is_distance() {
+            return Some(brute_distance(method, q, t));
+        }
         if q.is_empty() || t.is_empty() {
             return None;
         }
@@ -342,7 +411,61 @@ mod tests {
             OverlapMethod::Equals => yes(q == t),
             OverlapMethod::IndexOf => start.map_or(-1.0, |s| s as f64),
             OverlapMethod::MinCover => cover.map_or(0.0, |n| n as f64),
+            OverlapMethod::MinDist | OverlapMethod::MaxDist | OverlapMethod::AvgDist => unreachable!("above"),
         })
+    }
+
+    /// Tao and Zhai's definitions as written, every occurrence against
+    /// every other: O(q² t²).
+    fn brute_distance(method: OverlapMethod, q: &[&str], t: &[&str]) -> f64 {
+        let mut terms: Vec<&str> = q.iter().copied().filter(|x| t.contains(x)).collect();
+        terms.sort_unstable();
+        terms.dedup();
+        let mut pairs = vec![];
+        for (k, a) in terms.iter().enumerate() {
+            for b in &terms[k + 1..] {
+                let at = |w| (0..t.len()).filter(|&i| t[i] == w).collect::<Vec<_>>();
+                let (xs, ys) = (at(*a), at(*b));
+                pairs.push(xs.iter().flat_map(|i| ys.iter().map(move |j| i.abs_diff(*j))).min().unwrap() as f64);
+            }
+        }
+        match (terms.len(), method) {
+            (0, _) => t.len() as f64 + 1.0,
+            (1, _) => t.len() as f64,
+            (_, OverlapMethod::MinDist) => pairs.iter().copied().fold(f64::MAX, f64::min),
+            (_, OverlapMethod::MaxDist) => pairs.iter().copied().fold(0.0, f64::max),
+            _ => pairs.iter().sum::<f64>() / pairs.len() as f64,
+        }
+    }
+
+    /// Hand-worked rows of the three distances (min, max, avg).
+    #[test]
+    fn distances_worked_by_hand() {
+        let all = [OverlapMethod::MinDist, OverlapMethod::MaxDist, OverlapMethod::AvgDist];
+        let cases: [(&[&str], &[&str], [f64; 3]); 8] = [
+            // a at 0 and 3, b at 2, c at 4: d(a,b) 1, d(a,c) 1, d(b,c) 2.
+            (&["a", "b", "c"], &["a", "x", "b", "a", "c"], [1.0, 2.0, 4.0 / 3.0]),
+            // A repeated query term counts once; z is not in the title.
+            (&["c", "a", "c", "z"], &["a", "x", "x", "c"], [3.0, 3.0, 3.0]),
+            // One distinct term matched: the title's length.
+            (&["a", "a", "z"], &["x", "a", "a"], [3.0; 3]),
+            // None matched: the length plus 1.
+            (&["z"], &["x", "y"], [3.0; 3]),
+            // An empty query or title: no term matched.
+            (&[], &["x", "y"], [3.0; 3]),
+            (&["a"], &[], [1.0; 3]),
+            // Repeated title terms: the closest occurrences count.
+            (&["a", "b"], &["a", "x", "x", "b", "x", "a"], [2.0; 3]),
+            // d(a,b) 1, d(a,c) 5, d(b,c) 4.
+            (&["a", "b", "c"], &["a", "b", "x", "x", "x", "c"], [1.0, 5.0, 10.0 / 3.0]),
+        ];
+        for (q, t, want) in cases {
+            for (m, w) in all.into_iter().zip(want) {
+                for plain in [PLAIN, 0] {
+                    assert_eq!(run(m, q, t, plain), Some(w), "{m:?} {q:?} {t:?} {plain}");
+                }
+            }
+        }
     }
 
     fn run(method: OverlapMethod, q: &[&str], t: &[&str], plain: usize) -> Option<f64> {
@@ -369,6 +492,9 @@ mod tests {
                 OverlapMethod::Equals,
                 OverlapMethod::IndexOf,
                 OverlapMethod::MinCover,
+                OverlapMethod::MinDist,
+                OverlapMethod::MaxDist,
+                OverlapMethod::AvgDist,
             ] {
                 for plain in [PLAIN, 0] {
                     prop_assert_eq!(run(method, &q, &t, plain), reference(method, &q, &t), "{:?} {}", method, plain);

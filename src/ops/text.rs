@@ -1,5 +1,5 @@
 //! String operators over one string per row: `regex_replace` (FG's
-//! RegexReplace operator), `slice` and `normalize_text` (FG's
+//! RegexReplace operator), `slice`, `split` and `normalize_text` (FG's
 //! text_normalizer). Each gives one string per row.
 
 use std::fmt;
@@ -115,6 +115,63 @@ pub(super) fn slice(
     Ok(())
 }
 
+/// Part `index` of each row's string split at every `separator`, counted
+/// as Python's `s.split(separator)[index]` counts (empty parts are parts;
+/// negative from the end); a row with fewer parts gives the empty string.
+pub(super) fn split(
+    separator: &[u8],
+    index: i64,
+    input: &Column,
+    out: &mut Column,
+    rows: usize,
+) -> Result<(), ExtractError> {
+    let s = out.strings_mut();
+    s.end_row();
+    for r in 0..rows {
+        s.bytes.extend_from_slice(part(string_at(input, r), separator, index));
+        s.end_row();
+    }
+    Ok(())
+}
+
+/// Part `index` of `text` split at `sep` (non-empty), or empty. The
+/// separators are found left to right, each after the last one's end, as
+/// Python finds them (so "aaa" split at "aa" is "", "a"), also for a
+/// negative index: the parts are counted first.
+fn part<'t>(text: &'t [u8], sep: &[u8], index: i64) -> &'t [u8] {
+    let want = if index >= 0 {
+        index.unsigned_abs()
+    } else {
+        let parts = separators(text, sep).count() as u64 + 1;
+        match parts.checked_sub(index.unsigned_abs()) {
+            Some(k) => k,
+            None => return &[],
+        }
+    };
+    let mut start = 0;
+    for (k, end) in separators(text, sep).chain([text.len()]).enumerate() {
+        if k as u64 == want {
+            return &text[start..end];
+        }
+        start = end + sep.len();
+    }
+    &[]
+}
+
+/// Where each separator starts, left to right, none overlapping the last.
+fn separators<'t>(text: &'t [u8], sep: &'t [u8]) -> impl Iterator<Item = usize> + 't {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let rest = text.get(from..)?;
+        let at = match sep {
+            [b] => rest.iter().position(|x| x == b),
+            _ => rest.windows(sep.len()).position(|w| w == sep),
+        }?;
+        from += at + sep.len();
+        Some(from - sep.len())
+    })
+}
+
 /// Python's slice bounds over `len` items.
 fn bounds(start: i64, end: Option<i64>, len: usize) -> (usize, usize) {
     let len_i = len as i64;
@@ -142,6 +199,63 @@ mod tests {
             let (a, b) = bounds(start, end, 5);
             let text: String = "abcdé".chars().skip(a).take(b.saturating_sub(a)).collect();
             assert_eq!(text, want, "{start}..{end:?}");
+        }
+    }
+
+    /// Each case as Python answers `text.split(sep)[index]` (IndexError:
+    /// the empty string).
+    #[test]
+    fn splits_count_like_python() {
+        // Text, separator, index, the part.
+        type Case = (&'static [u8], &'static [u8], i64, &'static [u8]);
+        let cases: [Case; 16] = [
+            (b"a>b>c", b">", 0, b"a"),
+            (b"a>b>c", b">", 2, b"c"),
+            (b"a>b>c", b">", 3, b""),
+            (b"a>b>c", b">", -1, b"c"),
+            (b"a>b>c", b">", -3, b"a"),
+            (b"a>b>c", b">", -4, b""),
+            (b"", b">", 0, b""),
+            (b"", b">", -1, b""),
+            (b"abc", b">", 0, b"abc"),
+            (b"abc", b">", 1, b""),
+            (b"a>", b">", 1, b""),
+            (b">>a", b">", 2, b"a"),
+            (b"aaa", b"aa", 0, b""),
+            (b"aaa", b"aa", -1, b"a"),
+            (b"x::y::", b"::", -2, b"y"),
+            (b"\xff\x1d\xfe", b"\x1d", 1, b"\xfe"),
+        ];
+        for (text, sep, index, want) in cases {
+            assert_eq!(part(text, sep, index), want, "{text:?} {sep:?} {index}");
+        }
+        assert_eq!(part(b"a", b">", i64::MIN), b"");
+        assert_eq!(part(b"a", b">", i64::MAX), b"");
+    }
+
+    proptest::proptest! {
+        /// `part` agrees with the parts collected byte by byte, indexed
+        /// as Python indexes a list.
+        #[test]
+        fn splits_agree_with_the_parts_collected(
+            text in proptest::collection::vec(proptest::sample::select(b"ab,;\xff".to_vec()), 0..12),
+            sep in proptest::sample::select(vec![&b","[..], b",,", b",;,", b"\xff"]),
+            index in -6i64..6,
+        ) {
+            let mut parts = vec![vec![]];
+            let mut i = 0;
+            while i < text.len() {
+                if text[i..].starts_with(sep) {
+                    parts.push(vec![]);
+                    i += sep.len();
+                } else {
+                    parts.last_mut().unwrap().push(text[i]);
+                    i += 1;
+                }
+            }
+            let at = if index < 0 { parts.len() as i64 + index } else { index };
+            let want = usize::try_from(at).ok().and_then(|k| parts.get(k)).cloned().unwrap_or_default();
+            proptest::prop_assert_eq!(part(&text, sep, index), &want[..]);
         }
     }
 

@@ -226,6 +226,19 @@ impl Checker {
                 }
                 self.strings_input(path, ins).then(|| strings(K::Slice { start: o.start.unwrap_or(0), end: o.end }))?
             }
+            RawOp::Split(o) => {
+                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+                if separator.is_empty() {
+                    self.error(format!("{path}.separator"), "is empty; give the string to split at (default \\x1d)");
+                }
+                if o.index.is_none() {
+                    let message = "missing; give the part to keep (0 is the first; negative counts from the end)";
+                    self.error(format!("{path}.index"), message);
+                }
+                let fits = self.strings_input(path, ins);
+                let index = o.index.filter(|_| fits && !separator.is_empty())?;
+                strings(K::Split { separator, index })
+            }
             RawOp::Concat => {
                 let width: i64 = ins.iter().map(|o| dims(o).iter().product::<i64>()).sum();
                 many(self, Need::Dense, 1).then(|| dense(K::Concat, DataType::F32, vec![width]))?
@@ -509,15 +522,7 @@ impl Checker {
     fn overlap(&mut self, path: &str, o: &entries::Overlap, ins: &[&Output], e: &RawEntry) -> Option<Transform> {
         let method = match o.method.as_deref() {
             Some(m) => OverlapMethod::parse(m).or_else(|| {
-                let message = if ["proximity_min_dist", "proximity_max_dist", "proximity_avg_dist"].contains(&m) {
-                    format!(
-                        "{m} is not in fex: FG does not say which pairs of terms it measures; give one of {}",
-                        OverlapMethod::NAMES
-                    )
-                } else {
-                    format!("found {m:?}, expected one of {}", OverlapMethod::NAMES)
-                };
-                self.error(format!("{path}.method"), message);
+                self.error(format!("{path}.method"), format!("found {m:?}, expected one of {}", OverlapMethod::NAMES));
                 None
             }),
             None => {
@@ -528,6 +533,15 @@ impl Checker {
         let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
         if separator.is_empty() {
             self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
+        }
+        // The distances answer every row (no term matched: the title's
+        // length plus 1, FG's range), so a default would never be used.
+        if let (Some(m), Some(_)) = (method, o.default)
+            && m.is_distance()
+        {
+            let message = "is not used by the proximity distances: a row without a matched term (an empty query \
+                           or title too) gives the title's length plus 1, FG's \"no matched term\"";
+            self.error(format!("{path}.default"), message);
         }
         // 0 is a position for index_of, so its rows without terms give -1.
         let none = if method == Some(OverlapMethod::IndexOf) { -1.0 } else { 0.0 };

@@ -53,6 +53,7 @@ pub(in crate::config) enum RawOp {
     Tokenize(entries::Tokenize),
     RegexReplace(entries::RegexReplace),
     Slice(entries::Slice),
+    Split(entries::Split),
     NormalizeText(entries::NormalizeText),
 }
 
@@ -137,6 +138,7 @@ impl Parsed<'_> {
             "tokenize" => RawOp::Tokenize(self.read(&owner)),
             "regex_replace" => RawOp::RegexReplace(self.read(&owner)),
             "slice" => RawOp::Slice(self.read(&owner)),
+            "split" => RawOp::Split(self.read(&owner)),
             "normalize_text" => RawOp::NormalizeText(self.read(&owner)),
             other => {
                 self.broken("op", &format!("unknown operator {other:?}, expected one of {OPS}"));

@@ -138,6 +138,7 @@ entry!(Bm25, op, [inputs: Vec<String>], {
 entry!(RegexReplace, op, [input: String], { pattern: String, replacement: String });
 entry!(NormalizeText, op, [input: String], { options: Vec<String>, stop_chars: String, max_length: u64 });
 entry!(Slice, op, [input: String], { start: i64, end: i64 });
+entry!(Split, op, [input: String], { separator: String, index: i64 });
 entry!(Expr, op, [input: String, inputs: Vec<String>], { expression: String, dtype: String });
 entry!(MultiHot, op, [inputs: Vec<String>], { num_embeddings: Vec<u64>, min_table_size: u64, multi_hot_size: u64 });
 

@@ -22,7 +22,7 @@ use super::ConfigError;
 /// The sample-reading kinds, for messages.
 pub(super) const KINDS: &str = "sparse, dense, string, sequence, list, line_id, label, instance_weight, action_label";
 /// The operators, for messages.
-pub(super) const OPS: &str = "v1_to_v2, slot, reslot, hash, filter_slots, cross, vocab, ln, clip, normalize, bucketize, cast, scale, pow, group, kjt, concat, multi_hot, expr, lookup, match, overlap, bm25, kv_dot, bool_mask, tokenize, regex_replace, slice, normalize_text";
+pub(super) const OPS: &str = "v1_to_v2, slot, reslot, hash, filter_slots, cross, vocab, ln, clip, normalize, bucketize, cast, scale, pow, group, kjt, concat, multi_hot, expr, lookup, match, overlap, bm25, kv_dot, bool_mask, tokenize, regex_replace, slice, split, normalize_text";
 
 /// The model's own keys; `limits` and `features` are read further below.
 #[derive(Debug, Default, Deserialize)]
