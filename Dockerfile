@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 #
 # fex-server image: a release build in the official Rust image, copied into a
-# distroless runtime that holds only glibc, libgcc and CA certificates and runs
+# distroless runtime that holds only glibc, libgcc, libstdc++ (SentencePiece,
+# linked statically, is C++) and CA certificates and runs
 # as the unprivileged "nonroot" user (65532). No shell and no HEALTHCHECK:
 # Kubernetes probes the gRPC health service (see helm/fex).
 #
@@ -13,9 +14,10 @@ ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-slim-bookworm AS build
 WORKDIR /src
-# librdkafka (the request log's Kafka producer) is built from its vendored
-# source with cmake; the slim image has a C compiler but neither cmake nor
-# the C++ compiler CMake's project() checks for.
+# librdkafka (the request log's Kafka producer) and SentencePiece (`op:
+# tokenize` with sentencepiece models) are built from their vendored source
+# with cmake; the slim image has a C compiler but neither cmake nor a C++
+# compiler.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake g++ make \
     && rm -rf /var/lib/apt/lists/*
