@@ -39,6 +39,25 @@ def read_framed(path):
     return records
 
 
+def string_rows(plan, example, rows, source="title", output="tokens"):
+    """Extracts `rows` (bytes), one per row as the bytes_list feature
+    `source`, with `plan`, and returns the ragged output's rows as lists."""
+    features = [example.Feature(bytes_list=example.BytesList(value=[t])) for t in rows]
+    batch = example.ExampleBatch(
+        named_feature_list=[example.NamedFeatureList(name=source, feature=features)], batch_size=len(rows)
+    )
+    out = plan.extract_batch(batch.SerializeToString())[output]
+    splits, values = out.row_splits, out.values
+    return [values[splits[r] : splits[r + 1]].tolist() for r in range(len(rows))]
+
+
+def tokenizer_titles():
+    """The product titles the tests' tokenizers were trained on
+    (tests/fixtures/tokenizer/titles.txt)."""
+    with open(os.path.join(ROOT, "tests", "fixtures", "tokenizer", "titles.txt"), encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
 @pytest.fixture(scope="session")
 def plan():
     return fex.Plan.default()

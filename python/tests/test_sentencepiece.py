@@ -15,6 +15,7 @@ import random
 import pytest
 
 import fex
+from conftest import string_rows, tokenizer_titles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "tokenizer")
@@ -24,15 +25,6 @@ features:
   - {name: tokens, op: tokenize, input: title, tokenizer_type: sentencepiece, file: m.model}
 """
 
-LINES = [
-    "red running shoes for men",
-    "women's red dress, size M",
-    "wireless bluetooth headphones with noise cancelling",
-    "stainless steel water bottle 750ml",
-    "红色 运动鞋 男款 跑步",
-    "无线 蓝牙 耳机 降噪",
-    "kids' running shoes, blue",
-] * 10
 
 PIECES = ["red", "Running", "shoes", "水", "红色", "运动鞋", "😀", "Ｒｅｄ", "①", " ", "  ", "\t", ",", "'s", "M", "750ml", "é", "ü", "<sep>"]
 
@@ -52,7 +44,7 @@ def trained(**options):
     spm = pytest.importorskip("sentencepiece")
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(LINES), model_writer=model, num_threads=1, minloglevel=2, **options
+        sentence_iterator=iter(tokenizer_titles() * 10), model_writer=model, num_threads=1, minloglevel=2, **options
     )
     return model.getvalue()
 
@@ -81,15 +73,8 @@ def test_token_ids_are_those_of_sentencepiece(protos, name, model):
     rng = random.Random(36)
     for _ in range(5):
         rows = texts(rng, 200)
-        features = [example.Feature(bytes_list=example.BytesList(value=[t])) for t in rows]
-        batch = example.ExampleBatch(
-            named_feature_list=[example.NamedFeatureList(name="title", feature=features)], batch_size=len(rows)
-        )
-        out = plan.extract_batch(batch.SerializeToString())["tokens"]
-        splits, values = out.row_splits, out.values
-        for r, text in enumerate(rows):
+        for text, got in zip(rows, string_rows(plan, example, rows)):
             want = reference.encode(text.decode("utf-8", errors="replace"))
-            got = values[splits[r] : splits[r + 1]].tolist()
             assert got == want, (name, text, got, want)
 
 

@@ -10,6 +10,7 @@ import random
 import pytest
 
 import fex
+from conftest import string_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BPE = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "bpe.json")
@@ -43,13 +44,6 @@ def test_token_ids_are_those_of_huggingface_tokenizers(protos):
     rng = random.Random(36)
     for _ in range(5):
         rows = texts(rng, 200)
-        features = [example.Feature(bytes_list=example.BytesList(value=[t])) for t in rows]
-        batch = example.ExampleBatch(
-            named_feature_list=[example.NamedFeatureList(name="title", feature=features)], batch_size=len(rows)
-        )
-        out = plan.extract_batch(batch.SerializeToString())["tokens"]
-        splits, values = out.row_splits, out.values
-        for r, text in enumerate(rows):
+        for text, got in zip(rows, string_rows(plan, example, rows)):
             want = reference.encode(text.decode("utf-8", errors="replace"), add_special_tokens=False).ids
-            got = values[splits[r] : splits[r + 1]].tolist()
             assert got == want, (text, got, want)
