@@ -234,6 +234,26 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// An ASCII string normalizes byte by byte (`apply_ascii`) to what
+        /// the character path (`apply`) gives, whatever the options: case,
+        /// stop characters (ASCII or not), spaces removed, CJK split (no
+        /// ASCII character is one), a length limit.
+        #[test]
+        fn ascii_strings_normalize_as_characters_do(
+            text in proptest::collection::vec(proptest::sample::select(b"aZ09 \t\r,.!~\x0b\x7f".to_vec()), 0..24),
+            upper in proptest::option::of(proptest::bool::ANY),
+            (sbc2dbc, cht2chs, remove_space, split_chars) in (proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY, proptest::bool::ANY),
+            stops in proptest::option::of(proptest::sample::subsequence(vec!['a', 'A', ',', ' ', '\t', '～', '乾'], 0..4)),
+            max_length in proptest::option::of(0usize..30),
+        ) {
+            let stop_chars = stops.map(|mut s| { s.sort_unstable(); (s, 0) });
+            let n = TextNormalizer { sbc2dbc, upper, cht2chs, stop_chars, remove_space, split_chars, max_length };
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            n.apply_ascii(&text, n.ascii_drops(), &mut fast);
+            n.apply(std::str::from_utf8(&text).unwrap(), &mut slow);
+            proptest::prop_assert_eq!(fast, slow);
+        }
+
         /// `part` agrees with the parts collected byte by byte, indexed
         /// as Python indexes a list.
         #[test]
@@ -350,6 +370,56 @@ impl TextNormalizer {
         Some(c)
     }
 
+    /// The ASCII characters this normalizer drops, after case, as bits:
+    /// stop characters and, with `TEXT_REMOVE_SPACE`, white space (ASCII's
+    /// White_Space is 9..=13 and the space).
+    fn ascii_drops(&self) -> u128 {
+        let mut drops = 0u128;
+        for b in 0..128u8 {
+            let c = char::from(b);
+            let stop = self.stop_chars.as_ref().is_some_and(|(stop, _)| stop.binary_search(&c).is_ok());
+            if stop || (self.remove_space && c.is_whitespace()) {
+                drops |= 1 << b;
+            }
+        }
+        drops
+    }
+
+    /// `text`, all ASCII, normalized and appended to `out`: what `apply`
+    /// gives, byte by byte. No ASCII character changes width or script, and
+    /// none is a CJK ideograph, so only case, the dropped characters
+    /// (`drops`, from `ascii_drops`) and `max_length` apply.
+    fn apply_ascii(&self, text: &[u8], drops: u128, out: &mut Vec<u8>) {
+        let limit = self.max_length.unwrap_or(usize::MAX);
+        if drops == 0 {
+            // Every byte is kept: copy the run, then change its case.
+            let at = out.len();
+            out.extend_from_slice(&text[..text.len().min(limit)]);
+            match self.upper {
+                Some(true) => out[at..].make_ascii_uppercase(),
+                Some(false) => out[at..].make_ascii_lowercase(),
+                None => {}
+            }
+            return;
+        }
+        let mut count = 0usize;
+        for &b in text {
+            let c = match self.upper {
+                Some(true) => b.to_ascii_uppercase(),
+                Some(false) => b.to_ascii_lowercase(),
+                None => b,
+            };
+            if drops >> c & 1 == 1 {
+                continue;
+            }
+            if count == limit {
+                break;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+
     /// `text` normalized, appended to `out`.
     fn apply(&self, text: &str, out: &mut Vec<u8>) {
         let mut count = 0usize;
@@ -390,8 +460,14 @@ fn is_cjk(c: char) -> bool {
 pub(super) fn normalize(n: &TextNormalizer, input: &Column, out: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let s = out.strings_mut();
     s.end_row();
+    let drops = n.ascii_drops();
     for r in 0..rows {
         let bytes = string_at(input, r);
+        if bytes.is_ascii() {
+            n.apply_ascii(bytes, drops, &mut s.bytes);
+            s.end_row();
+            continue;
+        }
         match std::str::from_utf8(bytes) {
             Ok(text) => n.apply(text, &mut s.bytes),
             Err(_) => n.apply(&String::from_utf8_lossy(bytes), &mut s.bytes),
