@@ -342,7 +342,8 @@ mod tests {
 /// shared: RocksDB's JNI library takes its part in the same TaskManager,
 /// and a block that grew by a few hundred bytes (operator scratch held in
 /// thread-locals by value) made loading fail with "cannot allocate memory
-/// in static TLS block". Scratch is boxed now (`ops::rows::Scratch`); this
+/// in static TLS block". Operators' scratch is boxed, in one thread-local
+/// for all of them (`ops::rows`), and SentencePiece's C++ adds its own; this
 /// holds the block under a budget.
 #[cfg(test)]
 mod tls {

@@ -144,10 +144,6 @@ struct Scratch {
     sorted: Vec<u32>,
 }
 
-thread_local! {
-    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
-}
-
 /// BM25 of each row's `query` against its `title` (strings or ids; a
 /// column of one row stands for every row); dense `[rows, 1]`.
 pub(super) fn apply(
@@ -159,7 +155,7 @@ pub(super) fn apply(
     (separator, default): (&[u8], f64),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    super::rows::with_scratch(&SCRATCH, |s| {
+    super::rows::with_scratch(|s: &mut Scratch| {
         // A side of one row (a SHARED query, most often) is split, and
         // its terms looked up, once.
         for r in 0..rows {

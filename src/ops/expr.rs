@@ -869,10 +869,6 @@ impl Scratch {
     }
 }
 
-thread_local! {
-    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
-}
-
 /// Runs `e` over the inputs' rows into `out` (reset by the caller): dense,
 /// or, when an input is a sequence, per position (`expr_seq`).
 pub(super) fn apply(
@@ -883,7 +879,7 @@ pub(super) fn apply(
     rows: usize,
     budget: Budget<'_>,
 ) -> Result<(), ExtractError> {
-    super::rows::with_scratch(&SCRATCH, |scratch| {
+    super::rows::with_scratch(|scratch: &mut Scratch| {
         if inputs.iter().any(|i| is_sequence(&i.column)) {
             super::expr_seq::apply(scratch, e, inputs, (name, rows), out, budget)
         } else {

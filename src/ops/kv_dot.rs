@@ -100,10 +100,6 @@ struct Scratch {
     document: Vector,
 }
 
-thread_local! {
-    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
-}
-
 /// The dot product of each row's two vectors; dense `[rows, 1]`. A side of
 /// one row (SHARED) is read once for the call.
 pub(super) fn apply(
@@ -114,7 +110,7 @@ pub(super) fn apply(
     (separator, kv): (&[u8], u8),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    super::rows::with_scratch(&SCRATCH, |s| {
+    super::rows::with_scratch(|s: &mut Scratch| {
         for r in 0..rows {
             if r == 0 || query.rows() != 1 {
                 s.query.fill(query, r, separator, kv);

@@ -304,11 +304,6 @@ impl<'m> Finder<'m> {
     }
 }
 
-thread_local! {
-    static INDEX: super::rows::Scratch<Index> = const { std::cell::RefCell::new(None) };
-    static LIST_INDEX: super::rows::Scratch<ListIndex> = const { std::cell::RefCell::new(None) };
-}
-
 /// Calls `each(row, finder)` for every row: through an index when one map
 /// stands for every row, by a scan otherwise (a few keys against a map of
 /// their own row). `numbers`: the index reads each value's number (for
@@ -318,7 +313,7 @@ fn rows_of(map: Map<'_>, rows: usize, numbers: bool, mut each: impl FnMut(usize,
         Map::Entries(map) => map,
         Map::Lists(lists) if lists.shared() && rows > 1 => {
             let row = RowLists::of(&lists, 0);
-            return super::rows::with_scratch(&LIST_INDEX, |index| {
+            return super::rows::with_scratch(|index: &mut ListIndex| {
                 index.build(&row, numbers);
                 let finder = Finder::ListsIndexed(row, index);
                 (0..rows).for_each(|r| each(r, &finder));
@@ -328,14 +323,13 @@ fn rows_of(map: Map<'_>, rows: usize, numbers: bool, mut each: impl FnMut(usize,
     };
     if map.rows() == 1 && rows > 1 {
         let m = string_at(map, 0);
-        INDEX.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut index) => {
-                let index = index.get_or_insert_with(Box::default);
+        super::rows::try_scratch(|index: Option<&mut Index>| match index {
+            Some(index) => {
                 index.build_with(m, ENTRIES, b':', numbers);
                 let finder = Finder::Indexed(m, index);
                 (0..rows).for_each(|r| each(r, &finder));
             }
-            Err(_) => (0..rows).for_each(|r| each(r, &Finder::Scan(m))),
+            None => (0..rows).for_each(|r| each(r, &Finder::Scan(m))),
         });
     } else {
         (0..rows).for_each(|r| each(r, &Finder::Scan(string_at(map, r))));
@@ -560,14 +554,13 @@ pub(super) fn match_rows(
 ) {
     if map.rows() == 1 && rows > 1 {
         let m = string_at(map, 0);
-        INDEX.with(|cell| match cell.try_borrow_mut() {
-            Ok(mut index) => {
-                let index = index.get_or_insert_with(Box::default);
+        super::rows::try_scratch(|index: Option<&mut Index>| match index {
+            Some(index) => {
                 index.build_with(m, b'|', b'^', false);
                 let mut each = |_, at, f: &mut Found<'_>| each_match_in(m, Some(&*index), keys, at, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }
-            Err(_) => {
+            None => {
                 let mut each = |_, at, f: &mut Found<'_>| each_match(m, keys, at, f);
                 (0..rows).for_each(|r| row(r, &mut each));
             }

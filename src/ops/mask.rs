@@ -27,10 +27,6 @@ fn mask_of(mask: &Column, r: usize, separator: &[u8], bits: &mut Vec<bool>) {
     }
 }
 
-thread_local! {
-    static BITS: super::rows::Scratch<Vec<bool>> = const { std::cell::RefCell::new(None) };
-}
-
 /// Ragged ids: each row's values where its mask is true, in order.
 pub(super) fn apply(
     values: &Column,
@@ -41,7 +37,7 @@ pub(super) fn apply(
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
-    super::rows::with_scratch(&BITS, |bits| {
+    super::rows::with_scratch(|bits: &mut Vec<bool>| {
         for r in 0..rows {
             mask_of(mask, r, separator, bits);
             let mut at = 0;

@@ -157,10 +157,6 @@ struct Scratch {
     positions: proximity::Positions,
 }
 
-thread_local! {
-    static SCRATCH: super::rows::Scratch<Scratch> = const { std::cell::RefCell::new(None) };
-}
-
 /// `method` over each row of `query` and `title` (strings or ids; a column of
 /// one row stands for every row); dense `[rows, 1]`.
 pub(super) fn apply(
@@ -172,7 +168,7 @@ pub(super) fn apply(
     (separator, default): (&[u8], f64),
 ) -> Result<(), ExtractError> {
     let values = &mut out.dense_mut().values;
-    super::rows::with_scratch(&SCRATCH, |s| {
+    super::rows::with_scratch(|s: &mut Scratch| {
         // A side of one row (a SHARED query, most often) is split once.
         for r in 0..rows {
             if r == 0 || query.rows() != 1 {

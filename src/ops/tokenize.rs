@@ -132,10 +132,6 @@ impl Cache {
     }
 }
 
-thread_local! {
-    static CACHE: super::rows::Scratch<Cache> = const { std::cell::RefCell::new(None) };
-}
-
 /// Each row's token ids.
 pub(super) fn apply(
     t: &TokenizerFile,
@@ -146,7 +142,7 @@ pub(super) fn apply(
 ) -> Result<(), ExtractError> {
     let o = out.ragged_mut();
     o.splits.push(0)?;
-    super::rows::with_scratch(&CACHE, |cache| {
+    super::rows::with_scratch(|cache: &mut Cache| {
         for r in 0..rows {
             let bytes = string_at(input, r);
             if !bytes.is_empty() {
