@@ -75,6 +75,7 @@ pub(super) fn is_sequence(c: &Column) -> bool {
 }
 
 /// Calls `f` with each non-empty part of `s` between `sep`s (not empty).
+#[inline]
 pub(super) fn for_each_part(s: &[u8], sep: &[u8], mut f: impl FnMut(&[u8])) {
     let mut rest = s;
     while !rest.is_empty() {
