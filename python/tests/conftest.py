@@ -51,6 +51,19 @@ def string_rows(plan, example, rows, source="title", output="tokens"):
     return [values[splits[r] : splits[r + 1]].tolist() for r in range(len(rows))]
 
 
+def random_texts(rng, n, pieces):
+    """`n` random strings of up to 11 of `pieces` as UTF-8 bytes; about one
+    in seven has a byte that is not UTF-8 at a random place."""
+    out = []
+    for _ in range(n):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 12))).encode()
+        if rng.random() < 0.15 and text:
+            at = rng.randrange(len(text))
+            text = text[:at] + bytes([rng.choice([0x80, 0xFF, 0xC3])]) + text[at:]
+        out.append(text)
+    return out
+
+
 def tokenizer_titles():
     """The product titles the tests' tokenizers were trained on
     (tests/fixtures/tokenizer/titles.txt)."""

@@ -15,7 +15,7 @@ import random
 import pytest
 
 import fex
-from conftest import string_rows, tokenizer_titles
+from conftest import random_texts, string_rows, tokenizer_titles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "tokenizer")
@@ -27,17 +27,6 @@ features:
 
 
 PIECES = ["red", "Running", "shoes", "水", "红色", "运动鞋", "😀", "Ｒｅｄ", "①", " ", "  ", "\t", ",", "'s", "M", "750ml", "é", "ü", "<sep>"]
-
-
-def texts(rng, n):
-    out = []
-    for _ in range(n):
-        text = "".join(rng.choice(PIECES) for _ in range(rng.randrange(0, 12))).encode()
-        if rng.random() < 0.15 and text:
-            at = rng.randrange(len(text))
-            text = text[:at] + bytes([rng.choice([0x80, 0xFF, 0xC3])]) + text[at:]
-        out.append(text)
-    return out
 
 
 def trained(**options):
@@ -72,7 +61,7 @@ def test_token_ids_are_those_of_sentencepiece(protos, name, model):
     plan = fex.Plan.from_yaml(MODEL, files={"m.model": model})
     rng = random.Random(36)
     for _ in range(5):
-        rows = texts(rng, 200)
+        rows = random_texts(rng, 200, PIECES)
         for text, got in zip(rows, string_rows(plan, example, rows)):
             want = reference.encode(text.decode("utf-8", errors="replace"))
             assert got == want, (name, text, got, want)

@@ -10,7 +10,7 @@ import random
 import pytest
 
 import fex
-from conftest import string_rows
+from conftest import random_texts, string_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BPE = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "bpe.json")
@@ -23,18 +23,6 @@ features:
 PIECES = ["red", "running", "shoes", "水", "红色", "运动鞋", "😀", " ", "  ", "\t", ",", "'s", "M", "750ml", "é", "ü"]
 
 
-def texts(rng, n):
-    out = []
-    for _ in range(n):
-        text = "".join(rng.choice(PIECES) for _ in range(rng.randrange(0, 12))).encode()
-        if rng.random() < 0.15 and text:
-            # A byte that is not UTF-8 at a random place.
-            at = rng.randrange(len(text))
-            text = text[:at] + bytes([rng.choice([0x80, 0xFF, 0xC3])]) + text[at:]
-        out.append(text)
-    return out
-
-
 def test_token_ids_are_those_of_huggingface_tokenizers(protos):
     tokenizers = pytest.importorskip("tokenizers")
     example = protos["example"]
@@ -43,7 +31,7 @@ def test_token_ids_are_those_of_huggingface_tokenizers(protos):
         plan = fex.Plan.from_yaml(MODEL, files={"bpe.json": f.read()})
     rng = random.Random(36)
     for _ in range(5):
-        rows = texts(rng, 200)
+        rows = random_texts(rng, 200, PIECES)
         for text, got in zip(rows, string_rows(plan, example, rows)):
             want = reference.encode(text.decode("utf-8", errors="replace"), add_special_tokens=False).ids
             assert got == want, (text, got, want)

@@ -43,13 +43,11 @@ impl Checker {
             }
             RawOp::Hash(o) if o.weighted == Some(true) => {
                 let rule = self.bucketing(e, o);
-                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-                if separator.is_empty() {
-                    self.error(
-                        format!("{path}.separator"),
-                        "is empty; give the string between key:weight parts (FG's is \\x1d)",
-                    );
-                }
+                let separator = self.separator(
+                    path,
+                    o.separator.as_deref(),
+                    "give the string between key:weight parts (FG's is \\x1d)",
+                );
                 let value_dim = self.id_value_dim(path, o.value_dim);
                 let fits = self.strings_input(path, ins);
                 let usable = fits && !separator.is_empty();
@@ -147,10 +145,8 @@ impl Checker {
                 ragged(self, K::Tokenize(Arc::new(tokenizer)), &o.splits)
             }
             RawOp::BoolMask(o) => {
-                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-                if separator.is_empty() {
-                    self.error(format!("{path}.separator"), "is empty; give the parts' separator (default \\x1d)");
-                }
+                let separator =
+                    self.separator(path, o.separator.as_deref(), "give the parts' separator (default \\x1d)");
                 if ins.len() != 2 {
                     let message = format!("op bool_mask takes [values, mask], found {} inputs", ins.len());
                     self.error(format!("{path}.inputs"), message);
@@ -173,10 +169,8 @@ impl Checker {
                 ragged(self, K::BoolMask { separator, buckets }, &o.splits)
             }
             RawOp::KvDot(o) => {
-                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-                if separator.is_empty() {
-                    self.error(format!("{path}.separator"), "is empty; give the entries' separator (default \\x1d)");
-                }
+                let separator =
+                    self.separator(path, o.separator.as_deref(), "give the entries' separator (default \\x1d)");
                 let kv = match o.kv_delimiter.as_deref().map(str::as_bytes) {
                     None => Some(b':'),
                     Some([c]) if !separator.contains(c) => Some(*c),
@@ -227,10 +221,8 @@ impl Checker {
                 self.strings_input(path, ins).then(|| strings(K::Slice { start: o.start.unwrap_or(0), end: o.end }))?
             }
             RawOp::Split(o) => {
-                let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-                if separator.is_empty() {
-                    self.error(format!("{path}.separator"), "is empty; give the string to split at (default \\x1d)");
-                }
+                let separator =
+                    self.separator(path, o.separator.as_deref(), "give the string to split at (default \\x1d)");
                 if o.index.is_none() {
                     let message = "missing; give the part to keep (0 is the first; negative counts from the end)";
                     self.error(format!("{path}.index"), message);
@@ -332,6 +324,16 @@ impl Checker {
         Bucketing::Hash { buckets, prefix: prefix.then(|| e.name.as_bytes().to_vec()) }
     }
 
+    /// A multi-value separator, FG's 0x1D when not given; an empty one is an
+    /// error at `path.separator`, `hint` saying what to give.
+    fn separator(&mut self, path: &str, given: Option<&str>, hint: &str) -> Vec<u8> {
+        let separator = given.map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
+        if separator.is_empty() {
+            self.error(format!("{path}.separator"), format!("is empty; {hint}"));
+        }
+        separator
+    }
+
     /// `hash`'s `value_dim` (FG's id_feature value_dim): keep each row's
     /// first ids; 0, FG's default, keeps them all.
     fn id_value_dim(&mut self, path: &str, value_dim: Option<u64>) -> usize {
@@ -342,10 +344,7 @@ impl Checker {
     /// The settings `lookup` and `match` share: the keys' separator, and
     /// either a combiner and default (numbers) or buckets (hashed values).
     fn map_settings(&mut self, path: &str, o: &MapSettings<'_>) -> (Vec<u8>, Result<(Combiner, f64), u64>) {
-        let separator = o.separator.map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-        if separator.is_empty() {
-            self.error(format!("{path}.separator"), "is empty; give the keys' separator (default \\x1d)");
-        }
+        let separator = self.separator(path, o.separator, "give the keys' separator (default \\x1d)");
         if o.need_discrete {
             for (key, given) in [("combiner", o.combiner.is_some()), ("default", o.default.is_some())] {
                 if given {
@@ -530,10 +529,7 @@ impl Checker {
                 None
             }
         };
-        let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-        if separator.is_empty() {
-            self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
-        }
+        let separator = self.separator(path, o.separator.as_deref(), "give the terms' separator (default \\x1d)");
         // The distances answer every row (no term matched: the title's
         // length plus 1, FG's range), so a default would never be used.
         if let (Some(m), Some(_)) = (method, o.default)
@@ -569,10 +565,7 @@ impl Checker {
         files: Files<'_>,
     ) -> Option<Transform> {
         let before = self.count();
-        let separator = o.separator.as_ref().map_or_else(|| vec![0x1d], |s| s.as_bytes().to_vec());
-        if separator.is_empty() {
-            self.error(format!("{path}.separator"), "is empty; give the terms' separator (default \\x1d)");
-        }
+        let separator = self.separator(path, o.separator.as_deref(), "give the terms' separator (default \\x1d)");
         let default = self.finite(path, "bm25", "default", o.default, Some(0.0));
         let k1 = self.finite(path, "bm25", "k1", o.k1, Some(1.2));
         let b = self.finite(path, "bm25", "b", o.b, Some(0.75));
