@@ -42,6 +42,11 @@ import org.apache.flink.util.OutputTag;
  *       unmatched ones.
  * </ul>
  *
+ * <p>Streaming, run by {@link Operator}, the join keeps the users it saw last on the heap and writes their state
+ * behind: what changed reaches RocksDB once per user before each checkpoint's barrier (or when the user leaves the
+ * heap, or at the end), not at every event. A request that arrives and is emitted between two checkpoints never
+ * reaches RocksDB at all. The checkpoint has all of it, so a restore reads state as it would have been written through.
+ *
  * <p>In batch execution ({@code batch}) Flink sorts each user's records by time and timers are not needed: before each
  * record the state advances to just before its time, and the user's {@link Event#END} records close it.
  */
@@ -83,8 +88,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          * byte arrays {@code held} has ({@link Action#encode}), or null when not on the heap (a user read back from
          * state). Kept while the user is cached, so an emission neither reads the list from RocksDB nor decodes the
          * actions of other requests; a change reaches {@code held} later, as {@link #unwritten} (an append) or
-         * {@link #rewrite} (a removal) says, when the join runs in {@link Operator}, else at once. Bytes, not decoded actions: one small array per action lives long on the heap instead of seven
-         * objects.
+         * {@link #rewrite} (a removal) says, when the join runs in {@link Operator}, else at once. Bytes, not
+         * decoded actions: one small array per action lives long on the heap instead of seven objects.
          */
         transient Map<String, List<byte[]>> heldBy;
         /**
@@ -103,18 +108,37 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
          * Streaming only, not encoded: the user's emitted request ids with their emission times when all of them are
          * on the heap, else null (read {@code emitted}). A user with nothing in {@code waiting} has none (the state
          * is cleared only when nothing is left), so the heap knows a user's ids from their first request on, or from
-         * the first cleanup that reads them all; puts and removes are written through.
+         * the first cleanup that reads them all. Removes are written through; puts wait in {@link #emittedUnwritten}
+         * when the join runs in {@link Operator}.
          */
         transient Map<String, Long> emittedBy;
         /**
-         * {@link #find}'s index of {@code arrived} and {@code pending}: their ids, each id's hash beside it, and, once
-         * an action was held for it on the heap, the request's list in {@link #heldBy}; null when to be built again.
-         * An action's lookup compares ints in one array and follows one pointer, where walking the requests followed
-         * three per request (request, id, bytes), each likely a cache miss: it was the join's largest cost.
+         * Run by {@link Operator}, write-behind like {@link #unwritten}: {@code waiting} is to be written from this
+         * value ({@link #encode}) before the next checkpoint's barrier, when the user leaves the cache, or at the end,
+         * instead of at each of the user's changes.
+         */
+        transient boolean waitingUnwritten;
+        /**
+         * Run by {@link Operator}: requests that arrived since {@code bodies} was last written for this user and wait
+         * still, written at the same times as {@link #unwritten}. A request emitted before then is taken from here and
+         * never reaches RocksDB (no put, get or delete of its logged bytes). Null when none.
+         */
+        transient Map<String, Request> bodiesUnwritten;
+        /**
+         * Run by {@link Operator}, with {@link #emittedBy} on the heap: emissions not yet put to {@code emitted},
+         * written at the same times as {@link #unwritten}. Always a part of {@link #emittedBy}. Null when none.
+         */
+        transient Map<String, Long> emittedUnwritten;
+        /**
+         * {@link #find}'s index of {@code arrived} and {@code pending}: their ids, each id's hash beside it, and the
+         * requests themselves (each carries its list in {@link #heldBy} once an action was held for it on the heap,
+         * {@link Request#held}, which outlives the index); null when to be built again. An action's lookup compares
+         * ints in one array and follows one pointer, where walking the requests followed three per request (request,
+         * id, bytes), each likely a cache miss: it was the join's largest cost.
          */
         private transient String[] ids;
         private transient int[] hashes;
-        private transient List<byte[]>[] heldOf;
+        private transient Request[] requests;
         private transient int count;
         /** Beside the arrays once the requests are many. */
         private transient Map<String, Integer> positions;
@@ -133,6 +157,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return Math.min(nextEvent, nextCleanup);
         }
 
+        /** Something of this user is on the heap only, to be written to state ({@link #unwritten} and the like). */
+        boolean unwrittenAny() {
+            return unwritten != null || rewrite || waitingUnwritten || bodiesUnwritten != null
+                    || emittedUnwritten != null;
+        }
+
         /**
          * After {@code arrived} or {@code pending} changed, or a waiting request's list in {@link #heldBy} was
          * replaced or removed: {@link #find}'s index is built again when next needed.
@@ -143,19 +173,21 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
 
         /** After a request was added to {@code arrived}. */
-        void added(String requestId) {
+        void added(Request r) {
             if (ids != null) {
-                index(requestId);
+                index(r);
             }
         }
 
-        private void index(String requestId) {
+        private void index(Request r) {
+            String requestId = r.requestId;
             if (count == ids.length) {
                 int n = Math.max(8, count * 2);
                 ids = java.util.Arrays.copyOf(ids, n);
                 hashes = java.util.Arrays.copyOf(hashes, n);
-                heldOf = java.util.Arrays.copyOf(heldOf, n);
+                requests = java.util.Arrays.copyOf(requests, n);
             }
+            requests[count] = r;
             ids[count] = requestId;
             hashes[count] = requestId.hashCode();
             if (positions == null && count >= SCANNED) {
@@ -171,19 +203,18 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
 
         /** Where the request waits in {@link #find}'s index, or -1 when it does not wait. */
-        @SuppressWarnings("unchecked")
         int find(String requestId) {
             if (ids == null) {
                 int n = Math.max(8, arrived.size() + pending.size());
                 ids = new String[n];
                 hashes = new int[n];
-                heldOf = (List<byte[]>[]) new List<?>[n];
+                requests = new Request[n];
                 count = 0;
                 for (Request r : arrived) {
-                    index(r.requestId);
+                    index(r);
                 }
                 for (Request r : pending) {
-                    index(r.requestId);
+                    index(r);
                 }
             }
             if (positions != null) {
@@ -205,11 +236,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
 
         /** The held list of the request at {@code at} (from {@link #find}) in {@link #heldBy}, once known. */
         List<byte[]> heldOf(int at) {
-            return heldOf[at];
+            return requests[at].held;
         }
 
         void heldOf(int at, List<byte[]> list) {
-            heldOf[at] = list;
+            requests[at].held = list;
         }
 
         byte[] encode() {
@@ -310,7 +341,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     private transient Map<String, Waiting> cache;
     /** The operator running the join when it is {@link Operator}: held actions are then written in batches. */
     private transient AbstractStreamOperator<?> operator;
-    /** The users whose {@link Waiting#unwritten} is not null. */
+    /** The users with something on the heap only ({@link Waiting#unwrittenAny}). */
     private transient Map<String, Waiting> unwritten;
 
     /**
@@ -395,12 +426,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 if (size() <= cachedUsers) {
                     return false;
                 }
-                if (eldest.getValue().unwritten != null || eldest.getValue().rewrite) {
-                    // Leaving the heap, where the only copy of its latest held actions is.
+                if (eldest.getValue().unwrittenAny()) {
+                    // Leaving the heap, where the only copy of some of its latest state is.
                     try {
                         writeUnwritten(eldest.getKey(), eldest.getValue());
                     } catch (Exception e) {
-                        throw new IllegalStateException("writing user " + eldest.getKey() + "'s held actions", e);
+                        throw new IllegalStateException("writing user " + eldest.getKey() + "'s state", e);
                     }
                 }
                 return true;
@@ -408,7 +439,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         };
     }
 
-    /** Writes each user's {@link Waiting#unwritten} held actions, or {@link Waiting#rewrite}, to {@code held}. */
+    /**
+     * Writes what each user has on the heap only to state: {@link Waiting#unwritten} held actions or {@link
+     * Waiting#rewrite}, {@link Waiting#waitingUnwritten}, {@link Waiting#bodiesUnwritten} and {@link
+     * Waiting#emittedUnwritten}.
+     */
     void writeUnwritten() throws Exception {
         if (unwritten == null || unwritten.isEmpty()) {
             return;
@@ -431,14 +466,26 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         try {
             if (w.rewrite) {
                 writeWhole(w.heldBy);
-            } else {
+            } else if (w.unwritten != null) {
                 held.addAll(w.unwritten);
+            }
+            if (w.waitingUnwritten) {
+                waiting.update(w.encode());
+            }
+            if (w.bodiesUnwritten != null) {
+                bodies.putAll(w.bodiesUnwritten);
+            }
+            if (w.emittedUnwritten != null) {
+                emitted.putAll(w.emittedUnwritten);
             }
         } finally {
             operator.setCurrentKey(current);
         }
         w.unwritten = null;
         w.rewrite = false;
+        w.waitingUnwritten = false;
+        w.bodiesUnwritten = null;
+        w.emittedUnwritten = null;
     }
 
     /** {@code held} for the current user: the actions of {@code by}, request by request, each in the order it came. */
@@ -454,12 +501,29 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
     }
 
-    /** After {@code held} was written whole from the user's {@link Waiting#heldBy}: nothing is left unwritten. */
+    /** After {@code held} was written whole from the user's {@link Waiting#heldBy}: none of it is left unwritten. */
     private void written(String user, Waiting w) {
         if (w.unwritten != null || w.rewrite) {
             w.unwritten = null;
             w.rewrite = false;
-            unwritten.remove(user);
+            if (!w.unwrittenAny()) {
+                unwritten.remove(user);
+            }
+        }
+    }
+
+    /**
+     * Whether the join writes its state behind ({@link Waiting#unwritten} and the like): streaming, run by {@link
+     * Operator}, which writes it before each checkpoint's barrier and at the end.
+     */
+    private boolean behind() {
+        return operator != null && cache != null;
+    }
+
+    /** The user is about to have something on the heap only: listed for the next {@link #writeUnwritten}. */
+    private void unwrittenFrom(String user, Waiting w) {
+        if (!w.unwrittenAny()) {
+            unwritten.put(user, w);
         }
     }
 
@@ -470,7 +534,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
     /**
      * The user's waiting requests as last written, or null when nothing waits. Streaming keeps the users it saw last
      * decoded ({@link #CACHED_USERS} of them, least recently used out), so an event reads RocksDB only for a user not
-     * seen lately; every change is still written through to {@code waiting}, and a restored job starts with none.
+     * seen lately. A change reaches {@code waiting} at once, or, run by {@link Operator}, before the next checkpoint's
+     * barrier or when the user leaves the cache ({@link Waiting#waitingUnwritten}); a restored job starts with none.
      */
     private Waiting load(String user) throws Exception {
         Waiting w = cache == null ? null : cache.get(user);
@@ -526,17 +591,53 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             return;
         }
         if (w.unwritten == null) {
+            unwrittenFrom(user, w);
             w.unwritten = new ArrayList<>();
-            unwritten.put(user, w);
         }
         w.unwritten.add(bytes);
     }
 
     private void store(String user, Waiting w) throws Exception {
-        waiting.update(w.encode());
+        if (behind()) {
+            if (!w.waitingUnwritten) {
+                unwrittenFrom(user, w);
+                w.waitingUnwritten = true;
+            }
+        } else {
+            waiting.update(w.encode());
+        }
         if (cache != null) {
             cache.put(user, w);
         }
+    }
+
+    /** Keeps a request that arrived (its logged bytes) until it is emitted. */
+    private void putBody(String user, Waiting w, Request r) throws Exception {
+        if (!behind()) {
+            bodies.put(r.requestId, r);
+            return;
+        }
+        if (w.bodiesUnwritten == null) {
+            unwrittenFrom(user, w);
+            w.bodiesUnwritten = new HashMap<>();
+        }
+        w.bodiesUnwritten.put(r.requestId, r);
+    }
+
+    /** A request being emitted, as it arrived, no longer kept. */
+    private Request takeBody(Waiting w, String requestId) throws Exception {
+        if (w.bodiesUnwritten != null) {
+            Request r = w.bodiesUnwritten.remove(requestId);
+            if (r != null) {
+                if (w.bodiesUnwritten.isEmpty()) {
+                    w.bodiesUnwritten = null;
+                }
+                return r;
+            }
+        }
+        Request r = bodies.get(requestId);
+        bodies.remove(requestId);
+        return r;
     }
 
     private void clear(String user) {
@@ -569,7 +670,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                         .put("user_id", r.userId).bytes());
                 return;
             }
-            bodies.put(r.requestId, r);
+            putBody(user, w, r);
             Request light = new Request();
             light.requestId = r.requestId;
             light.userId = r.userId;
@@ -577,7 +678,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             light.refresh = r.refresh;
             long horizon = w.horizon();
             w.arrived.add(light);
-            w.added(light.requestId);
+            w.added(light);
             w.nextEvent = Math.min(w.nextEvent, r.timeMs);
             store(user, w);
             if (!batch && r.timeMs < horizon) {
@@ -691,6 +792,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
      * deoptimization recompiles, each step on its own instead of one large method).
      */
     private static final class Advance {
+        final String user;
         final Waiting w;
         long nextEvent;
         long nextCleanup;
@@ -698,7 +800,8 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         Map<String, List<byte[]>> heldNow;
         boolean heldChanged;
 
-        Advance(Waiting w) {
+        Advance(String user, Waiting w) {
+            this.user = user;
             this.w = w;
             this.nextEvent = w.nextEvent;
             this.nextCleanup = w.nextCleanup;
@@ -716,7 +819,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         if (!(eventsDue || cleanupDue)) {
             return;
         }
-        Advance a = new Advance(w);
+        Advance a = new Advance(user, w);
         if (eventsDue) {
             emitDue(a, now, ctx, out);
         }
@@ -740,9 +843,12 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
             boolean noneEmitted = w.emittedBy != null ? w.emittedBy.isEmpty() : emitted.isEmpty();
             if ((a.heldNow != null ? a.heldNow.isEmpty() : heldIsEmpty(w)) && noneEmitted) {
                 // The user leaves state now, held actions too: nothing may be left to write later.
-                if (w.rewrite || w.unwritten != null) {
-                    writeWhole(w.heldBy);
-                    written(user, w);
+                if (w.unwrittenAny()) {
+                    // Nothing waits or was emitted, so nothing of bodies or emitted is unwritten; held is written
+                    // (empty, whole) and waiting cleared.
+                    w.rewrite |= w.unwritten != null;
+                    w.waitingUnwritten = false;
+                    writeUnwritten(user, w);
                 }
                 clear(user);
                 return;
@@ -791,8 +897,7 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
 
     /** Emits one request that is due: joins its held actions and reports those it does not take. */
     private void emit(Advance a, Request ordered, Context ctx, Collector<Joined> out) throws Exception {
-        Request r = bodies.get(ordered.requestId);
-        bodies.remove(ordered.requestId);
+        Request r = takeBody(a.w, ordered.requestId);
         r.dueMs = ordered.dueMs;
         r.rule = ordered.rule;
         r.late = ordered.late;
@@ -801,9 +906,18 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         Rules.Emitted e = Rules.join(settings, r, forIt == null ? List.of() : decode(forIt));
         counters.get("emitted_" + r.rule).inc();
         counters.get("actions_joined").inc(e.joined().size());
-        emitted.put(r.requestId, r.dueMs);
-        if (a.w.emittedBy != null) {
-            a.w.emittedBy.put(r.requestId, r.dueMs);
+        Waiting w = a.w;
+        if (w.emittedBy != null) {
+            w.emittedBy.put(r.requestId, r.dueMs);
+        }
+        if (behind() && w.emittedBy != null) {
+            if (w.emittedUnwritten == null) {
+                unwrittenFrom(a.user, w);
+                w.emittedUnwritten = new HashMap<>();
+            }
+            w.emittedUnwritten.put(r.requestId, r.dueMs);
+        } else {
+            emitted.put(r.requestId, r.dueMs);
         }
         a.nextCleanup = Math.min(a.nextCleanup, forgetAfter(r.dueMs));
         late(e.late(), Rules.LATE_TIME, r.dueMs, ctx);
@@ -840,7 +954,11 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         for (var it = all.entrySet().iterator(); it.hasNext(); ) {
             var e = it.next();
             if (forgetAfter(e.getValue()) <= now) {
-                emitted.remove(e.getKey());
+                if (w.emittedUnwritten == null || w.emittedUnwritten.remove(e.getKey()) == null) {
+                    emitted.remove(e.getKey());
+                } else if (w.emittedUnwritten.isEmpty()) {
+                    w.emittedUnwritten = null;
+                }
                 it.remove();
             } else {
                 nextCleanup = Math.min(nextCleanup, forgetAfter(e.getValue()));

@@ -25,6 +25,12 @@ public class Request {
     public long dueMs = Long.MIN_VALUE;
     public String rule;
     public boolean late;
+    /**
+     * The join's, streaming, on the heap only (not in state: Flink's serializer skips transient fields): this waiting
+     * request's list in {@link LabelJoin.Waiting#heldBy} once an action was held for it there. A request leaves the
+     * waiting ones (emitted) when its list leaves that map, so the two never disagree.
+     */
+    transient List<byte[]> held;
 
     public Request() {}
 

@@ -42,8 +42,9 @@ class WaitingTest {
             assertEquals(-1, w.find("AaBB"));
             assertEquals(-1, w.find("nobody"));
             // A request added after the index was built is found; the others still are.
-            w.arrived.add(request("late-comer"));
-            w.added("late-comer");
+            Request lateComer = request("late-comer");
+            w.arrived.add(lateComer);
+            w.added(lateComer);
             assertEquals(true, w.has("late-comer"));
             for (String id : ids) {
                 assertEquals(true, w.has(id), id);
@@ -59,9 +60,9 @@ class WaitingTest {
         }
     }
 
-    /** The held list given for a position comes back until the requests change. */
+    /** The held list given for a request comes back while it waits, the index built again or not. */
     @Test
-    void keepsAHeldListUntilTheRequestsChange() {
+    void keepsAHeldListWhileTheRequestWaits() {
         LabelJoin.Waiting w = new LabelJoin.Waiting();
         for (int i = 0; i < 40; i++) {
             w.arrived.add(request("r" + i));
@@ -72,6 +73,12 @@ class WaitingTest {
         w.heldOf(at, list);
         assertSame(list, w.heldOf(w.find("r7")));
         w.changed();
-        assertNull(w.heldOf(w.find("r7")));
+        assertSame(list, w.heldOf(w.find("r7")));
+        assertNull(w.heldOf(w.find("r8")));
+        // Ordered: it moves to the pending ones, and its list with it.
+        Request r7 = w.arrived.remove(7);
+        w.pending.add(r7);
+        w.changed();
+        assertSame(list, w.heldOf(w.find("r7")));
     }
 }
