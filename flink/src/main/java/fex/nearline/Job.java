@@ -432,7 +432,7 @@ public final class Job {
     }
 
     private static <T> FileSink<T> sink(String dir, Encoder<T> encoder, String suffix) {
-        return FileSink.forRowFormat(new org.apache.flink.core.fs.Path(dir), encoder)
+        return FileSink.forBulkFormat(new org.apache.flink.core.fs.Path(dir), new BufferedRecords<>(encoder))
                 .withBucketAssigner(new BasePathBucketAssigner<>())
                 .withRollingPolicy(OnCheckpointRollingPolicy.build())
                 .withOutputFileConfig(OutputFileConfig.builder().withPartPrefix("part").withPartSuffix(suffix).build())
