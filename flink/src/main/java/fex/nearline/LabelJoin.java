@@ -940,6 +940,32 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
      */
     private void forget(Advance a, long now, Context ctx) throws Exception {
         Waiting w = a.w;
+        long nextCleanup = forgetEmitted(w, now);
+        if (a.heldNow == null) {
+            a.heldNow = heldByRequest(w);
+        }
+        // Actions held for requests that do not wait (most held ones are for requests that do).
+        List<String> orphans = null;
+        for (String requestId : a.heldNow.keySet()) {
+            if (!w.has(requestId)) {
+                if (orphans == null) {
+                    orphans = new ArrayList<>();
+                }
+                orphans.add(requestId);
+            }
+        }
+        if (orphans != null) {
+            // In request id order, so the lines come out in the same order every run.
+            orphans.sort(null);
+            for (String requestId : orphans) {
+                nextCleanup = Math.min(nextCleanup, forgetHeld(a, requestId, now, ctx));
+            }
+        }
+        a.nextCleanup = nextCleanup;
+    }
+
+    /** Forgets the emitted ids past retention; the next time one is to be forgotten. */
+    private long forgetEmitted(Waiting w, long now) throws Exception {
         long nextCleanup = END_OF_TIME;
         Map<String, Long> all = w.emittedBy;
         if (all == null) {
@@ -964,46 +990,42 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
                 nextCleanup = Math.min(nextCleanup, forgetAfter(e.getValue()));
             }
         }
-        if (a.heldNow == null) {
-            a.heldNow = heldByRequest(w);
-        }
+        return nextCleanup;
+    }
+
+    /**
+     * Reports the actions held for a request that does not wait, and has waited past retention, as unmatched; the
+     * next time one of the rest is to be forgotten.
+     */
+    private long forgetHeld(Advance a, String requestId, long now, Context ctx) {
         Map<String, List<byte[]>> heldNow = a.heldNow;
-        // In request id order, so the lines come out in the same order every run.
-        List<String> requests = new ArrayList<>(heldNow.keySet());
-        requests.sort(null);
-        for (String requestId : requests) {
-            if (w.has(requestId)) {
-                continue;
-            }
-            List<byte[]> bytes = heldNow.get(requestId);
-            List<Held> gone = new ArrayList<>(bytes.size());
-            for (byte[] b : bytes) {
-                gone.add(new Held(Action.decode(b), b));
-            }
-            gone.sort(Held.ORDER);
-            List<byte[]> rest = new ArrayList<>();
-            long earliest = END_OF_TIME;
-            for (Held h : gone) {
-                if (forgetAfter(h.action().eventTime) <= now) {
-                    unmatched(h.action(), ctx);
-                } else {
-                    rest.add(h.bytes());
-                    earliest = Math.min(earliest, h.action().eventTime);
-                }
-            }
-            boolean forgot = rest.size() < bytes.size();
-            a.heldChanged |= forgot;
-            if (rest.isEmpty()) {
-                heldNow.remove(requestId);
+        List<byte[]> bytes = heldNow.get(requestId);
+        List<Held> gone = new ArrayList<>(bytes.size());
+        for (byte[] b : bytes) {
+            gone.add(new Held(Action.decode(b), b));
+        }
+        gone.sort(Held.ORDER);
+        List<byte[]> rest = new ArrayList<>();
+        long earliest = END_OF_TIME;
+        for (Held h : gone) {
+            if (forgetAfter(h.action().eventTime) <= now) {
+                unmatched(h.action(), ctx);
             } else {
-                if (forgot) {
-                    // Written to `held` below in this order; untouched, a list keeps the order `held` has.
-                    heldNow.put(requestId, rest);
-                }
-                nextCleanup = Math.min(nextCleanup, forgetAfter(earliest));
+                rest.add(h.bytes());
+                earliest = Math.min(earliest, h.action().eventTime);
             }
         }
-        a.nextCleanup = nextCleanup;
+        boolean forgot = rest.size() < bytes.size();
+        a.heldChanged |= forgot;
+        if (rest.isEmpty()) {
+            heldNow.remove(requestId);
+            return END_OF_TIME;
+        }
+        if (forgot) {
+            // Written to `held` in this order; untouched, a list keeps the order `held` has.
+            heldNow.put(requestId, rest);
+        }
+        return forgetAfter(earliest);
     }
 
     private static Joined joined(Request r, Rules.Emitted e) {
