@@ -164,8 +164,9 @@ public class LabelJoin extends KeyedProcessFunction<String, Event, Joined> {
         }
 
         /**
-         * After {@code arrived} or {@code pending} changed, or a waiting request's list in {@link #heldBy} was
-         * replaced or removed: {@link #find}'s index is built again when next needed.
+         * After {@code arrived} or {@code pending} changed: {@link #find}'s index is built again when next needed.
+         * The held lists are not in the index but on the requests ({@link Request#held}), so they outlive it; a
+         * waiting request's list in {@link #heldBy} is never replaced or removed.
          */
         void changed() {
             ids = null;
