@@ -204,3 +204,24 @@ def test_a_rate_below_one_is_refused(tmp_path, inputs):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 64
     assert "error: --max-rate must be at least 1, not 0" in p.stderr
+
+
+def test_the_jvm_gets_the_launchers_jit_thresholds_unless_the_user_chose_their_own(monkeypatch):
+    from fex.nearline import job as launcher
+
+    def opts():
+        cmd = launcher.command([], log_file=os.devnull)
+        return [o for o in cmd[: cmd.index("-cp")] if "CompileThreshold" in o]
+
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    monkeypatch.delenv("FEX_NEARLINE_JIT", raising=False)
+    assert opts() == ["-XX:CompileThresholdScaling=3"]
+    # The JVM here accepts the option (an unknown -XX option would not start).
+    p = subprocess.run([launcher.java(), *launcher.JIT_OPTS, "-version"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx2g -XX:CompileThresholdScaling=1")
+    assert opts() == []
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmx2g")
+    assert opts() == ["-XX:CompileThresholdScaling=3"]
+    monkeypatch.setenv("FEX_NEARLINE_JIT", "default")
+    assert opts() == []

@@ -81,6 +81,25 @@ def java_opts(home: str) -> List[str]:
     return m.group(1).strip().strip('"').split() if m else []
 
 
+# Methods are compiled after three times the invocations HotSpot's default
+# thresholds ask for. Flink's start-up and the Kafka clients run a great
+# many methods a few thousand times each; with the defaults the JIT
+# compilers spent a third of a short job's CPU compiling them
+# (benches/README.md, "Near-line label join": 2.4M rows, Kafka in and out,
+# 19 CPU-s of compilers against 9.6, the join task no slower).
+JIT_OPTS = ["-XX:CompileThresholdScaling=3"]
+
+
+def jit_opts() -> List[str]:
+    """``JIT_OPTS``, unless the user's ``JAVA_TOOL_OPTIONS`` or
+    ``FEX_NEARLINE_JIT=default`` chooses the JIT's thresholds."""
+    if os.environ.get("FEX_NEARLINE_JIT") == "default":
+        return []
+    if "CompileThreshold" in os.environ.get("JAVA_TOOL_OPTIONS", ""):
+        return []
+    return list(JIT_OPTS)
+
+
 def command(job_args: List[str], *, log_file: str, jars: Optional[List[str]] = None) -> List[str]:
     """The ``java`` command running ``fex.nearline.Job`` with ``job_args``
     on a local mini-cluster, Flink's log in ``log_file``. ``FEX_JNI_LIBRARY``
@@ -88,7 +107,7 @@ names a JNI library to load instead of the one in the jar."""
     home = flink_home()
     classpath = [jar_path(), *(jars or []), os.path.join(home, "lib", "*")]
     log4j = os.path.join(home, "conf", "log4j.properties")
-    opts = java_opts(home)
+    opts = java_opts(home) + jit_opts()
     if os.path.isfile(log4j):
         opts += [f"-Dlog4j.configurationFile=file:{log4j}", f"-Dlog.file={log_file}"]
     library = os.environ.get("FEX_JNI_LIBRARY")
