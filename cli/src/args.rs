@@ -138,13 +138,26 @@ pub struct ExtractArgs {
     /// Criteo: rows per batch.
     #[arg(long, default_value_t = 4096)]
     pub batch_size: usize,
-    /// Where to write the table (`-` for standard output).
+    /// Where to write the table (`-` for standard output); with --format
+    /// iceberg, the warehouse directory.
     #[arg(long, short)]
     pub output: PathBuf,
-    /// Output format: a Parquet file, an Arrow IPC stream, or framed
-    /// fex.v1.ExtractResponse records (what fex-server answers per record).
+    /// Output format: a Parquet file, an Arrow IPC stream, framed
+    /// fex.v1.ExtractResponse records (what fex-server answers per record),
+    /// or rows appended to an Iceberg table in one commit.
     #[arg(long, value_enum, default_value_t = FormatArg::Parquet)]
     pub format: FormatArg,
+    /// Iceberg: the table, as namespace.table (default: fex.<model>_samples),
+    /// created with the model's columns if the catalog has none.
+    #[arg(long)]
+    pub table: Option<String>,
+    /// Iceberg: the catalog's database. Default: an embedded SQLite catalog,
+    /// catalog.db in the warehouse; or postgresql://user:password@host/db.
+    #[arg(long, env = "FEX_ICEBERG_CATALOG")]
+    pub catalog: Option<String>,
+    /// Iceberg: how a table this run creates is partitioned by request_time.
+    #[arg(long, value_enum, default_value_t = PartitionArg::Day)]
+    pub partition_by: PartitionArg,
     /// Rows per Parquet row group.
     #[arg(long, default_value_t = 65536)]
     pub row_group_size: usize,
@@ -260,6 +273,16 @@ pub enum FormatArg {
     Parquet,
     Arrow,
     Responses,
+    /// Rows appended to an Apache Iceberg table (--output is the warehouse
+    /// directory; --table names the table).
+    Iceberg,
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionArg {
+    Day,
+    Hour,
+    None,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy)]

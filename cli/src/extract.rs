@@ -15,6 +15,12 @@ use crate::progress::Progress;
 
 pub fn run(a: ExtractArgs) -> u8 {
     if a.input_format != InputFormatArg::Pbdataset {
+        if a.format == FormatArg::Iceberg {
+            eprintln!(
+                "error: --format iceberg writes a model's sample table from pbdataset input; text input writes parquet or arrow"
+            );
+            return exit::CONFIG;
+        }
         return crate::text::extract(a);
     }
     let Some(model) = &a.model else {
@@ -25,6 +31,10 @@ pub fn run(a: ExtractArgs) -> u8 {
         Ok(plan) => plan,
         Err(code) => return code,
     };
+    if a.format != FormatArg::Iceberg && (a.table.is_some() || a.catalog.is_some()) {
+        eprintln!("error: --table and --catalog are for --format iceberg");
+        return exit::CONFIG;
+    }
     let inputs = match sources::expand(&a.input.inputs) {
         Ok(inputs) => inputs,
         Err(e) => {
@@ -32,30 +42,42 @@ pub fn run(a: ExtractArgs) -> u8 {
             return exit::NO_INPUT;
         }
     };
-    let out = match create(&a.output) {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("error: cannot create {}: {e}", a.output.display());
-            return exit::FAILURE;
-        }
+    let parquet = ParquetOptions {
+        row_group_size: a.row_group_size,
+        codec: a.parquet_compression.into(),
+        dictionary: a.parquet_dictionary,
     };
-    let sink: Result<Box<dyn Sink>, _> = match a.format {
-        FormatArg::Parquet => {
-            let options = ParquetOptions {
-                row_group_size: a.row_group_size,
-                codec: a.parquet_compression.into(),
-                dictionary: a.parquet_dictionary,
-            };
-            ParquetSink::new(out, &plan, options).map(|s| Box::new(s) as Box<dyn Sink>)
+    // An Iceberg table's rows carry their identity: the run extracts with a
+    // plan that reads it too (fex_iceberg::identity).
+    let mut committed = None;
+    let (plan, mut sink): (fex::Plan, Box<dyn Sink>) = if a.format == FormatArg::Iceberg {
+        match crate::table::open(&a, model, &plan, parquet) {
+            Ok((run_plan, sink)) => {
+                committed = Some(sink.report());
+                (run_plan, Box::new(sink))
+            }
+            Err(code) => return code,
         }
-        FormatArg::Arrow => IpcSink::new(out, &plan).map(|s| Box::new(s) as Box<dyn Sink>),
-        FormatArg::Responses => Ok(Box::new(ResponsesSink::new(out)) as Box<dyn Sink>),
-    };
-    let mut sink = match sink {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::FAILURE;
+    } else {
+        let out = match create(&a.output) {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("error: cannot create {}: {e}", a.output.display());
+                return exit::FAILURE;
+            }
+        };
+        let sink: Result<Box<dyn Sink>, _> = match a.format {
+            FormatArg::Parquet => ParquetSink::new(out, &plan, parquet).map(|s| Box::new(s) as Box<dyn Sink>),
+            FormatArg::Arrow => IpcSink::new(out, &plan).map(|s| Box::new(s) as Box<dyn Sink>),
+            FormatArg::Responses => Ok(Box::new(ResponsesSink::new(out)) as Box<dyn Sink>),
+            FormatArg::Iceberg => unreachable!("opened above"),
+        };
+        match sink {
+            Ok(s) => (plan, s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::FAILURE;
+            }
         }
     };
     let threads = a.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -83,6 +105,9 @@ pub fn run(a: ExtractArgs) -> u8 {
         Ok(summary) => {
             if !a.quiet {
                 print_summary(&summary, &a, progress.elapsed());
+                if let Some(c) = committed.as_ref().and_then(|c| c.get()) {
+                    crate::table::print_commit(c);
+                }
             }
             crate::item_pool::save(&transforms, a.item_pool_save.as_deref())
         }
@@ -155,6 +180,7 @@ fn print_summary(s: &Summary, a: &ExtractArgs, seconds: f64) {
         FormatArg::Parquet => "parquet",
         FormatArg::Arrow => "arrow ipc stream",
         FormatArg::Responses => "framed fex.v1.ExtractResponse",
+        FormatArg::Iceberg => "iceberg data files, committed below",
     };
     eprintln!("rows written: {} to {} ({format})", s.rows_written, a.output.display());
 }

@@ -15,6 +15,7 @@ mod inspect;
 mod item_pool;
 mod progress;
 mod replay;
+mod table;
 mod text;
 
 use std::process::ExitCode;

@@ -110,6 +110,7 @@ pub fn extract(a: ExtractArgs) -> u8 {
             eprintln!("error: --format responses answers a model's request; text input writes parquet or arrow");
             return exit::CONFIG;
         }
+        FormatArg::Iceberg => unreachable!("refused by extract::run"),
     };
     let mut counts = Counts::default();
     for path in &inputs {

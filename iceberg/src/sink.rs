@@ -1,0 +1,552 @@
+//! [`IcebergSink`]: a run's rows into the sample table.
+//!
+//! The table is created (or loaded and checked) when the sink is made,
+//! before any file is written. Each batch becomes the table's columns
+//! (identity first; fids as Int64 of the same bits, strings as binary, every
+//! field with its Iceberg id) and its rows go, in runs of equal partition
+//! value, to one Parquet file per value under `<table>/data/`, written by
+//! fex's own Parquet sink (row groups encoded on the run's threads). When
+//! the run ends, the files' footers give each data file's counts and sizes
+//! and one fast append commits them all: readers see every row of the run
+//! or none. The snapshot's summary names the model (`fex.model`,
+//! `fex.model_version`, `fex.model_digest`) and fex's version.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
+    TimestampMicrosecondArray,
+};
+use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, FieldRef, SchemaRef};
+use fex::Plan;
+use fex::offline::{Format, ParquetOptions, ParquetSink, Prepared, Sink, SinkError, SinkHelper};
+use iceberg::spec::{
+    DataContentType, DataFile, DataFileBuilder, DataFileFormat, Literal, Struct, Transform, UnboundPartitionSpec,
+};
+use iceberg::transaction::{ApplyTransactionAction, Transaction};
+use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
+use iceberg_catalog_sql::SqlCatalog;
+use parquet::file::metadata::ParquetMetaDataReader;
+
+use crate::TableError;
+use crate::catalog::CatalogSpec;
+use crate::identity::{IdentitySource, REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT};
+use crate::schema::{self, REQUEST_ID, REQUEST_TIME, ROW};
+
+/// How a new table is partitioned by `request_time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Partitioning {
+    #[default]
+    Day,
+    Hour,
+    None,
+}
+
+/// What the sink is asked to do.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    pub catalog: CatalogSpec,
+    /// `namespace.table` (the namespace may have dots of its own: the last
+    /// dot splits).
+    pub table: String,
+    /// For a table this run creates; an existing table keeps its own.
+    pub partitioning: Partitioning,
+    pub parquet: ParquetOptions,
+    /// Each batch is one record's rows (ExampleBatch input): `row` counts
+    /// from 0 in each batch. Otherwise every record is one row: `row` is 0.
+    pub batch_per_record: bool,
+}
+
+/// Where the columns of the run's batches are.
+struct Layout {
+    /// The Arrow schema the files are written with.
+    write: SchemaRef,
+    /// For each written column, what fills it.
+    fill: Vec<Fill>,
+}
+
+#[derive(Clone, Copy)]
+enum Fill {
+    RequestId(usize),
+    Row,
+    RequestTime(usize),
+    Output(usize),
+}
+
+/// How the table's partition value is computed from `request_time`.
+#[derive(Clone, Copy)]
+enum PartitionBy {
+    None,
+    /// Microseconds per unit, and whether the value is a date.
+    Every {
+        micros: i64,
+        date: bool,
+    },
+}
+
+/// One partition's data file, being written.
+struct Open {
+    sink: ParquetSink,
+    path: PathBuf,
+    partition: Struct,
+    rows: u64,
+}
+
+pub struct IcebergSink {
+    runtime: tokio::runtime::Runtime,
+    catalog: SqlCatalog,
+    table: iceberg::table::Table,
+    describe: String,
+    layout: Layout,
+    identity: IdentitySource,
+    by: PartitionBy,
+    options: TableOptions,
+    files: BTreeMap<Option<i64>, Open>,
+    helpers: Arc<Helpers>,
+    summary: HashMap<String, String>,
+    /// The run's id, in every data file's name.
+    run: String,
+    committed: Arc<OnceLock<CommitReport>>,
+}
+
+/// What the commit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitReport {
+    pub table: String,
+    pub snapshot_id: Option<i64>,
+    pub data_files: usize,
+    pub rows: u64,
+}
+
+impl IcebergSink {
+    /// Opens (or creates) the table for `plan`'s rows: `with_identity` is the
+    /// plan the run extracts with (`identity::with_identity`), `plan` the
+    /// model as its config says (its name, version and digest go into each
+    /// snapshot). A table whose columns do not match is refused here, before
+    /// any file is written.
+    pub fn open(
+        plan: &Plan,
+        with_identity: &Plan,
+        identity: IdentitySource,
+        options: TableOptions,
+    ) -> Result<Self, TableError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let describe = options.catalog.describe();
+        let catalog = runtime.block_on(options.catalog.open(&runtime))?;
+        let ident = table_ident(&options.table)?;
+        let outputs = fex::offline::table::empty_batch(with_identity)
+            .map_err(|e| TableError::Model(format!("the model's table: {e}")))?
+            .schema();
+        let wanted = schema::table_schema(&outputs)?;
+        let catalog_err = |e: iceberg::Error| TableError::Catalog { catalog: describe.clone(), message: e.to_string() };
+        let table = runtime.block_on(async {
+            if catalog.table_exists(&ident).await.map_err(catalog_err)? {
+                return catalog.load_table(&ident).await.map_err(catalog_err);
+            }
+            if !catalog.namespace_exists(ident.namespace()).await.map_err(catalog_err)? {
+                catalog.create_namespace(ident.namespace(), HashMap::new()).await.map_err(catalog_err)?;
+            }
+            let time_id =
+                wanted.field_by_name(REQUEST_TIME).map(|f| f.id).expect("the identity columns are in every table");
+            let spec = match options.partitioning {
+                Partitioning::None => UnboundPartitionSpec::builder().build(),
+                Partitioning::Day => {
+                    UnboundPartitionSpec::builder().add_partition_field(time_id, "request_day", Transform::Day)?.build()
+                }
+                Partitioning::Hour => UnboundPartitionSpec::builder()
+                    .add_partition_field(time_id, "request_hour", Transform::Hour)?
+                    .build(),
+            };
+            let creation = TableCreation::builder()
+                .name(ident.name().to_string())
+                .schema(wanted.clone())
+                .partition_spec(spec)
+                .properties([("write.format.default".to_string(), "parquet".to_string())])
+                .build();
+            catalog.create_table(ident.namespace(), creation).await.map_err(catalog_err)
+        })?;
+        let current = table.metadata().current_schema().clone();
+        schema::check(&options.table, &current, &wanted)?;
+        let write = schema::write_schema(&current, &outputs)?;
+        let by = partition_by(&table, &options.table)?;
+        let index = |name: &str| outputs.index_of(name).map_err(|e| TableError::Model(e.to_string()));
+        let mut fill = Vec::with_capacity(write.fields().len());
+        for f in write.fields() {
+            fill.push(match f.name().as_str() {
+                REQUEST_ID => Fill::RequestId(index(REQUEST_ID_OUTPUT)?),
+                ROW => Fill::Row,
+                REQUEST_TIME => Fill::RequestTime(index(REQUEST_TIME_OUTPUT)?),
+                name => Fill::Output(index(name)?),
+            });
+        }
+        let summary = fex::offline::table::metadata(plan);
+        Ok(Self {
+            runtime,
+            catalog,
+            table,
+            describe,
+            layout: Layout { write, fill },
+            identity,
+            by,
+            options,
+            files: BTreeMap::new(),
+            helpers: Arc::default(),
+            summary,
+            run: uuid::Uuid::new_v4().to_string(),
+            committed: Arc::default(),
+        })
+    }
+
+    /// Where the commit is reported once `finish` has made it (the sink
+    /// itself is usually boxed by then).
+    pub fn report(&self) -> Arc<OnceLock<CommitReport>> {
+        Arc::clone(&self.committed)
+    }
+
+    /// The table's columns for `batch`.
+    fn columns(&self, batch: &RecordBatch) -> Result<(Vec<ArrayRef>, Option<Vec<i64>>), SinkError> {
+        let rows = batch.num_rows();
+        let mut out = Vec::with_capacity(self.layout.fill.len());
+        let mut times = None;
+        for (fill, field) in self.layout.fill.iter().zip(self.layout.write.fields()) {
+            out.push(match *fill {
+                Fill::RequestId(i) => request_ids(batch.column(i))?,
+                Fill::Row => {
+                    let row: Int32Array = if self.options.batch_per_record {
+                        (0..rows as i32).collect()
+                    } else {
+                        Int32Array::from(vec![0; rows])
+                    };
+                    Arc::new(row) as ArrayRef
+                }
+                Fill::RequestTime(i) => {
+                    let (array, micros) = self.request_times(batch.column(i))?;
+                    times = Some(micros);
+                    array
+                }
+                Fill::Output(i) => retag(batch.column(i), field.data_type())?,
+            });
+        }
+        Ok((out, times))
+    }
+
+    fn request_times(&self, column: &ArrayRef) -> Result<(ArrayRef, Vec<i64>), SinkError> {
+        let values = single_values(column)?;
+        let values = values
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| bad(format!("{REQUEST_TIME_OUTPUT} is {}, not Int64", values.data_type())))?;
+        let micros: Vec<i64> = values.values().iter().map(|&v| self.identity.micros(v)).collect();
+        // A LineId without the field reads 0: no time.
+        let valid = NullBuffer::from_iter(values.values().iter().map(|&v| v != 0));
+        let array =
+            TimestampMicrosecondArray::new(ScalarBuffer::from(micros.clone()), Some(valid)).with_timezone("UTC");
+        Ok((Arc::new(array), micros))
+    }
+
+    fn partition_key(&self, micros: i64, valid: bool) -> Option<i64> {
+        match self.by {
+            PartitionBy::None => Some(0),
+            PartitionBy::Every { micros: unit, .. } => valid.then(|| micros.div_euclid(unit)),
+        }
+    }
+
+    fn open_file(&mut self, key: Option<i64>) -> Result<&mut Open, SinkError> {
+        if !self.files.contains_key(&key) {
+            let partition = match (self.by, key) {
+                (PartitionBy::None, _) => Struct::empty(),
+                (PartitionBy::Every { .. }, None) => Struct::from_iter([None]),
+                (PartitionBy::Every { date: true, .. }, Some(k)) => Struct::from_iter([Some(Literal::date(k as i32))]),
+                (PartitionBy::Every { date: false, .. }, Some(k)) => Struct::from_iter([Some(Literal::int(k as i32))]),
+            };
+            let metadata = self.table.metadata();
+            let spec = metadata.default_partition_spec();
+            let dir = if spec.is_unpartitioned() {
+                "data".to_string()
+            } else {
+                format!("data/{}", spec.partition_to_path(&partition, metadata.current_schema().clone()))
+            };
+            let location = format!("{}/{dir}/{}-{:05}.parquet", metadata.location(), self.run, self.files.len());
+            let path = local_path(&location);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let file = File::create_new(&path)?;
+            let sink =
+                ParquetSink::for_columns(fex::offline::buffered(file), self.options.parquet, self.summary.clone());
+            self.helpers.add(sink.helper());
+            self.files.insert(key, Open { sink, path, partition, rows: 0 });
+        }
+        Ok(self.files.get_mut(&key).expect("just opened"))
+    }
+
+    fn commit(&mut self) -> Result<CommitReport, TableError> {
+        let mut data_files = Vec::with_capacity(self.files.len());
+        let mut rows = 0;
+        let spec_id = self.table.metadata().default_partition_spec_id();
+        for open in std::mem::take(&mut self.files).into_values() {
+            rows += open.rows;
+            data_files.push(data_file(&open, spec_id)?);
+        }
+        let report = |snapshot_id| CommitReport {
+            table: self.options.table.clone(),
+            snapshot_id,
+            data_files: data_files.len(),
+            rows,
+        };
+        if data_files.is_empty() {
+            return Ok(report(None));
+        }
+        let catalog_err =
+            |e: iceberg::Error| TableError::Catalog { catalog: self.describe.clone(), message: e.to_string() };
+        let done = report(None);
+        let table = self.runtime.block_on(async {
+            let tx = Transaction::new(&self.table);
+            let append = tx.fast_append().set_snapshot_properties(self.summary.clone()).add_data_files(data_files);
+            let tx = append.apply(tx)?;
+            tx.commit(&self.catalog).await.map_err(catalog_err)
+        })?;
+        let snapshot_id = table.metadata().current_snapshot().map(|s| s.snapshot_id());
+        self.table = table;
+        Ok(CommitReport { snapshot_id, ..done })
+    }
+}
+
+impl Sink for IcebergSink {
+    fn format(&self) -> Format {
+        Format::Table
+    }
+
+    fn write(&mut self, item: Prepared) -> Result<(), SinkError> {
+        let batch = match item {
+            Prepared::Batch(batch) => batch,
+            Prepared::Frames(_) => return Err(SinkError::Format { found: "frames", expected: "iceberg" }),
+            Prepared::Ipc(_) => return Err(SinkError::Format { found: "arrow message", expected: "iceberg" }),
+        };
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let (columns, times) = self.columns(&batch)?;
+        let table = RecordBatch::try_new(Arc::clone(&self.layout.write), columns)?;
+        let times = times.unwrap_or_default();
+        let valid = |r: usize| times.get(r).is_some_and(|&t| t != 0);
+        let mut at = 0;
+        while at < table.num_rows() {
+            let key = self.partition_key(times.get(at).copied().unwrap_or(0), valid(at));
+            let mut end = at + 1;
+            while end < table.num_rows() && self.partition_key(times.get(end).copied().unwrap_or(0), valid(end)) == key
+            {
+                end += 1;
+            }
+            let open = self.open_file(key)?;
+            open.sink.write(Prepared::Batch(table.slice(at, end - at)))?;
+            open.rows += (end - at) as u64;
+            at = end;
+        }
+        Ok(())
+    }
+
+    fn helper(&self) -> Option<Arc<dyn SinkHelper>> {
+        Some(Arc::clone(&self.helpers) as Arc<dyn SinkHelper>)
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        for open in self.files.values_mut() {
+            open.sink.finish()?;
+        }
+        let report = self.commit().map_err(|e| SinkError::Io(std::io::Error::other(e.to_string())))?;
+        let _ = self.committed.set(report);
+        Ok(())
+    }
+}
+
+/// The partition files' helpers, as one (`Sink::helper` is asked once, before
+/// any file is open).
+#[derive(Default)]
+struct Helpers(Mutex<Vec<Arc<dyn SinkHelper>>>);
+
+impl Helpers {
+    fn add(&self, helper: Option<Arc<dyn SinkHelper>>) {
+        if let Some(h) = helper {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+        }
+    }
+}
+
+impl SinkHelper for Helpers {
+    fn help(&self) -> Result<bool, SinkError> {
+        let helpers: Vec<_> = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for h in helpers {
+            if h.help()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+fn bad(message: String) -> SinkError {
+    SinkError::Arrow(arrow_schema::ArrowError::InvalidArgumentError(message))
+}
+
+/// `namespace.table`.
+fn table_ident(name: &str) -> Result<TableIdent, TableError> {
+    match name.rsplit_once('.') {
+        Some((ns, table)) if !ns.is_empty() && !table.is_empty() => {
+            let namespace = NamespaceIdent::from_strs(ns.split('.'))
+                .map_err(|e| TableError::Model(format!("table {name:?}: {e}")))?;
+            Ok(TableIdent::new(namespace, table.to_string()))
+        }
+        _ => Err(TableError::Model(format!("table {name:?}: give it as namespace.table"))),
+    }
+}
+
+/// The table's partition spec as a computation on `request_time`.
+fn partition_by(table: &iceberg::table::Table, name: &str) -> Result<PartitionBy, TableError> {
+    let metadata = table.metadata();
+    let spec = metadata.default_partition_spec();
+    let time_id = metadata.current_schema().field_by_name(REQUEST_TIME).map(|f| f.id);
+    match spec.fields() {
+        [] => Ok(PartitionBy::None),
+        [f] if Some(f.source_id) == time_id => match f.transform {
+            Transform::Day => Ok(PartitionBy::Every { micros: 86_400_000_000, date: true }),
+            Transform::Hour => Ok(PartitionBy::Every { micros: 3_600_000_000, date: false }),
+            other => Err(TableError::Model(format!(
+                "table {name} is partitioned by {other}(request_time); fex writes day or hour"
+            ))),
+        },
+        _ => Err(TableError::Model(format!(
+            "table {name} is partitioned by {:?}; fex writes tables partitioned by request_time's day or hour, or not at all",
+            spec.fields().iter().map(|f| &f.name).collect::<Vec<_>>()
+        ))),
+    }
+}
+
+fn local_path(location: &str) -> PathBuf {
+    PathBuf::from(location.strip_prefix("file://").or_else(|| location.strip_prefix("file:")).unwrap_or(location))
+}
+
+/// A written file as Iceberg's `DataFile`: counts and sizes per leaf column
+/// (by the field ids the file carries) from its footer.
+fn data_file(open: &Open, spec_id: i32) -> Result<DataFile, TableError> {
+    let file = File::open(&open.path)?;
+    let size = file.metadata()?.len();
+    let footer = ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .map_err(|e| TableError::Io(std::io::Error::other(format!("{}: {e}", open.path.display()))))?;
+    let (mut sizes, mut values, mut nulls) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let schema = footer.file_metadata().schema_descr();
+    for group in footer.row_groups() {
+        for (i, chunk) in group.columns().iter().enumerate() {
+            let info = schema.column(i).self_type().get_basic_info().clone();
+            if !info.has_id() {
+                continue;
+            }
+            let id = info.id();
+            *sizes.entry(id).or_insert(0u64) += chunk.compressed_size() as u64;
+            *values.entry(id).or_insert(0u64) += chunk.num_values() as u64;
+            if let Some(n) = chunk.statistics().and_then(|s| s.null_count_opt()) {
+                *nulls.entry(id).or_insert(0u64) += n;
+            }
+        }
+    }
+    let offsets: Vec<i64> = footer.row_groups().iter().filter_map(|g| g.file_offset()).collect();
+    let mut b = DataFileBuilder::default();
+    b.content(DataContentType::Data)
+        .file_path(format!("file://{}", open.path.display()))
+        .file_format(DataFileFormat::Parquet)
+        .partition(open.partition.clone())
+        .partition_spec_id(spec_id)
+        .record_count(footer.file_metadata().num_rows() as u64)
+        .file_size_in_bytes(size)
+        .column_sizes(sizes)
+        .value_counts(values)
+        .null_value_counts(nulls)
+        .split_offsets(Some(offsets));
+    b.build().map_err(|e| TableError::Model(format!("data file {}: {e}", open.path.display())))
+}
+
+/// A line_id output of one value per row (`[rows, 1]` or flat) as its values.
+fn single_values(column: &ArrayRef) -> Result<ArrayRef, SinkError> {
+    match column.data_type() {
+        DataType::FixedSizeList(_, 1) => Ok(Arc::clone(column.as_fixed_size_list().values())),
+        _ => Ok(Arc::clone(column)),
+    }
+}
+
+/// The request id column: the LineId strings as UTF-8 (an empty one, a
+/// LineId without the field, is null).
+fn request_ids(column: &ArrayRef) -> Result<ArrayRef, SinkError> {
+    let column = single_values(column)?;
+    let strings: Vec<Option<String>> = match column.data_type() {
+        DataType::LargeBinary => {
+            column.as_binary::<i64>().iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect()
+        }
+        DataType::Binary => {
+            column.as_binary::<i32>().iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect()
+        }
+        DataType::Utf8 => column.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect(),
+        DataType::LargeUtf8 => column.as_string::<i64>().iter().map(|v| v.map(str::to_string)).collect(),
+        other => return Err(bad(format!("{REQUEST_ID_OUTPUT} is {other}, not strings"))),
+    };
+    Ok(Arc::new(strings.into_iter().map(|s| s.filter(|s| !s.is_empty())).collect::<StringArray>()))
+}
+
+/// `array` as the written type `to` (the same buffers): u64 as i64, lists
+/// and structs with the fields that carry the table's ids.
+fn retag(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, SinkError> {
+    if array.data_type() == to {
+        return Ok(Arc::clone(array));
+    }
+    Ok(match (array.data_type(), to) {
+        (DataType::UInt64, DataType::Int64) => {
+            let a = array.as_primitive::<UInt64Type>();
+            let values = ScalarBuffer::<i64>::new(a.values().inner().clone(), 0, a.len());
+            Arc::new(Int64Array::new(values, a.nulls().cloned()))
+        }
+        (DataType::List(_), DataType::List(item)) => {
+            let a = array.as_list::<i32>();
+            Arc::new(ListArray::new(
+                field(item),
+                a.offsets().clone(),
+                retag(a.values(), item.data_type())?,
+                a.nulls().cloned(),
+            ))
+        }
+        (DataType::LargeList(_), DataType::List(item)) => {
+            let a = array.as_list::<i64>();
+            let offsets: Vec<i32> = a
+                .offsets()
+                .iter()
+                .map(|&o| i32::try_from(o).map_err(|_| bad("a list column over 2 GiB of values in one batch".into())))
+                .collect::<Result<_, _>>()?;
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            Arc::new(ListArray::new(field(item), offsets, retag(a.values(), item.data_type())?, a.nulls().cloned()))
+        }
+        (DataType::FixedSizeList(_, size), DataType::List(item)) => {
+            let a: &FixedSizeListArray = array.as_fixed_size_list();
+            let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(*size as usize, a.len()));
+            Arc::new(ListArray::new(field(item), offsets, retag(a.values(), item.data_type())?, a.nulls().cloned()))
+        }
+        (DataType::Struct(_), DataType::Struct(fields)) => {
+            let a: &StructArray = array.as_struct();
+            let columns = a
+                .columns()
+                .iter()
+                .zip(fields.iter())
+                .map(|(c, f)| retag(c, f.data_type()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Arc::new(StructArray::try_new(fields.clone(), columns, a.nulls().cloned())?)
+        }
+        (from, to) => return Err(bad(format!("a column of {from} cannot be written as {to}"))),
+    })
+}
+
+fn field(f: &FieldRef) -> FieldRef {
+    Arc::clone(f)
+}
