@@ -204,10 +204,16 @@ fn written(dt: &DataType, t: &Type) -> Result<DataType, TableError> {
     Ok(match (dt, t) {
         (DataType::UInt64, Type::Primitive(PrimitiveType::Long)) => DataType::Int64,
         (DataType::LargeBinary, Type::Primitive(PrimitiveType::Binary)) => DataType::LargeBinary,
+        // Lists keep fex's own layout (offsets of 32 or 64 bits, or a fixed
+        // size): Parquet writes each as the same LIST, so no buffer changes.
         (DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _), Type::List(l)) => {
             let inner = written(item.data_type(), &l.element_field.field_type)?;
-            let element = with_id(Field::new("element", inner, item.is_nullable()), l.element_field.id);
-            DataType::List(Arc::new(element))
+            let element = Arc::new(with_id(Field::new("element", inner, item.is_nullable()), l.element_field.id));
+            match dt {
+                DataType::LargeList(_) => DataType::LargeList(element),
+                DataType::FixedSizeList(_, size) => DataType::FixedSizeList(element, *size),
+                _ => DataType::List(element),
+            }
         }
         (DataType::Struct(fields), Type::Struct(s)) => {
             let mut out = Vec::with_capacity(fields.len());
@@ -290,7 +296,7 @@ mod tests {
         assert_eq!(ids, ["1", "2", "3", "5", "9", "12", "14", "15", "16"]);
         let DataType::List(element) = write.field_with_name("ids").unwrap().data_type() else { panic!() };
         assert_eq!((element.data_type(), id(element).as_str()), (&DataType::Int64, "4"));
-        let DataType::List(element) = write.field_with_name("weighted").unwrap().data_type() else { panic!() };
+        let DataType::LargeList(element) = write.field_with_name("weighted").unwrap().data_type() else { panic!() };
         let DataType::Struct(fields) = element.data_type() else { panic!() };
         assert_eq!(
             (fields[0].data_type(), id(&fields[0]).as_str(), id(&fields[1]).as_str()),

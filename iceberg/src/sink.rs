@@ -16,13 +16,14 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, UInt64Type};
+use arrow_array::types::{Int64Type, TimestampMicrosecondType, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
-    TimestampMicrosecondArray,
+    Array, ArrayRef, FixedSizeListArray, Int32Array, Int64Array, LargeListArray, ListArray, RecordBatch, StructArray,
+    TimestampMicrosecondArray, UInt32Array,
 };
-use arrow_buffer::{NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, SchemaRef};
 use fex::Plan;
 use fex::offline::{Format, ParquetOptions, ParquetSink, Prepared, Sink, SinkError, SinkHelper};
@@ -149,8 +150,11 @@ impl IcebergSink {
             if catalog.table_exists(&ident).await.map_err(catalog_err)? {
                 return catalog.load_table(&ident).await.map_err(catalog_err);
             }
-            if !catalog.namespace_exists(ident.namespace()).await.map_err(catalog_err)? {
-                catalog.create_namespace(ident.namespace(), HashMap::new()).await.map_err(catalog_err)?;
+            if !catalog.namespace_exists(ident.namespace()).await.map_err(catalog_err)?
+                && let Err(e) = catalog.create_namespace(ident.namespace(), HashMap::new()).await
+                && !catalog.namespace_exists(ident.namespace()).await.unwrap_or(false)
+            {
+                return Err(catalog_err(e));
             }
             let time_id =
                 wanted.field_by_name(REQUEST_TIME).map(|f| f.id).expect("the identity columns are in every table");
@@ -169,7 +173,16 @@ impl IcebergSink {
                 .partition_spec(spec)
                 .properties([("write.format.default".to_string(), "parquet".to_string())])
                 .build();
-            catalog.create_table(ident.namespace(), creation).await.map_err(catalog_err)
+            match catalog.create_table(ident.namespace(), creation).await {
+                Ok(table) => Ok(table),
+                // Another writer created it since we looked (the SQL catalog
+                // says so as a unique-key violation): take theirs, checked
+                // below like any existing table.
+                Err(e) => match catalog.table_exists(&ident).await {
+                    Ok(true) => catalog.load_table(&ident).await.map_err(catalog_err),
+                    _ => Err(catalog_err(e)),
+                },
+            }
         })?;
         let current = table.metadata().current_schema().clone();
         schema::check(&options.table, &current, &wanted)?;
@@ -210,7 +223,7 @@ impl IcebergSink {
     }
 
     /// The table's columns for `batch`.
-    fn columns(&self, batch: &RecordBatch) -> Result<(Vec<ArrayRef>, Option<Vec<i64>>), SinkError> {
+    fn columns(&self, batch: &RecordBatch) -> Result<(Vec<ArrayRef>, Option<ArrayRef>), SinkError> {
         let rows = batch.num_rows();
         let mut out = Vec::with_capacity(self.layout.fill.len());
         let mut times = None;
@@ -226,8 +239,8 @@ impl IcebergSink {
                     Arc::new(row) as ArrayRef
                 }
                 Fill::RequestTime(i) => {
-                    let (array, micros) = self.request_times(batch.column(i))?;
-                    times = Some(micros);
+                    let array = self.request_times(batch.column(i))?;
+                    times = Some(Arc::clone(&array));
                     array
                 }
                 Fill::Output(i) => retag(batch.column(i), field.data_type())?,
@@ -236,7 +249,7 @@ impl IcebergSink {
         Ok((out, times))
     }
 
-    fn request_times(&self, column: &ArrayRef) -> Result<(ArrayRef, Vec<i64>), SinkError> {
+    fn request_times(&self, column: &ArrayRef) -> Result<ArrayRef, SinkError> {
         let values = single_values(column)?;
         let values = values
             .as_primitive_opt::<Int64Type>()
@@ -244,9 +257,8 @@ impl IcebergSink {
         let micros: Vec<i64> = values.values().iter().map(|&v| self.identity.micros(v)).collect();
         // A LineId without the field reads 0: no time.
         let valid = NullBuffer::from_iter(values.values().iter().map(|&v| v != 0));
-        let array =
-            TimestampMicrosecondArray::new(ScalarBuffer::from(micros.clone()), Some(valid)).with_timezone("UTC");
-        Ok((Arc::new(array), micros))
+        let array = TimestampMicrosecondArray::new(ScalarBuffer::from(micros), Some(valid)).with_timezone("UTC");
+        Ok(Arc::new(array))
     }
 
     fn partition_key(&self, micros: i64, valid: bool) -> Option<i64> {
@@ -283,6 +295,12 @@ impl IcebergSink {
             self.files.insert(key, Open { sink, path, partition, rows: 0 });
         }
         Ok(self.files.get_mut(&key).expect("just opened"))
+    }
+
+    fn append(&mut self, key: Option<i64>, rows: RecordBatch) -> Result<(), SinkError> {
+        let open = self.open_file(key)?;
+        open.rows += rows.num_rows() as u64;
+        open.sink.write(Prepared::Batch(rows))
     }
 
     fn commit(&mut self) -> Result<CommitReport, TableError> {
@@ -333,20 +351,25 @@ impl Sink for IcebergSink {
         }
         let (columns, times) = self.columns(&batch)?;
         let table = RecordBatch::try_new(Arc::clone(&self.layout.write), columns)?;
-        let times = times.unwrap_or_default();
-        let valid = |r: usize| times.get(r).is_some_and(|&t| t != 0);
-        let mut at = 0;
-        while at < table.num_rows() {
-            let key = self.partition_key(times.get(at).copied().unwrap_or(0), valid(at));
-            let mut end = at + 1;
-            while end < table.num_rows() && self.partition_key(times.get(end).copied().unwrap_or(0), valid(end)) == key
-            {
-                end += 1;
-            }
-            let open = self.open_file(key)?;
-            open.sink.write(Prepared::Batch(table.slice(at, end - at)))?;
-            open.rows += (end - at) as u64;
-            at = end;
+        let times = times.as_ref().map(|t| t.as_primitive::<TimestampMicrosecondType>());
+        let key = |r: usize| match times {
+            Some(t) => self.partition_key(t.value(r), t.is_valid(r)),
+            None => self.partition_key(0, false),
+        };
+        // A record's rows share their request's time, so a batch is most
+        // often one partition's, written whole; otherwise each partition's
+        // rows are taken out of it once.
+        let first = key(0);
+        if (1..table.num_rows()).all(|r| key(r) == first) {
+            return self.append(first, table);
+        }
+        let mut rows: BTreeMap<Option<i64>, Vec<u32>> = BTreeMap::new();
+        for r in 0..table.num_rows() {
+            rows.entry(key(r)).or_default().push(r as u32);
+        }
+        for (k, indices) in rows {
+            let part = arrow_select::take::take_record_batch(&table, &UInt32Array::from(indices))?;
+            self.append(k, part)?;
         }
         Ok(())
     }
@@ -483,18 +506,22 @@ fn single_values(column: &ArrayRef) -> Result<ArrayRef, SinkError> {
 /// LineId without the field, is null).
 fn request_ids(column: &ArrayRef) -> Result<ArrayRef, SinkError> {
     let column = single_values(column)?;
-    let strings: Vec<Option<String>> = match column.data_type() {
-        DataType::LargeBinary => {
-            column.as_binary::<i64>().iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect()
-        }
-        DataType::Binary => {
-            column.as_binary::<i32>().iter().map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned())).collect()
-        }
-        DataType::Utf8 => column.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect(),
-        DataType::LargeUtf8 => column.as_string::<i64>().iter().map(|v| v.map(str::to_string)).collect(),
-        other => return Err(bad(format!("{REQUEST_ID_OUTPUT} is {other}, not strings"))),
+    let mut out = StringBuilder::with_capacity(column.len(), 32 * column.len());
+    let mut push = |b: Option<&[u8]>| match b {
+        None | Some([]) => out.append_null(),
+        Some(b) => match std::str::from_utf8(b) {
+            Ok(s) => out.append_value(s),
+            Err(_) => out.append_value(String::from_utf8_lossy(b)),
+        },
     };
-    Ok(Arc::new(strings.into_iter().map(|s| s.filter(|s| !s.is_empty())).collect::<StringArray>()))
+    match column.data_type() {
+        DataType::LargeBinary => column.as_binary::<i64>().iter().for_each(&mut push),
+        DataType::Binary => column.as_binary::<i32>().iter().for_each(&mut push),
+        DataType::Utf8 => column.as_string::<i32>().iter().for_each(|v| push(v.map(str::as_bytes))),
+        DataType::LargeUtf8 => column.as_string::<i64>().iter().for_each(|v| push(v.map(str::as_bytes))),
+        other => return Err(bad(format!("{REQUEST_ID_OUTPUT} is {other}, not strings"))),
+    }
+    Ok(Arc::new(out.finish()))
 }
 
 /// `array` as the written type `to` (the same buffers): u64 as i64, lists
@@ -518,20 +545,15 @@ fn retag(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, SinkError> {
                 a.nulls().cloned(),
             ))
         }
-        (DataType::LargeList(_), DataType::List(item)) => {
+        (DataType::LargeList(_), DataType::LargeList(item)) => {
             let a = array.as_list::<i64>();
-            let offsets: Vec<i32> = a
-                .offsets()
-                .iter()
-                .map(|&o| i32::try_from(o).map_err(|_| bad("a list column over 2 GiB of values in one batch".into())))
-                .collect::<Result<_, _>>()?;
-            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-            Arc::new(ListArray::new(field(item), offsets, retag(a.values(), item.data_type())?, a.nulls().cloned()))
+            let values = retag(a.values(), item.data_type())?;
+            Arc::new(LargeListArray::new(field(item), a.offsets().clone(), values, a.nulls().cloned()))
         }
-        (DataType::FixedSizeList(_, size), DataType::List(item)) => {
+        (DataType::FixedSizeList(_, size), DataType::FixedSizeList(item, _)) => {
             let a: &FixedSizeListArray = array.as_fixed_size_list();
-            let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(*size as usize, a.len()));
-            Arc::new(ListArray::new(field(item), offsets, retag(a.values(), item.data_type())?, a.nulls().cloned()))
+            let values = retag(a.values(), item.data_type())?;
+            Arc::new(FixedSizeListArray::new(field(item), *size, values, a.nulls().cloned()))
         }
         (DataType::Struct(_), DataType::Struct(fields)) => {
             let a: &StructArray = array.as_struct();

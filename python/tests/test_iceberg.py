@@ -3,13 +3,17 @@ own Python implementation, its SQL catalog on the warehouse's SQLite file):
 the table's rows are the rows `fex extract` writes to Parquet, each with
 its request id, row index and request time; a second run appends a second
 snapshot; a model whose outputs do not match the table is refused before
-any file is written; an unreachable catalog is named.
+any file is written; an unreachable catalog is named; runs committing to
+one table at once all land; a run killed before its commit leaves no row
+visible.
 
 scripts/test.sh passes FEX_CLI (the `fex` binary) and FEX_CLIENT (for
 `fex-client gen`)."""
 
 import os
+import signal
 import subprocess
+import time
 from collections import Counter
 
 import pyarrow.parquet as pq
@@ -133,3 +137,48 @@ def test_iceberg_is_for_pbdataset_input_and_table_flags_for_iceberg(requests, tm
     p = subprocess.run([binary("FEX_CLI"), "extract", "--input-format", "libsvm", "--format", "iceberg", "-o", str(tmp_path / "w"),
                         str(libsvm)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 64 and "text input writes parquet or arrow" in p.stderr
+
+
+def test_two_runs_committing_to_one_table_at_once_both_land(requests, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    cmd = [binary("FEX_CLI"), "extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", str(warehouse), requests]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    table = catalog(warehouse).load_table("fex.default_samples")
+    assert len(table.snapshots()) == 3
+    assert table.scan().to_arrow().num_rows == 3 * 480
+
+
+def test_a_run_killed_before_its_commit_leaves_no_rows_visible(tmp_path):
+    big = tmp_path / "big.pb"
+    args = ["gen", "--model-config", DEFAULT_MODEL, "--count", "600", "--batch-size", "256", "--seed", "5", "--out", str(big)]
+    subprocess.run([binary("FEX_CLIENT"), *args], check=True, capture_output=True)
+    warehouse = tmp_path / "warehouse"
+    cmd = [binary("FEX_CLI"), "extract", "-q", "--model", DEFAULT_MODEL, "--format", "iceberg", "--threads", "1",
+           "--row-group-size", "1024", "-o", str(warehouse), str(big)]
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not data_files(warehouse) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert p.poll() is None, "the run ended before a data file was seen: make the input larger"
+        assert data_files(warehouse), "no data file within 120 s"
+        p.send_signal(signal.SIGKILL)
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+    table = catalog(warehouse).load_table("fex.default_samples")
+    assert table.current_snapshot() is None
+    assert table.scan().to_arrow().num_rows == 0
+    orphans = data_files(warehouse)
+    assert orphans
+    # The next run commits its own rows only.
+    small = tmp_path / "small.pb"
+    subprocess.run([binary("FEX_CLIENT"), "gen", "--model-config", DEFAULT_MODEL, "--count", "3", "--batch-size", "4",
+                    "--out", str(small)], check=True, capture_output=True)
+    extract("--format", "iceberg", "-o", str(warehouse), str(small))
+    table = catalog(warehouse).load_table("fex.default_samples")
+    assert table.scan().to_arrow().num_rows == 12
+    assert not {os.path.basename(t.file.file_path) for t in table.scan().plan_files()} & {os.path.basename(o) for o in orphans}
