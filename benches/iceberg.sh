@@ -9,7 +9,8 @@
 # FILE: framed ExampleBatches of the default model (`fex-client gen`).
 # Each round runs, for --threads 1 and 2: Parquet into a file on the same
 # disk, then Iceberg into a fresh warehouse (the table created, the files
-# written, the commit made: the whole process, start to exit). Prints every
+# written, the commit made: the whole process, start to exit), partitioned
+# by day (the default), then unpartitioned (`--partition-by none`). Prints every
 # run's wall and CPU seconds, then the medians over rounds of Iceberg's
 # throughput as a share of Parquet's (Parquet's wall time / Iceberg's, pair
 # by pair within a round).
@@ -38,6 +39,8 @@ for round in $(seq "$ROUNDS"); do
     run parquet "$threads" -o "$DIR/out.parquet"
     rm -rf "$DIR/wh"
     run iceberg "$threads" --format iceberg -o "$DIR/wh"
+    rm -rf "$DIR/wh"
+    run unpartitioned "$threads" --format iceberg --partition-by none -o "$DIR/wh"
   done
 done
 python3 - "$LOG" <<'PY'
@@ -48,10 +51,11 @@ for line in open(sys.argv[1]):
     runs[(int(r), label, int(threads))] = (float(wall), float(cpu))
 rounds = sorted({k[0] for k in runs})
 for threads in (1, 2):
-    ratios = [runs[(r, "parquet", threads)][0] / runs[(r, "iceberg", threads)][0] for r in rounds]
-    for label in ("parquet", "iceberg"):
+    for label in ("parquet", "iceberg", "unpartitioned"):
         walls = [runs[(r, label, threads)][0] for r in rounds]
         cpus = [runs[(r, label, threads)][1] for r in rounds]
         print(f"{threads} thread(s) {label}: median wall {statistics.median(walls):.2f} s, cpu {statistics.median(cpus):.2f} s")
-    print(f"{threads} thread(s) iceberg / parquet throughput: median {statistics.median(ratios):.3f} ({', '.join(f'{x:.3f}' for x in ratios)})")
+    for label in ("iceberg", "unpartitioned"):
+        ratios = [runs[(r, "parquet", threads)][0] / runs[(r, label, threads)][0] for r in rounds]
+        print(f"{threads} thread(s) {label} / parquet throughput: median {statistics.median(ratios):.3f} ({', '.join(f'{x:.3f}' for x in ratios)})")
 PY
