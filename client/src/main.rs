@@ -134,6 +134,10 @@ struct Synth {
     /// Random seed (runs are repeatable).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Give every row of a request the request's LineId req_id and req_time,
+    /// as a ranking request's rows have (by default each row draws its own).
+    #[arg(long)]
+    per_request_identity: bool,
 }
 
 impl Synth {
@@ -151,6 +155,7 @@ impl Synth {
             vocab: self.vocab,
             noise_lists: self.noise_lists,
             seed: self.seed,
+            per_request_identity: self.per_request_identity,
         };
         Generator::new(plan, options)
     }

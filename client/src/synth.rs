@@ -24,11 +24,23 @@ pub struct GenOptions {
     /// Extra lists the model does not read (snapshot-like requests carry many).
     pub noise_lists: usize,
     pub seed: u64,
+    /// Every row of a request carries the request's LineId `req_id` and
+    /// `req_time`, as a ranking request's rows do. Off: each row draws its
+    /// own (the default, which earlier files were made with).
+    pub per_request_identity: bool,
 }
 
 impl Default for GenOptions {
     fn default() -> Self {
-        Self { batch_size: 256, list_len: (1, 8), zipf_exponent: 1.1, vocab: 1_000_000, noise_lists: 0, seed: 1 }
+        Self {
+            batch_size: 256,
+            list_len: (1, 8),
+            zipf_exponent: 1.1,
+            vocab: 1_000_000,
+            noise_lists: 0,
+            seed: 1,
+            per_request_identity: false,
+        }
     }
 }
 
@@ -46,6 +58,8 @@ pub struct Generator {
     options: GenOptions,
     rng: StdRng,
     zipf: Zipf<f64>,
+    /// The request's (req_id, req_time), with `per_request_identity`.
+    request: Option<(String, i64)>,
 }
 
 impl Generator {
@@ -54,7 +68,7 @@ impl Generator {
             .map_err(|e| anyhow::anyhow!("bad zipf parameters: {e}"))?;
         anyhow::ensure!(options.list_len.0 <= options.list_len.1, "list length range {:?} is empty", options.list_len);
         let rng = StdRng::seed_from_u64(options.seed);
-        Ok(Self { plan, options, rng, zipf })
+        Ok(Self { plan, options, rng, zipf, request: None })
     }
 
     /// One request, serialized.
@@ -64,6 +78,10 @@ impl Generator {
 
     pub fn next_batch(&mut self) -> pb::ExampleBatch {
         let rows = self.options.batch_size;
+        if self.options.per_request_identity {
+            let time = 1_700_000_000 + self.rng.random_range(0..86_400);
+            self.request = Some((format!("req-{:016x}", self.rng.random::<u64>()), time));
+        }
         let mut lists = Vec::new();
         let mut done = vec![false; self.plan.source_names.len()];
         for output in self.plan.outputs.clone() {
@@ -156,11 +174,21 @@ impl Generator {
     }
 
     fn line_id(&mut self) -> LineId {
+        let uid = self.rng.random();
+        let req_time = match &self.request {
+            Some((_, time)) => *time,
+            None => 1_700_000_000 + self.rng.random_range(0..86_400),
+        };
+        let item_id = self.rng.random();
+        let req_id = match &self.request {
+            Some((id, _)) => id.clone(),
+            None => format!("req-{:016x}", self.rng.random::<u64>()),
+        };
         LineId {
-            uid: Some(self.rng.random()),
-            req_time: Some(1_700_000_000 + self.rng.random_range(0..86_400)),
-            item_id: Some(self.rng.random()),
-            req_id: Some(format!("req-{:016x}", self.rng.random::<u64>())),
+            uid: Some(uid),
+            req_time: Some(req_time),
+            item_id: Some(item_id),
+            req_id: Some(req_id),
             actions: (0..self.rng.random_range(0..3)).map(|_| self.rng.random_range(1..10)).collect(),
             sample_rate: Some(1.0),
             ..Default::default()

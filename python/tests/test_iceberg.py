@@ -182,3 +182,20 @@ def test_a_run_killed_before_its_commit_leaves_no_rows_visible(tmp_path):
     table = catalog(warehouse).load_table("fex.default_samples")
     assert table.scan().to_arrow().num_rows == 12
     assert not {os.path.basename(t.file.file_path) for t in table.scan().plan_files()} & {os.path.basename(o) for o in orphans}
+
+
+def test_rows_of_one_request_share_its_identity(tmp_path):
+    reqs = tmp_path / "requests.pb"
+    args = ["gen", "--model-config", DEFAULT_MODEL, "--count", "30", "--batch-size", "8", "--per-request-identity",
+            "--out", str(reqs)]
+    subprocess.run([binary("FEX_CLIENT"), *args], check=True, capture_output=True)
+    warehouse = tmp_path / "warehouse"
+    extract("--format", "iceberg", "-o", str(warehouse), str(reqs))
+    got = catalog(warehouse).load_table("fex.default_samples").scan().to_arrow()
+    by_request = {}
+    for r in got.select(["request_id", "row", "request_time"]).to_pylist():
+        by_request.setdefault(r["request_id"], []).append(r)
+    assert len(by_request) == 30
+    for rows_of in by_request.values():
+        assert sorted(r["row"] for r in rows_of) == list(range(8))
+        assert len({r["request_time"] for r in rows_of}) == 1
