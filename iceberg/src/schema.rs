@@ -169,9 +169,9 @@ fn same_type(a: &Type, b: &Type) -> bool {
 }
 
 /// The Arrow schema the data files are written with: the table's columns
-/// that the model writes, in the table's order, typed as they are written
-/// (fids as Int64, strings as Binary, lists as List) and each field carrying
-/// the table's field id. `check` must have passed.
+/// that the model writes, in the table's order, typed as fex's columns are
+/// (lists keep their layout) except fids, written as Int64 of the same bits,
+/// and each field carrying the table's field id. `check` must have passed.
 pub fn write_schema(table: &Schema, outputs: &ArrowSchema) -> Result<SchemaRef, TableError> {
     let by_name: HashMap<&str, &Arc<Field>> = model_fields(outputs).map(|f| (f.name().as_str(), f)).collect();
     let mut fields = Vec::new();

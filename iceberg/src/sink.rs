@@ -24,7 +24,7 @@ use arrow_array::{
     TimestampMicrosecondArray, UInt32Array,
 };
 use arrow_buffer::{NullBuffer, ScalarBuffer};
-use arrow_schema::{DataType, FieldRef, SchemaRef};
+use arrow_schema::{DataType, SchemaRef};
 use fex::Plan;
 use fex::offline::{Format, ParquetOptions, ParquetSink, Prepared, Sink, SinkError, SinkHelper};
 use iceberg::spec::{
@@ -311,27 +311,22 @@ impl IcebergSink {
             rows += open.rows;
             data_files.push(data_file(&open, spec_id)?);
         }
-        let report = |snapshot_id| CommitReport {
-            table: self.options.table.clone(),
-            snapshot_id,
-            data_files: data_files.len(),
-            rows,
-        };
+        let mut report =
+            CommitReport { table: self.options.table.clone(), snapshot_id: None, data_files: data_files.len(), rows };
         if data_files.is_empty() {
-            return Ok(report(None));
+            return Ok(report);
         }
         let catalog_err =
             |e: iceberg::Error| TableError::Catalog { catalog: self.describe.clone(), message: e.to_string() };
-        let done = report(None);
         let table = self.runtime.block_on(async {
             let tx = Transaction::new(&self.table);
             let append = tx.fast_append().set_snapshot_properties(self.summary.clone()).add_data_files(data_files);
             let tx = append.apply(tx)?;
             tx.commit(&self.catalog).await.map_err(catalog_err)
         })?;
-        let snapshot_id = table.metadata().current_snapshot().map(|s| s.snapshot_id());
+        report.snapshot_id = table.metadata().current_snapshot().map(|s| s.snapshot_id());
         self.table = table;
-        Ok(CommitReport { snapshot_id, ..done })
+        Ok(report)
     }
 }
 
@@ -539,7 +534,7 @@ fn retag(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, SinkError> {
         (DataType::List(_), DataType::List(item)) => {
             let a = array.as_list::<i32>();
             Arc::new(ListArray::new(
-                field(item),
+                Arc::clone(item),
                 a.offsets().clone(),
                 retag(a.values(), item.data_type())?,
                 a.nulls().cloned(),
@@ -548,12 +543,12 @@ fn retag(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, SinkError> {
         (DataType::LargeList(_), DataType::LargeList(item)) => {
             let a = array.as_list::<i64>();
             let values = retag(a.values(), item.data_type())?;
-            Arc::new(LargeListArray::new(field(item), a.offsets().clone(), values, a.nulls().cloned()))
+            Arc::new(LargeListArray::new(Arc::clone(item), a.offsets().clone(), values, a.nulls().cloned()))
         }
         (DataType::FixedSizeList(_, size), DataType::FixedSizeList(item, _)) => {
             let a: &FixedSizeListArray = array.as_fixed_size_list();
             let values = retag(a.values(), item.data_type())?;
-            Arc::new(FixedSizeListArray::new(field(item), *size, values, a.nulls().cloned()))
+            Arc::new(FixedSizeListArray::new(Arc::clone(item), *size, values, a.nulls().cloned()))
         }
         (DataType::Struct(_), DataType::Struct(fields)) => {
             let a: &StructArray = array.as_struct();
@@ -567,8 +562,4 @@ fn retag(array: &ArrayRef, to: &DataType) -> Result<ArrayRef, SinkError> {
         }
         (from, to) => return Err(bad(format!("a column of {from} cannot be written as {to}"))),
     })
-}
-
-fn field(f: &FieldRef) -> FieldRef {
-    Arc::clone(f)
 }
