@@ -28,6 +28,37 @@ pub enum Command {
     /// Fit what a text format's reading needs (Criteo's vocabularies).
     #[command(subcommand)]
     Fit(FitCommand),
+    /// A model's Iceberg sample table.
+    #[command(subcommand)]
+    Table(TableCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TableCommand {
+    /// Create the model's sample table (the columns `extract --format iceberg`
+    /// writes), or check an existing one against the model: for writers
+    /// that do not create it themselves (the near-line job's Iceberg sink).
+    Create(TableCreateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TableCreateArgs {
+    /// The model config (YAML).
+    #[arg(long, short)]
+    pub model: PathBuf,
+    /// The warehouse directory (with the embedded catalog, catalog.db in it).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// The table, as namespace.table (default: fex.<model>_samples).
+    #[arg(long)]
+    pub table: Option<String>,
+    /// The catalog's database. Default: an embedded SQLite catalog,
+    /// catalog.db in the warehouse; or postgresql://user:password@host/db.
+    #[arg(long, env = "FEX_ICEBERG_CATALOG")]
+    pub catalog: Option<String>,
+    /// How a new table is partitioned by request_time.
+    #[arg(long, value_enum, default_value_t = PartitionArg::Day)]
+    pub partition_by: PartitionArg,
 }
 
 #[derive(Subcommand, Debug)]

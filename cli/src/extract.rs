@@ -51,7 +51,8 @@ pub fn run(a: ExtractArgs) -> u8 {
     // plan that reads it too (fex_iceberg::identity).
     let mut committed = None;
     let (plan, mut sink): (fex::Plan, Box<dyn Sink>) = if a.format == FormatArg::Iceberg {
-        match crate::table::open(&a, model, &plan, parquet) {
+        let per_record = a.input.payload() == offline::Payload::ExampleBatch;
+        match crate::table::open(&(&a).into(), model, &plan, parquet, per_record) {
             Ok((run_plan, sink)) => {
                 committed = Some(sink.report());
                 (run_plan, Box::new(sink))

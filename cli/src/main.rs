@@ -44,6 +44,7 @@ fn main() -> ExitCode {
         args::Command::Check(a) => check::run(a),
         args::Command::Fit(args::FitCommand::Criteo(a)) => text::fit_criteo(a),
         args::Command::Replay(a) => replay::run(a),
+        args::Command::Table(c) => table::run(c),
     };
     ExitCode::from(code)
 }

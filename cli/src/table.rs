@@ -7,17 +7,66 @@ use fex::offline::ParquetOptions;
 use fex_iceberg::sink::CommitReport;
 use fex_iceberg::{CatalogSpec, IcebergSink, Partitioning, TableError, TableOptions};
 
-use crate::args::{ExtractArgs, PartitionArg};
+use crate::args::{ExtractArgs, PartitionArg, TableCommand, TableCreateArgs};
 use crate::exit;
+
+/// Where the table is and how a new one is made: `extract --format
+/// iceberg`'s flags, and `table create`'s.
+pub struct Where<'a> {
+    pub warehouse: &'a Path,
+    pub table: Option<&'a str>,
+    pub catalog: Option<&'a str>,
+    pub partition_by: PartitionArg,
+}
+
+impl<'a> From<&'a ExtractArgs> for Where<'a> {
+    fn from(a: &'a ExtractArgs) -> Self {
+        Where {
+            warehouse: &a.output,
+            table: a.table.as_deref(),
+            catalog: a.catalog.as_deref(),
+            partition_by: a.partition_by,
+        }
+    }
+}
+
+pub fn run(c: TableCommand) -> u8 {
+    match c {
+        TableCommand::Create(a) => create(&a),
+    }
+}
+
+/// `fex table create`: the table made, or found and checked; exit 64 for a
+/// model or a table that does not fit, 1 for a catalog that cannot be reached.
+fn create(a: &TableCreateArgs) -> u8 {
+    let plan = match crate::extract::load_model(&a.model) {
+        Ok(plan) => plan,
+        Err(code) => return code,
+    };
+    let at = Where {
+        warehouse: &a.output,
+        table: a.table.as_deref(),
+        catalog: a.catalog.as_deref(),
+        partition_by: a.partition_by,
+    };
+    match open(&at, &a.model, &plan, ParquetOptions::default(), true) {
+        Ok((_, sink)) => {
+            println!("{}", sink.describe_table());
+            0
+        }
+        Err(code) => code,
+    }
+}
 
 /// The plan the run extracts with (the model's, with its identity outputs)
 /// and the sink, the table created or checked. Exit 64 for a model or table
 /// that does not fit, 1 for a catalog that cannot be reached.
 pub fn open(
-    a: &ExtractArgs,
+    a: &Where<'_>,
     model: &Path,
     plan: &fex::Plan,
     parquet: ParquetOptions,
+    batch_per_record: bool,
 ) -> Result<(fex::Plan, IcebergSink), u8> {
     let fail = |e: TableError| {
         eprintln!("error: {e}");
@@ -31,22 +80,23 @@ pub fn open(
         exit::CONFIG
     })?;
     let dir = model.parent().unwrap_or(Path::new("."));
-    let (run_plan, identity) = fex_iceberg::identity::with_identity(&text, dir, plan).map_err(fail)?;
-    let mut catalog = CatalogSpec::in_warehouse(&a.output).map_err(|e| {
-        eprintln!("error: cannot create the warehouse {}: {e}", a.output.display());
+    let (run_plan, identity) =
+        fex_iceberg::identity::with_identity(&text, dir, plan).map_err(|e| fail(TableError::Model(e)))?;
+    let mut catalog = CatalogSpec::in_warehouse(a.warehouse).map_err(|e| {
+        eprintln!("error: cannot create the warehouse {}: {e}", a.warehouse.display());
         exit::FAILURE
     })?;
-    catalog.uri = a.catalog.clone();
+    catalog.uri = a.catalog.map(str::to_string);
     let options = TableOptions {
         catalog,
-        table: a.table.clone().unwrap_or_else(|| format!("fex.{}_samples", plan.name)),
+        table: a.table.map_or_else(|| format!("fex.{}_samples", plan.name), str::to_string),
         partitioning: match a.partition_by {
             PartitionArg::Day => Partitioning::Day,
             PartitionArg::Hour => Partitioning::Hour,
             PartitionArg::None => Partitioning::None,
         },
         parquet,
-        batch_per_record: a.input.payload() == fex::offline::Payload::ExampleBatch,
+        batch_per_record,
     };
     let sink = IcebergSink::open(plan, &run_plan, identity, options).map_err(fail)?;
     Ok((run_plan, sink))

@@ -20,7 +20,7 @@
 //! `fex` command (ARCHITECTURE.md).
 
 pub mod catalog;
-pub mod identity;
+pub use fex::offline::identity;
 pub mod schema;
 pub mod sink;
 

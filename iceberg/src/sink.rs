@@ -216,6 +216,27 @@ impl IcebergSink {
         })
     }
 
+    /// The table as opened: its name, catalog, columns, partitioning and
+    /// snapshots, one line (`fex table create` prints it).
+    pub fn describe_table(&self) -> String {
+        let meta = self.table.metadata();
+        let spec = meta.default_partition_spec();
+        let by = if spec.fields().is_empty() {
+            "unpartitioned".to_string()
+        } else {
+            let fields: Vec<String> = spec.fields().iter().map(|f| format!("{} ({})", f.name, f.transform)).collect();
+            format!("partitioned by {}", fields.join(", "))
+        };
+        format!(
+            "table {} in {}: {} columns, {by}, {} snapshot(s), at {}",
+            self.options.table,
+            self.describe,
+            meta.current_schema().as_struct().fields().len(),
+            meta.snapshots().count(),
+            meta.location()
+        )
+    }
+
     /// Where the commit is reported once `finish` has made it (the sink
     /// itself is usually boxed by then).
     pub fn report(&self) -> Arc<OnceLock<CommitReport>> {

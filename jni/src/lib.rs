@@ -8,6 +8,10 @@
 //! - `requestKeys(handle, logged)`: a logged request's join keys.
 //! - `compute(handle, logged, actions)`: an emitted request's joined
 //!   records and samples (`fex::nearline::compute`), once per request.
+//! - `openTable`, `tableColumns` and `computeTable`: the same for a job
+//!   that writes the samples to an Iceberg sample table: the model with
+//!   its identity outputs, the table's columns, and the samples as table
+//!   rows (`rows`).
 //!
 //! Every error is a `fex.jni.FexException` carrying the library's message
 //! (and, for a logged request's bytes, the offset where decoding stopped);
@@ -16,6 +20,7 @@
 //! (`classes`).
 
 mod classes;
+pub mod rows;
 
 /// The library's own allocations (a request's joined records, samples and
 /// the scratch between) go through mimalloc, as the `fex` command's and
@@ -146,9 +151,32 @@ pub fn plan(handle: i64) -> Result<Arc<Plan>, Failure> {
     plans().get(&handle).cloned().ok_or_else(|| Failure::new(format!("no open plan has handle {handle} (closed?)")))
 }
 
+/// The open table plans (`openTable`), by handle; handles are shared with [`PLANS`].
+static TABLES: LazyLock<Mutex<HashMap<i64, Arc<rows::TablePlan>>>> = LazyLock::new(Mutex::default);
+
+fn tables() -> std::sync::MutexGuard<'static, HashMap<i64, Arc<rows::TablePlan>>> {
+    TABLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Compiles a model config with its sample table's identity outputs.
+pub fn open_table(yaml: &str, base_dir: &str) -> Result<i64, Failure> {
+    let plan = rows::TablePlan::open(yaml, base_dir)?;
+    let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+    tables().insert(handle, Arc::new(plan));
+    Ok(handle)
+}
+
+/// The table plan under `handle`.
+pub fn table(handle: i64) -> Result<Arc<rows::TablePlan>, Failure> {
+    tables()
+        .get(&handle)
+        .cloned()
+        .ok_or_else(|| Failure::new(format!("no open table plan has handle {handle} (closed?)")))
+}
+
 /// Drops the plan under `handle`; true when there was one.
 pub fn close(handle: i64) -> bool {
-    plans().remove(&handle).is_some()
+    plans().remove(&handle).is_some() || tables().remove(&handle).is_some()
 }
 
 fn bytes(env: &Env<'_>, array: &JByteArray<'_>, what: &str) -> Result<Vec<u8>, Failure> {
@@ -290,6 +318,86 @@ pub extern "system" fn Java_fex_jni_Native_compute<'l>(
             let joined = env.byte_array_from_slice(&computed.joined)?;
             let samples = env.byte_array_from_slice(&computed.samples)?;
             let rows_written = computed.rows_written.min(i64::MAX as u64) as i64;
+            Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
+        })
+        .resolve::<ThrowFex>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_fex_jni_Native_openTable<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    yaml: JString<'l>,
+    base_dir: JString<'l>,
+) -> jlong {
+    unowned
+        .with_env(|env| -> Result<jlong, Failure> {
+            let yaml = string(env, &yaml, "the model config")?;
+            let base_dir = if base_dir.is_null() { ".".into() } else { string(env, &base_dir, "baseDir")? };
+            open_table(&yaml, &base_dir)
+        })
+        .resolve::<ThrowFex>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_fex_jni_Native_tableColumns<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) -> JObject<'l> {
+    unowned
+        .with_env(|env| -> Result<JObject<'l>, Failure> {
+            let columns = table(handle)?.columns();
+            let empty = env.new_string("")?;
+            let out = JObjectArray::<JString>::new(env, columns.len(), &empty)?;
+            for (i, c) in columns.iter().enumerate() {
+                let c = env.new_string(c)?;
+                out.set_element(env, i, &c)?;
+            }
+            Ok(out.into())
+        })
+        .resolve::<ThrowFex>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_fex_jni_Native_tableSummary<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) -> JObject<'l> {
+    unowned
+        .with_env(|env| -> Result<JObject<'l>, Failure> {
+            let table = table(handle)?;
+            let empty = env.new_string("")?;
+            let out = JObjectArray::<JString>::new(env, table.summary.len() * 2, &empty)?;
+            for (i, (k, v)) in table.summary.iter().enumerate() {
+                let (k, v) = (env.new_string(k)?, env.new_string(v)?);
+                out.set_element(env, 2 * i, &k)?;
+                out.set_element(env, 2 * i + 1, &v)?;
+            }
+            Ok(out.into())
+        })
+        .resolve::<ThrowFex>()
+}
+
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_fex_jni_Native_computeTable<'l>(
+    mut unowned: EnvUnowned<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    logged: JByteArray<'l>,
+    rows: JObjectArray<'l, JIntArray<'l>>,
+) -> JObject<'l> {
+    unowned
+        .with_env(|env| -> Result<JObject<'l>, Failure> {
+            let table = table(handle)?;
+            let logged = bytes(env, &logged, "the logged request")?;
+            let actions = actions(env, &rows)?;
+            let (payload, joined, samples, rows_written) = table.compute(&logged, &actions)?;
+            let payload = env.new_string(payload.as_str())?;
+            let joined = env.byte_array_from_slice(&joined)?;
+            let samples = env.byte_array_from_slice(&samples)?;
+            let rows_written = rows_written.min(i64::MAX as u64) as i64;
             Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
         })
         .resolve::<ThrowFex>()

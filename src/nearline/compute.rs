@@ -9,7 +9,7 @@
 use super::keys::request_id_and_payload;
 use super::{NearlineError, Payload, attach_actions};
 use crate::config::Plan;
-use crate::offline::{self, Options, Quiet, ResponsesSink, RowsHook, RunError, RunInput, SharedBuf};
+use crate::offline::{self, CollectSink, Options, Quiet, ResponsesSink, RowsHook, RunError, RunInput, SharedBuf, Sink};
 use crate::samples::Transforms;
 
 /// What [`compute`] made of one request.
@@ -43,6 +43,41 @@ pub enum ComputeError {
 /// them on this thread. Each call starts the transforms afresh: state such
 /// as negative_gen's item pool is not carried from one request to the next.
 pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Computed, ComputeError> {
+    let out = SharedBuf::default();
+    let mut sink = ResponsesSink::new(Box::new(out.clone()));
+    let (payload, joined, rows_written) = run(plan, logged, actions, &mut sink)?;
+    drop(sink);
+    Ok(Computed { payload, joined, samples: out.take(), rows_written })
+}
+
+/// What [`compute_batches`] made of one request.
+#[derive(Debug, Clone)]
+pub struct ComputedBatches {
+    pub payload: Payload,
+    /// As [`Computed::joined`].
+    pub joined: bytes::Bytes,
+    /// The samples as the Arrow record batches `fex extract` writes to
+    /// Parquet (one per record of the request, in order).
+    pub batches: Vec<arrow_array::RecordBatch>,
+    pub rows_written: u64,
+}
+
+/// [`compute`], with the samples as record batches: for a sink that takes
+/// them as a table (the near-line job's Iceberg table, through JNI).
+pub fn compute_batches(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<ComputedBatches, ComputeError> {
+    let mut sink = CollectSink::default();
+    let (payload, joined, rows_written) = run(plan, logged, actions, &mut sink)?;
+    Ok(ComputedBatches { payload, joined, batches: sink.batches, rows_written })
+}
+
+/// Attaches the actions and runs the transforms and extraction into `sink`:
+/// the payload, the joined records, and the rows written.
+fn run(
+    plan: &Plan,
+    logged: &[u8],
+    actions: &[Vec<i32>],
+    sink: &mut dyn Sink,
+) -> Result<(Payload, bytes::Bytes, u64), ComputeError> {
     let (request_id, payload) = request_id_and_payload(plan, logged)?;
     let records = attach_actions(logged, actions)?;
     let mut joined = Vec::with_capacity(records.iter().map(|r| r.len() + 8).sum());
@@ -57,13 +92,9 @@ pub fn compute(plan: &Plan, logged: &[u8], actions: &[Vec<i32>]) -> Result<Compu
     let joined = bytes::Bytes::from(joined);
     let input = RunInput::Memory { name: format!("request {request_id}"), bytes: joined.clone() };
     let options = Options { payload: kind, threads: 1, ..Options::default() };
-    let out = SharedBuf::default();
-    let mut sink = ResponsesSink::new(Box::new(out.clone()));
     let transforms = Transforms::new(plan);
     let hook = (!transforms.is_empty()).then_some(&transforms as &dyn RowsHook);
-    let summary = offline::run_inputs(plan, &[input], options, &mut sink, hook, &Quiet)
+    let summary = offline::run_inputs(plan, &[input], options, sink, hook, &Quiet)
         .map_err(|e: RunError| ComputeError::Extract(e.to_string()))?;
-    drop(sink);
-    let samples = out.take();
-    Ok(Computed { payload, joined, samples, rows_written: summary.rows_written })
+    Ok((payload, joined, summary.rows_written))
 }

@@ -16,7 +16,7 @@ mod tests;
 
 pub use attach::attach_actions;
 #[cfg(feature = "offline")]
-pub use compute::{ComputeError, Computed, compute};
+pub use compute::{ComputeError, Computed, ComputedBatches, compute, compute_batches};
 pub use keys::request_keys;
 
 use crate::wire::DecodeError;

@@ -7,6 +7,7 @@
 
 mod hint;
 mod hook;
+pub mod identity;
 mod ipc;
 mod report;
 mod run;

@@ -86,8 +86,56 @@ def parser() -> argparse.ArgumentParser:
         help="read at most this many requests a second, and as many actions (each input over all its "
         "subtasks; default: as fast as the job goes), e.g. to replay a topic from its start without flooding the output",
     )
+    p.add_argument(
+        "--iceberg", metavar="WAREHOUSE",
+        help="write the samples to the model's Iceberg sample table in this warehouse (committed on checkpoints) "
+        "instead of OUT/samples; the table is created first with `fex table create` when the fex command is found",
+    )
+    p.add_argument("--iceberg-table", metavar="NS.NAME", help="the sample table (default fex.<model>_samples)")
+    p.add_argument(
+        "--iceberg-catalog", metavar="URI",
+        help="the Iceberg catalog (default: the SQLite file catalog.db in the warehouse; or jdbc:..., "
+        "sqlite://PATH, postgresql://user:password@host/db)",
+    )
+    p.add_argument(
+        "--partition-by", choices=["day", "hour", "none"], default="day",
+        help="how a sample table created here is partitioned by request_time (default day)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
+
+
+def fex_command():
+    """The `fex` command: FEX_CLI, else on PATH (None when neither)."""
+    import shutil
+
+    given = os.environ.get("FEX_CLI")
+    if given and os.access(given, os.X_OK):
+        return given
+    return shutil.which("fex")
+
+
+def create_table(args, table: str) -> int:
+    """`fex table create` for the job's sample table (created, or an
+    existing one checked against the model): 0, or the command's exit
+    status with its message. Without the command the job checks the table
+    itself and names the command when there is none."""
+    import subprocess
+
+    cli = fex_command()
+    if cli is None:
+        return 0
+    cmd = [cli, "table", "create", "--model", args.config, "-o", args.iceberg, "--table", table,
+           "--partition-by", args.partition_by]
+    if args.iceberg_catalog:
+        cmd += ["--catalog", args.iceberg_catalog]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr)
+        return p.returncode
+    if not args.quiet:
+        sys.stderr.write(p.stdout)
+    return 0
 
 
 def parquet_actions(paths, out):
@@ -226,6 +274,14 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EX_USAGE
+    if (args.iceberg_table or args.iceberg_catalog) and not args.iceberg:
+        print("error: --iceberg-table and --iceberg-catalog are for --iceberg WAREHOUSE", file=sys.stderr)
+        return EX_USAGE
+    table_name = args.iceberg_table or f"fex.{plan.name}_samples"
+    if args.iceberg:
+        code = create_table(args, table_name)
+        if code:
+            return code
     from . import job
 
     out_local = args.out[len("file://"):] if args.out.startswith("file://") else args.out
@@ -263,11 +319,21 @@ def main(argv=None) -> int:
         job_args += ["--transactional-id-prefix", args.transactional_id_prefix]
     if args.max_rate is not None:
         job_args += ["--max-rate-per-input", str(args.max_rate)]
+    jars = list(args.jars)
+    if args.iceberg:
+        job_args += ["--iceberg-warehouse", os.path.abspath(args.iceberg), "--iceberg-table", table_name]
+        if args.iceberg_catalog:
+            job_args += ["--iceberg-catalog", args.iceberg_catalog]
+        try:
+            jars += job.iceberg_jars()
+        except FileNotFoundError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return EX_USAGE
     idleness = args.idleness if args.idleness is not None else (60_000 if args.monitor else None)
     if idleness:
         job_args += ["--idleness-ms", str(idleness)]
     try:
-        cmd = job.command(job_args, log_file=os.path.join(logs, "flink.log"), jars=args.jars)
+        cmd = job.command(job_args, log_file=os.path.join(logs, "flink.log"), jars=jars)
     except (OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EX_USAGE

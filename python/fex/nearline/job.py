@@ -40,6 +40,20 @@ def jar_path() -> str:
     )
 
 
+def iceberg_jars() -> List[str]:
+    """The jars of the job's Iceberg sample table (Iceberg's Flink runtime,
+    Hadoop's client, the SQLite driver): ``FEX_NEARLINE_ICEBERG_LIB``, else
+    ``iceberg-lib/`` beside the job's jar, where `mvn package` copies them."""
+    lib = os.environ.get("FEX_NEARLINE_ICEBERG_LIB") or os.path.join(os.path.dirname(jar_path()), "iceberg-lib")
+    jars = sorted(os.path.join(lib, n) for n in os.listdir(lib) if n.endswith(".jar")) if os.path.isdir(lib) else []
+    if not jars:
+        raise FileNotFoundError(
+            f"the Iceberg sample table needs Iceberg's jars in {lib}: `mvn -f flink/pom.xml package` copies them "
+            "there (or set FEX_NEARLINE_ICEBERG_LIB to a directory of them)"
+        )
+    return jars
+
+
 def flink_home() -> str:
     """A Flink distribution (lib/ holds the runtime): ``FLINK_HOME``, or
     the apache-flink wheel's."""

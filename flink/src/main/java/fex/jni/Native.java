@@ -67,6 +67,18 @@ public final class Native {
     /** {@code actions}: one array per row of the request (null for none). */
     static native Computed compute(long plan, byte[] logged, int[][] actions);
 
+    /** Compiles a model config with its sample table's identity outputs (for {@link #computeTable}). */
+    static native long openTable(String yaml, String baseDir);
+
+    /** The sample table's column names, in order: the identity columns, then the model's outputs. */
+    static native String[] tableColumns(long tablePlan);
+
+    /** The model's name, version and digest for each snapshot's summary, as key, value, key, value... */
+    static native String[] tableSummary(long tablePlan);
+
+    /** As {@link #compute}, with {@code samples} the rows of the sample table ({@code fex.nearline.TableRows}). */
+    static native Computed computeTable(long tablePlan, byte[] logged, int[][] actions);
+
     /** Panics inside the library, for the test that a panic becomes a {@link FexException}. */
     static native long panicForTest();
 }

@@ -3,6 +3,7 @@ package fex.nearline;
 import fex.jni.Computed;
 import fex.jni.FexException;
 import fex.jni.Plan;
+import fex.jni.TablePlan;
 import java.nio.file.Path;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -15,7 +16,8 @@ import org.apache.flink.util.OutputTag;
  * An emitted request's samples: one call into the library per emitted request attaches its actions and runs the
  * model's {@code offline:} transforms and extraction. The main output is the joined records (framed, what {@code fex
  * extract} reads), {@link #SAMPLES} the framed ExtractResponse records {@code fex extract --format responses} writes
- * for them, and the request's manifest line goes to {@link LabelJoin#MANIFEST}. A request whose samples the library
+ * for them (or, for a job writing an Iceberg sample table, the table's rows as {@link TableRows} reads them), and the
+ * request's manifest line goes to {@link LabelJoin#MANIFEST}. A request whose samples the library
  * refuses is reported there, where it was read, and the job goes on.
  */
 final class Compute extends ProcessFunction<Joined, Keyed> {
@@ -24,17 +26,25 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
 
     private final String yaml;
     private final String baseDir;
+    /** The samples as sample-table rows ({@link TablePlan}), not ExtractResponse records. */
+    private final boolean tableRows;
     private transient Plan plan;
+    private transient TablePlan tablePlan;
     private transient Counter rows;
 
-    Compute(String yaml, String baseDir) {
+    Compute(String yaml, String baseDir, boolean tableRows) {
         this.yaml = yaml;
         this.baseDir = baseDir;
+        this.tableRows = tableRows;
     }
 
     @Override
     public void open(OpenContext context) {
-        plan = Plan.fromYaml(yaml, Path.of(baseDir));
+        if (tableRows) {
+            tablePlan = TablePlan.fromYaml(yaml, Path.of(baseDir));
+        } else {
+            plan = Plan.fromYaml(yaml, Path.of(baseDir));
+        }
         rows = getRuntimeContext().getMetricGroup().counter("rows_written");
     }
 
@@ -43,13 +53,16 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
         if (plan != null) {
             plan.close();
         }
+        if (tablePlan != null) {
+            tablePlan.close();
+        }
     }
 
     @Override
     public void processElement(Joined j, Context ctx, Collector<Keyed> out) {
         Computed c;
         try {
-            c = plan.compute(j.logged, j.rows());
+            c = tableRows ? tablePlan.compute(j.logged, j.rows()) : plan.compute(j.logged, j.rows());
         } catch (FexException e) {
             ctx.output(LabelJoin.MANIFEST, new Json().where(j.source, j.index, j.offset).put("kind", Parse.BAD_REQUEST)
                     .put("request_id", j.requestId).put("user_id", j.userId).put("error", Parse.clip(e.getMessage()))

@@ -2,6 +2,7 @@ package fex.nearline;
 
 import fex.jni.FexException;
 import fex.jni.Plan;
+import fex.jni.TablePlan;
 import fex.nearline.Rules.Settings;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -43,9 +44,12 @@ import org.apache.flink.streaming.api.functions.sink.filesystem.rollingpolicies.
  *   <li>{@code corrections/} ({@code late_actions: correction}): one JSON line per late action.
  * </ul>
  *
+ * <p>With {@code --iceberg-warehouse} the samples go instead to the model's Iceberg sample table as rows, committed on
+ * checkpoints by Iceberg's own Flink sink ({@link SampleTable}).
+ *
  * <p>{@code python -m fex.nearline} runs it on a local mini-cluster and prints the summary; {@code flink run
  * fex-flink.jar --config ... } submits it to a cluster. Exit status of {@link #main}: 0 done, 64 arguments or a config
- * that cannot be used, 69 Kafka brokers that cannot be reached, 70 the job failed (its cause on stderr).
+ * that cannot be used, 69 Kafka brokers or an Iceberg catalog that cannot be reached, 70 the job failed (its cause on stderr).
  */
 public final class Job {
     public static final int EX_USAGE = 64;
@@ -79,13 +83,20 @@ public final class Job {
         public long kafkaTimeoutMs = 30_000;
         /** Events a second read from each input at most (0: as fast as the job goes). */
         public double maxRatePerInput;
+        /** The samples go to the Iceberg sample table in this warehouse ({@link SampleTable}), not to files or Kafka. */
+        public String icebergWarehouse;
+        /** The sample table, namespace.table. */
+        public String icebergTable;
+        /** The catalog's URI; by default the SQLite file catalog.db in the warehouse. */
+        public String icebergCatalog;
 
         static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
                 + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
                 + "[--restore CHECKPOINT] [--monitor-ms MS] [--idleness-ms MS] [--restart-attempts N] "
                 + "[--max-record-bytes N] [--floor] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
                 + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS] "
-                + "[--max-rate-per-input EVENTS_PER_SECOND]\n"
+                + "[--max-rate-per-input EVENTS_PER_SECOND] [--iceberg-warehouse DIR --iceberg-table NS.NAME "
+                + "[--iceberg-catalog URI]]\n"
                 + "  a path kafka://TOPIC reads a topic; --out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, "
                 + "PREFIX.manifest (and PREFIX.corrections)";
 
@@ -135,6 +146,9 @@ public final class Job {
                     case "--transactional-id-prefix" -> o.transactionalIdPrefix = v;
                     case "--kafka-timeout-ms" -> o.kafkaTimeoutMs = number(flag, v, 1, Long.MAX_VALUE);
                     case "--max-rate-per-input" -> o.maxRatePerInput = number(flag, v, 1, Long.MAX_VALUE);
+                    case "--iceberg-warehouse" -> o.icebergWarehouse = v;
+                    case "--iceberg-table" -> o.icebergTable = v;
+                    case "--iceberg-catalog" -> o.icebergCatalog = v;
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend is rocksdb or hashmap, not " + v);
@@ -163,6 +177,15 @@ public final class Job {
             if (o.batch && (o.monitorMs > 0 || o.restore != null || o.checkpointDir != null)) {
                 throw new IllegalArgumentException(
                         "--monitor-ms, --restore and --checkpoint-dir are for streaming execution, not --batch");
+            }
+            if (o.icebergWarehouse == null && (o.icebergTable != null || o.icebergCatalog != null)) {
+                throw new IllegalArgumentException("--iceberg-table and --iceberg-catalog need --iceberg-warehouse");
+            }
+            if (o.icebergWarehouse != null && o.icebergTable == null) {
+                throw new IllegalArgumentException("--iceberg-warehouse needs --iceberg-table (namespace.table)");
+            }
+            if (o.floor && o.icebergWarehouse != null) {
+                throw new IllegalArgumentException("--floor (the benchmark's floor) writes nothing: no --iceberg-*");
             }
             if (o.floor && (o.batch || Kafka.named(o.out))) {
                 throw new IllegalArgumentException("--floor (the benchmark's floor) is for streaming over files");
@@ -301,6 +324,20 @@ public final class Job {
         if (!topics.isEmpty()) {
             Kafka.check(o.brokers, topics, Duration.ofMillis(o.kafkaTimeoutMs));
         }
+        SampleTable sampleTable = null;
+        org.apache.iceberg.Schema tableSchema = null;
+        Map<String, String> tableSummary = Map.of();
+        if (o.icebergWarehouse != null) {
+            sampleTable = new SampleTable(o.icebergWarehouse, o.icebergTable, o.icebergCatalog);
+            List<String> columns;
+            try (TablePlan plan = TablePlan.fromYaml(yaml, Path.of(baseDir))) {
+                columns = plan.columns();
+                tableSummary = plan.summary();
+            } catch (FexException e) {
+                throw new IllegalArgumentException(o.config + ": " + e.getMessage());
+            }
+            tableSchema = sampleTable.load(columns, o.config.toString()).schema();
+        }
 
         Map<String, String> conf = new HashMap<>();
         // By default a failure (a torn file) ends the job with its cause instead of restarting it forever.
@@ -347,7 +384,10 @@ public final class Job {
             Floor.wire(requestStream, actionStream);
             return env;
         }
-        Outputs outputs = wire(yaml, baseDir, section, o.batch, requestStream, actionStream);
+        Outputs outputs = wire(yaml, baseDir, section, o.batch, sampleTable != null, requestStream, actionStream);
+        if (sampleTable != null) {
+            sampleTable.sink(outputs.samples, tableSchema, tableSummary, o.parallelism);
+        }
         if (Kafka.named(o.out)) {
             String prefix = Kafka.topic(o.out);
             // One transactional id prefix per output; stable across restores of this job, distinct between jobs
@@ -355,8 +395,10 @@ public final class Job {
             String tx = o.transactionalIdPrefix != null ? o.transactionalIdPrefix : "fex-nearline-" + prefix;
             outputs.joined.sinkTo(Kafka.sink(o.brokers, prefix + ".joined", tx + "-joined")).name("joined")
                     .uid("joined-kafka");
-            outputs.samples.sinkTo(Kafka.sink(o.brokers, prefix + ".samples", tx + "-samples")).name("samples")
-                    .uid("samples-kafka");
+            if (sampleTable == null) {
+                outputs.samples.sinkTo(Kafka.sink(o.brokers, prefix + ".samples", tx + "-samples")).name("samples")
+                        .uid("samples-kafka");
+            }
             outputs.manifest.map(Job::unkeyed, TypeInformation.of(Keyed.class)).name("manifest records")
                     .sinkTo(Kafka.sink(o.brokers, prefix + ".manifest", tx + "-manifest")).name("manifest")
                     .uid("manifest-kafka");
@@ -369,8 +411,10 @@ public final class Job {
         }
         String out = location(o.out).replaceAll("/+$", "");
         outputs.joined.sinkTo(sink(out + "/joined", new RawBytesEncoder(), ".pb")).name("joined").uid("joined-files");
-        outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples")
-                .uid("samples-files");
+        if (sampleTable == null) {
+            outputs.samples.sinkTo(sink(out + "/samples", new RawBytesEncoder(), ".responses")).name("samples")
+                    .uid("samples-files");
+        }
         outputs.manifest.sinkTo(sink(out + "/manifest", new LineEncoder(), ".jsonl")).name("manifest")
                 .uid("manifest-files");
         outputs.corrections.sinkTo(sink(out + "/corrections", new LineEncoder(), ".jsonl"))
@@ -449,7 +493,7 @@ public final class Job {
      * rules in {@link LabelJoin} keyed by user, the samples through the library in {@link Compute}.
      */
     public static Outputs wire(String yaml, String baseDir, fex.jni.LabelJoin section, boolean batch,
-            DataStream<Event> requests, DataStream<Event> actions) {
+            boolean tableRows, DataStream<Event> requests, DataStream<Event> actions) {
         Settings settings = new Settings(section.requestsBack(), section.afterMs(), section.retentionMs());
         boolean correction = section.lateActions().equals("correction");
         TypeInformation<Event> eventType = TypeInformation.of(Event.class);
@@ -462,7 +506,7 @@ public final class Job {
                 .transform("label join", TypeInformation.of(Joined.class),
                         new LabelJoin.Operator(new LabelJoin(settings, correction, batch)))
                 .uid("label-join");
-        SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir),
+        SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir, tableRows),
                 TypeInformation.of(Keyed.class)).name("sample computation");
         DataStream<byte[]> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(
                 joined.getSideOutput(LabelJoin.MANIFEST),

@@ -1,0 +1,167 @@
+package fex.nearline;
+
+import java.io.Serializable;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.catalog.Catalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.flink.CatalogLoader;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
+import org.apache.iceberg.flink.TableLoader;
+import org.apache.iceberg.flink.sink.FlinkSink;
+import org.apache.iceberg.jdbc.JdbcCatalog;
+import org.apache.iceberg.types.Types;
+
+/**
+ * The model's Iceberg sample table as the job's samples output ({@code --iceberg-warehouse}): the table
+ * {@code fex table create} made (and {@code fex extract --format iceberg} appends to), in the same SQL catalog
+ * (Iceberg's JDBC catalog, named {@code fex}: by default the SQLite file {@code catalog.db} in the warehouse). The
+ * samples arrive as rows ({@link TableRows}) and go through Iceberg's own Flink sink, which writes data files as they
+ * come and commits them when a checkpoint completes (at the end, in batch execution): exactly once across a restore,
+ * each checkpoint's files committed once (the sink keeps the last committed checkpoint in the snapshot summary).
+ *
+ * <p>Iceberg's jars (iceberg-flink-runtime, Hadoop's client, the SQLite driver) are not in fex's jar; the launcher puts
+ * them on the classpath (flink/target/iceberg-lib).
+ */
+final class SampleTable implements Serializable {
+    private static final long serialVersionUID = 1L;
+    /** The catalog's name in the SQL catalog's rows: the one fex-iceberg writes. */
+    static final String CATALOG = "fex";
+
+    final String warehouse;
+    final String table;
+    final String catalogUri;
+
+    SampleTable(String warehouse, String table, String catalogUri) {
+        this.warehouse = Path.of(warehouse).toAbsolutePath().toString();
+        this.table = table;
+        this.catalogUri = catalogUri;
+    }
+
+    /** What the catalog is, for messages (a password in the URI is not shown). */
+    String describe() {
+        return jdbcUri().replaceAll("://([^:/@]+):[^@]*@", "://$1:***@");
+    }
+
+    /**
+     * The JDBC URL: the SQLite file in the warehouse by default; fex's own forms ({@code sqlite://PATH},
+     * {@code postgresql://user:password@host/db}) translated; a {@code jdbc:} URL as given.
+     */
+    String jdbcUri() {
+        if (catalogUri == null || catalogUri.isEmpty()) {
+            return "jdbc:sqlite:" + Path.of(warehouse, "catalog.db");
+        }
+        if (catalogUri.startsWith("jdbc:")) {
+            return catalogUri;
+        }
+        if (catalogUri.startsWith("sqlite://")) {
+            String path = catalogUri.substring("sqlite://".length()).replaceAll("\\?.*$", "");
+            return "jdbc:sqlite:" + path;
+        }
+        if (catalogUri.startsWith("postgres://") || catalogUri.startsWith("postgresql://")) {
+            return "jdbc:postgresql://" + catalogUri.substring(catalogUri.indexOf("://") + 3).replaceAll("^[^@/]*@", "");
+        }
+        throw new IllegalArgumentException("--iceberg-catalog " + catalogUri
+                + ": not a catalog URI fex knows (jdbc:..., sqlite://PATH, postgresql://user:password@host/db)");
+    }
+
+    Map<String, String> properties() {
+        Map<String, String> p = new HashMap<>();
+        p.put(CatalogProperties.URI, jdbcUri());
+        p.put(CatalogProperties.WAREHOUSE_LOCATION, warehouse);
+        if (catalogUri != null && catalogUri.matches("^postgres(ql)?://[^@/]+@.*")) {
+            String credentials = catalogUri.substring(catalogUri.indexOf("://") + 3, catalogUri.indexOf('@'));
+            int colon = credentials.indexOf(':');
+            p.put("jdbc.user", colon < 0 ? credentials : credentials.substring(0, colon));
+            if (colon >= 0) {
+                p.put("jdbc.password", credentials.substring(colon + 1));
+            }
+        }
+        return p;
+    }
+
+    CatalogLoader loader() {
+        return CatalogLoader.custom(CATALOG, properties(), new org.apache.hadoop.conf.Configuration(),
+                JdbcCatalog.class.getName());
+    }
+
+    TableIdentifier identifier() {
+        int dot = table.lastIndexOf('.');
+        if (dot <= 0 || dot == table.length() - 1) {
+            throw new IllegalArgumentException("--iceberg-table " + table + ": give it as namespace.table");
+        }
+        return TableIdentifier.parse(table);
+    }
+
+    /**
+     * The table, checked against the columns the model's rows have (in order): a table that is missing, or whose
+     * columns differ, is refused here, before the job starts, naming what differs.
+     */
+    Table load(List<String> columns, String model) {
+        TableIdentifier id = identifier();
+        Catalog catalog;
+        try {
+            catalog = loader().loadCatalog();
+        } catch (RuntimeException e) {
+            throw new Kafka.Unavailable("cannot open the Iceberg catalog " + describe() + ": " + Job.cause(e));
+        }
+        Table t;
+        try {
+            t = catalog.loadTable(id);
+        } catch (NoSuchTableException e) {
+            throw new IllegalArgumentException("the Iceberg catalog " + describe() + " has no table " + table
+                    + ": create it with `fex table create --model " + model + " -o " + warehouse + " --table " + table
+                    + "`");
+        } catch (RuntimeException e) {
+            throw new Kafka.Unavailable("cannot read the Iceberg catalog " + describe() + ": " + Job.cause(e));
+        } finally {
+            if (catalog instanceof AutoCloseable c) {
+                try {
+                    c.close();
+                } catch (Exception ignored) {
+                    // Only the catalog's connections; the table is read.
+                }
+            }
+        }
+        List<String> have = new ArrayList<>();
+        for (Types.NestedField f : t.schema().columns()) {
+            have.add(f.name());
+        }
+        if (!have.equals(columns)) {
+            List<String> missing = new ArrayList<>(columns);
+            missing.removeAll(have);
+            List<String> extra = new ArrayList<>(have);
+            extra.removeAll(columns);
+            throw new IllegalArgumentException("the table " + table + " in " + describe()
+                    + " does not match the model's samples: "
+                    + (missing.isEmpty() ? "" : "the table has no column " + String.join(", ", missing) + "; ")
+                    + (extra.isEmpty() ? "" : "the model has no output " + String.join(", ", extra) + "; ")
+                    + "columns " + have + ", rows " + columns);
+        }
+        return t;
+    }
+
+    /** The samples' rows into the table, committed on checkpoints, each snapshot's summary naming the model. */
+    void sink(DataStream<Keyed> samples, Schema schema, Map<String, String> summary, int parallelism) {
+        RowType rowType = FlinkSchemaUtil.convert(schema);
+        DataStream<RowData> rows = samples.flatMap(new TableRows(rowType), InternalTypeInfo.of(rowType))
+                .name("sample rows").uid("sample-rows");
+        FlinkSink.forRowData(rows)
+                .tableLoader(TableLoader.fromCatalog(loader(), identifier()))
+                .setSnapshotProperties(summary)
+                .writeParallelism(parallelism)
+                .uidPrefix("samples-iceberg")
+                .append();
+    }
+}
