@@ -59,6 +59,10 @@ pub struct TableCreateArgs {
     /// How a new table is partitioned by request_time.
     #[arg(long, value_enum, default_value_t = PartitionArg::Day)]
     pub partition_by: PartitionArg,
+    /// Also the joined-request ("Shitu") table the near-line job appends
+    /// to, named this (namespace.table; the job's default is fex.<model>_shitu).
+    #[arg(long)]
+    pub shitu_table: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -49,13 +49,32 @@ fn create(a: &TableCreateArgs) -> u8 {
         catalog: a.catalog.as_deref(),
         partition_by: a.partition_by,
     };
-    match open(&at, &a.model, &plan, ParquetOptions::default(), true) {
-        Ok((_, sink)) => {
-            println!("{}", sink.describe_table());
-            0
+    let sink = match open(&at, &a.model, &plan, ParquetOptions::default(), true) {
+        Ok((_, sink)) => sink,
+        Err(code) => return code,
+    };
+    println!("{}", sink.describe_table());
+    if let Some(shitu) = &a.shitu_table {
+        let mut catalog = match CatalogSpec::in_warehouse(&a.output) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: cannot create the warehouse {}: {e}", a.output.display());
+                return exit::FAILURE;
+            }
+        };
+        catalog.uri = a.catalog.clone();
+        match fex_iceberg::shitu::create_shitu(&catalog, shitu, partitioning(a.partition_by)) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return match e {
+                    TableError::Mismatch { .. } | TableError::Model(_) => exit::CONFIG,
+                    _ => exit::FAILURE,
+                };
+            }
         }
-        Err(code) => code,
     }
+    0
 }
 
 /// The plan the run extracts with (the model's, with its identity outputs)
@@ -80,8 +99,7 @@ pub fn open(
         exit::CONFIG
     })?;
     let dir = model.parent().unwrap_or(Path::new("."));
-    let (run_plan, identity) =
-        fex_iceberg::identity::with_identity(&text, dir, plan).map_err(|e| fail(TableError::Model(e)))?;
+    let (run_plan, identity) = fex_iceberg::identity::with_identity(&text, dir, plan).map_err(fail)?;
     let mut catalog = CatalogSpec::in_warehouse(a.warehouse).map_err(|e| {
         eprintln!("error: cannot create the warehouse {}: {e}", a.warehouse.display());
         exit::FAILURE
@@ -90,16 +108,20 @@ pub fn open(
     let options = TableOptions {
         catalog,
         table: a.table.map_or_else(|| format!("fex.{}_samples", plan.name), str::to_string),
-        partitioning: match a.partition_by {
-            PartitionArg::Day => Partitioning::Day,
-            PartitionArg::Hour => Partitioning::Hour,
-            PartitionArg::None => Partitioning::None,
-        },
+        partitioning: partitioning(a.partition_by),
         parquet,
         batch_per_record,
     };
     let sink = IcebergSink::open(plan, &run_plan, identity, options).map_err(fail)?;
     Ok((run_plan, sink))
+}
+
+fn partitioning(p: PartitionArg) -> Partitioning {
+    match p {
+        PartitionArg::Day => Partitioning::Day,
+        PartitionArg::Hour => Partitioning::Hour,
+        PartitionArg::None => Partitioning::None,
+    }
 }
 
 pub fn print_commit(c: &CommitReport) {

@@ -11,6 +11,8 @@
 //!   the data files are written with (Iceberg's field ids on every field).
 //! - [`catalog`]: the catalog: an embedded SQL catalog on a SQLite file in
 //!   the warehouse directory by default, PostgreSQL by URI.
+//! - [`shitu`]: the joined-request ("Shitu") table's fixed schema, made or
+//!   checked by `fex table create` for the near-line job to append to.
 //! - [`sink`]: [`IcebergSink`], a `fex::offline::Sink`: Parquet data files
 //!   (fex's own writer, one file per partition value) under the table's
 //!   location, then one atomic commit (a fast append) when the run ends.
@@ -20,8 +22,9 @@
 //! `fex` command (ARCHITECTURE.md).
 
 pub mod catalog;
-pub use fex::offline::identity;
+pub mod identity;
 pub mod schema;
+pub mod shitu;
 pub mod sink;
 
 pub use catalog::CatalogSpec;

@@ -145,45 +145,7 @@ impl IcebergSink {
             .map_err(|e| TableError::Model(format!("the model's table: {e}")))?
             .schema();
         let wanted = schema::table_schema(&outputs)?;
-        let catalog_err = |e: iceberg::Error| TableError::Catalog { catalog: describe.clone(), message: e.to_string() };
-        let table = runtime.block_on(async {
-            if catalog.table_exists(&ident).await.map_err(catalog_err)? {
-                return catalog.load_table(&ident).await.map_err(catalog_err);
-            }
-            if !catalog.namespace_exists(ident.namespace()).await.map_err(catalog_err)?
-                && let Err(e) = catalog.create_namespace(ident.namespace(), HashMap::new()).await
-                && !catalog.namespace_exists(ident.namespace()).await.unwrap_or(false)
-            {
-                return Err(catalog_err(e));
-            }
-            let time_id =
-                wanted.field_by_name(REQUEST_TIME).map(|f| f.id).expect("the identity columns are in every table");
-            let spec = match options.partitioning {
-                Partitioning::None => UnboundPartitionSpec::builder().build(),
-                Partitioning::Day => {
-                    UnboundPartitionSpec::builder().add_partition_field(time_id, "request_day", Transform::Day)?.build()
-                }
-                Partitioning::Hour => UnboundPartitionSpec::builder()
-                    .add_partition_field(time_id, "request_hour", Transform::Hour)?
-                    .build(),
-            };
-            let creation = TableCreation::builder()
-                .name(ident.name().to_string())
-                .schema(wanted.clone())
-                .partition_spec(spec)
-                .properties([("write.format.default".to_string(), "parquet".to_string())])
-                .build();
-            match catalog.create_table(ident.namespace(), creation).await {
-                Ok(table) => Ok(table),
-                // Another writer created it since we looked (the SQL catalog
-                // says so as a unique-key violation): take theirs, checked
-                // below like any existing table.
-                Err(e) => match catalog.table_exists(&ident).await {
-                    Ok(true) => catalog.load_table(&ident).await.map_err(catalog_err),
-                    _ => Err(catalog_err(e)),
-                },
-            }
-        })?;
+        let table = runtime.block_on(create_or_load(&catalog, &ident, &wanted, options.partitioning, &describe))?;
         let current = table.metadata().current_schema().clone();
         schema::check(&options.table, &current, &wanted)?;
         let write = schema::write_schema(&current, &outputs)?;
@@ -219,22 +181,7 @@ impl IcebergSink {
     /// The table as opened: its name, catalog, columns, partitioning and
     /// snapshots, one line (`fex table create` prints it).
     pub fn describe_table(&self) -> String {
-        let meta = self.table.metadata();
-        let spec = meta.default_partition_spec();
-        let by = if spec.fields().is_empty() {
-            "unpartitioned".to_string()
-        } else {
-            let fields: Vec<String> = spec.fields().iter().map(|f| format!("{} ({})", f.name, f.transform)).collect();
-            format!("partitioned by {}", fields.join(", "))
-        };
-        format!(
-            "table {} in {}: {} columns, {by}, {} snapshot(s), at {}",
-            self.options.table,
-            self.describe,
-            meta.current_schema().as_struct().fields().len(),
-            meta.snapshots().count(),
-            meta.location()
-        )
+        describe(&self.options.table, &self.describe, &self.table)
     }
 
     /// Where the commit is reported once `finish` has made it (the sink
@@ -429,12 +376,79 @@ impl SinkHelper for Helpers {
     }
 }
 
+/// The table `ident`, created with `schema` and partitioned by
+/// `request_time` as `partitioning` says when the catalog has none (its
+/// namespace too). A writer that created it meanwhile wins: its table is
+/// loaded, to be checked like any existing table.
+pub(crate) async fn create_or_load(
+    catalog: &SqlCatalog,
+    ident: &TableIdent,
+    schema: &iceberg::spec::Schema,
+    partitioning: Partitioning,
+    describe: &str,
+) -> Result<iceberg::table::Table, TableError> {
+    let catalog_err = |e: iceberg::Error| TableError::Catalog { catalog: describe.to_string(), message: e.to_string() };
+    if catalog.table_exists(ident).await.map_err(catalog_err)? {
+        return catalog.load_table(ident).await.map_err(catalog_err);
+    }
+    if !catalog.namespace_exists(ident.namespace()).await.map_err(catalog_err)?
+        && let Err(e) = catalog.create_namespace(ident.namespace(), HashMap::new()).await
+        && !catalog.namespace_exists(ident.namespace()).await.unwrap_or(false)
+    {
+        return Err(catalog_err(e));
+    }
+    let time_id = schema.field_by_name(REQUEST_TIME).map(|f| f.id).expect("every fex table has request_time");
+    let spec = match partitioning {
+        Partitioning::None => UnboundPartitionSpec::builder().build(),
+        Partitioning::Day => {
+            UnboundPartitionSpec::builder().add_partition_field(time_id, "request_day", Transform::Day)?.build()
+        }
+        Partitioning::Hour => {
+            UnboundPartitionSpec::builder().add_partition_field(time_id, "request_hour", Transform::Hour)?.build()
+        }
+    };
+    let creation = TableCreation::builder()
+        .name(ident.name().to_string())
+        .schema(schema.clone())
+        .partition_spec(spec)
+        .properties([("write.format.default".to_string(), "parquet".to_string())])
+        .build();
+    match catalog.create_table(ident.namespace(), creation).await {
+        Ok(table) => Ok(table),
+        // Another writer created it since we looked (the SQL catalog says so
+        // as a unique-key violation): take theirs.
+        Err(e) => match catalog.table_exists(ident).await {
+            Ok(true) => catalog.load_table(ident).await.map_err(catalog_err),
+            _ => Err(catalog_err(e)),
+        },
+    }
+}
+
+/// One line for a table: its name, catalog, columns, partitioning and
+/// snapshots (`fex table create` prints it).
+pub(crate) fn describe(name: &str, catalog: &str, table: &iceberg::table::Table) -> String {
+    let meta = table.metadata();
+    let spec = meta.default_partition_spec();
+    let by = if spec.fields().is_empty() {
+        "unpartitioned".to_string()
+    } else {
+        let fields: Vec<String> = spec.fields().iter().map(|f| format!("{} ({})", f.name, f.transform)).collect();
+        format!("partitioned by {}", fields.join(", "))
+    };
+    format!(
+        "table {name} in {catalog}: {} columns, {by}, {} snapshot(s), at {}",
+        meta.current_schema().as_struct().fields().len(),
+        meta.snapshots().count(),
+        meta.location()
+    )
+}
+
 fn bad(message: String) -> SinkError {
     SinkError::Arrow(arrow_schema::ArrowError::InvalidArgumentError(message))
 }
 
 /// `namespace.table`.
-fn table_ident(name: &str) -> Result<TableIdent, TableError> {
+pub(crate) fn table_ident(name: &str) -> Result<TableIdent, TableError> {
     match name.rsplit_once('.') {
         Some((ns, table)) if !ns.is_empty() && !table.is_empty() => {
             let namespace = NamespaceIdent::from_strs(ns.split('.'))

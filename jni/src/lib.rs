@@ -8,10 +8,10 @@
 //! - `requestKeys(handle, logged)`: a logged request's join keys.
 //! - `compute(handle, logged, actions)`: an emitted request's joined
 //!   records and samples (`fex::nearline::compute`), once per request.
-//! - `openTable`, `tableColumns` and `computeTable`: the same for a job
-//!   that writes the samples to an Iceberg sample table: the model with
-//!   its identity outputs, the table's columns, and the samples as table
-//!   rows (`rows`).
+//! - `openTable`, `tableColumns`, `tableSummary` and `computeTable`: the
+//!   same for a job that writes the samples to an Iceberg sample table: the
+//!   table's columns, what its snapshots say of the model, and the samples
+//!   as table rows identified by the emitted request (`rows`).
 //!
 //! Every error is a `fex.jni.FexException` carrying the library's message
 //! (and, for a logged request's bytes, the offset where decoding stopped);
@@ -158,7 +158,7 @@ fn tables() -> std::sync::MutexGuard<'static, HashMap<i64, Arc<rows::TablePlan>>
     TABLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Compiles a model config with its sample table's identity outputs.
+/// Compiles a model config for sample-table rows.
 pub fn open_table(yaml: &str, base_dir: &str) -> Result<i64, Failure> {
     let plan = rows::TablePlan::open(yaml, base_dir)?;
     let handle = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
@@ -387,17 +387,20 @@ pub extern "system" fn Java_fex_jni_Native_computeTable<'l>(
     handle: jlong,
     logged: JByteArray<'l>,
     rows: JObjectArray<'l, JIntArray<'l>>,
+    request_id: JString<'l>,
+    time_ms: jlong,
 ) -> JObject<'l> {
     unowned
         .with_env(|env| -> Result<JObject<'l>, Failure> {
             let table = table(handle)?;
             let logged = bytes(env, &logged, "the logged request")?;
             let actions = actions(env, &rows)?;
-            let (payload, joined, samples, rows_written) = table.compute(&logged, &actions)?;
-            let payload = env.new_string(payload.as_str())?;
-            let joined = env.byte_array_from_slice(&joined)?;
-            let samples = env.byte_array_from_slice(&samples)?;
-            let rows_written = rows_written.min(i64::MAX as u64) as i64;
+            let request_id = string(env, &request_id, "the request id")?;
+            let t = table.compute(&logged, &actions, &request_id, time_ms)?;
+            let payload = env.new_string(t.payload.as_str())?;
+            let joined = env.byte_array_from_slice(&t.joined)?;
+            let samples = env.byte_array_from_slice(&t.rows)?;
+            let rows_written = t.rows_written.min(i64::MAX as u64) as i64;
             Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
         })
         .resolve::<ThrowFex>()

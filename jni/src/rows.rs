@@ -3,6 +3,12 @@
 //! output), in a plain column-major encoding the JVM side turns into Flink
 //! `RowData` for Iceberg's Flink sink (`fex.nearline.TableRows`).
 //!
+//! The identity is the join's: the request id and time the label join read
+//! (its `label_join:` keys, the log's own by default), on every row of the
+//! request. `fex extract --format iceberg` over joined records has no
+//! request to ask and reads them from each row's LineId (fex-iceberg's
+//! `identity`); the two agree when the keys are those LineId fields.
+//!
 //! The encoding, little-endian throughout: the row count (i32), then each
 //! column in table order. A column (and, inside it, a list's elements or a
 //! struct's fields) is one byte, 1 when a validity byte per value follows
@@ -22,47 +28,45 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
     TimestampSecondType, UInt64Type,
 };
-use arrow_array::{Array, ArrayRef, OffsetSizeTrait, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int32Array, OffsetSizeTrait, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow_schema::{DataType, TimeUnit};
 use fex::Plan;
 use fex::nearline::{ComputeError, Payload, compute_batches};
-use fex::offline::identity::{IdentitySource, REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT, with_identity};
 
 use crate::Failure;
 
 /// The identity columns, first in every sample table.
 pub const IDENTITY_COLUMNS: [&str; 3] = ["request_id", "row", "request_time"];
 
-/// A model compiled with its identity outputs, for sample-table rows.
+/// A model compiled for sample-table rows.
 pub struct TablePlan {
     pub plan: Plan,
-    identity: IdentitySource,
-    /// The model's own outputs, in order: the table's columns after the identity.
+    /// The written table's columns (outputs the transforms consume are not
+    /// among them), in its order: the table's columns after the identity.
     outputs: Vec<String>,
     /// What each snapshot's summary says of the model (`fex.model`, its
     /// version and digest), as `fex extract --format iceberg` writes it.
     pub summary: Vec<(String, String)>,
 }
 
+/// An emitted request's output as table rows.
+pub struct TableRows {
+    pub payload: Payload,
+    pub joined: bytes::Bytes,
+    /// The rows, encoded as the module says.
+    pub rows: Vec<u8>,
+    pub rows_written: u64,
+}
+
 impl TablePlan {
     pub fn open(yaml: &str, base_dir: &str) -> Result<Self, Failure> {
-        let dir = Path::new(base_dir);
-        let plain = Plan::from_yaml_in(yaml, dir).map_err(|e| Failure::new(e.to_string()))?;
-        let (plan, identity) = with_identity(yaml, dir, &plain).map_err(Failure::new)?;
-        // The table's columns are the written table's (outputs the
-        // transforms consume are not among them), in its order.
+        let plan = Plan::from_yaml_in(yaml, Path::new(base_dir)).map_err(|e| Failure::new(e.to_string()))?;
         let empty =
             fex::offline::table::empty_batch(&plan).map_err(|e| Failure::new(format!("the model's table: {e}")))?;
-        let outputs = empty
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .filter(|n| n != REQUEST_ID_OUTPUT && n != REQUEST_TIME_OUTPUT)
-            .collect();
-        let mut summary: Vec<_> = fex::offline::table::metadata(&plain).into_iter().collect();
+        let outputs = empty.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let mut summary: Vec<_> = fex::offline::table::metadata(&plan).into_iter().collect();
         summary.sort();
-        Ok(Self { plan, identity, outputs, summary })
+        Ok(Self { plan, outputs, summary })
     }
 
     /// The table's column names, in order.
@@ -70,75 +74,40 @@ impl TablePlan {
         IDENTITY_COLUMNS.iter().map(|c| c.to_string()).chain(self.outputs.iter().cloned()).collect()
     }
 
-    /// An emitted request's joined records and its samples as table rows.
+    /// An emitted request's joined records, and its samples as table rows
+    /// identified by the request as the join emitted it: `request_id` and
+    /// `request_time` (milliseconds) on every row, and `row` counting the
+    /// request's rows after the transforms from 0.
     pub fn compute(
         &self,
         logged: &[u8],
         actions: &[Vec<i32>],
-    ) -> Result<(Payload, bytes::Bytes, Vec<u8>, u64), Failure> {
+        request_id: &str,
+        time_ms: i64,
+    ) -> Result<TableRows, Failure> {
         let computed = compute_batches(&self.plan, logged, actions).map_err(|e: ComputeError| Failure::from(e))?;
-        let rows: usize = computed.batches.iter().map(RecordBatch::num_rows).sum();
-        let mut out = Vec::with_capacity(64 + rows * 256);
-        put_i32(&mut out, count(rows)?);
-        // A batch per record: the row index restarts with each ExampleBatch
-        // (a record of one Example is row 0), as `fex extract --format iceberg`.
-        let per_record = computed.payload == Payload::Batch;
-        let batches = &computed.batches;
-        encode_column(&mut out, batches, |b| request_ids(column(b, REQUEST_ID_OUTPUT)?))?;
-        encode_column(&mut out, batches, |b| {
-            let rows = b.num_rows() as i32;
-            Ok(std::sync::Arc::new(arrow_array::Int32Array::from_iter_values(
-                (0..rows).map(|r| if per_record { r } else { 0 }),
-            )) as ArrayRef)
-        })?;
-        encode_column(&mut out, batches, |b| self.request_times(column(b, REQUEST_TIME_OUTPUT)?))?;
+        let n: usize = computed.batches.iter().map(RecordBatch::num_rows).sum();
+        let mut out = Vec::with_capacity(64 + n * 256);
+        put_i32(&mut out, count(n)?);
+        let rows = count(n)?;
+        encode(&mut out, &StringArray::from_iter_values(std::iter::repeat_n(request_id, n)))?;
+        encode(&mut out, &Int32Array::from_iter_values(0..rows))?;
+        let micros = time_ms.saturating_mul(1_000);
+        encode(&mut out, &TimestampMicrosecondArray::from_iter_values(std::iter::repeat_n(micros, n)))?;
         for name in &self.outputs {
-            encode_column(&mut out, batches, |b| column(b, name).cloned())?;
+            encode_column(&mut out, &computed.batches, |b| {
+                b.column_by_name(name)
+                    .cloned()
+                    .ok_or_else(|| Failure::new(format!("the samples have no column {name:?}")))
+            })?;
         }
-        Ok((computed.payload, computed.joined, out, computed.rows_written))
+        Ok(TableRows {
+            payload: computed.payload,
+            joined: computed.joined,
+            rows: out,
+            rows_written: computed.rows_written,
+        })
     }
-
-    fn request_times(&self, column: &ArrayRef) -> Result<ArrayRef, Failure> {
-        let values = single_values(column);
-        let values = values
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| Failure::new(format!("{REQUEST_TIME_OUTPUT} is {}, not Int64", values.data_type())))?;
-        // A LineId without the field reads 0: no time.
-        let valid = arrow_buffer::NullBuffer::from_iter(values.values().iter().map(|&v| v != 0));
-        let micros = values.values().iter().map(|&v| self.identity.micros(v)).collect::<Vec<_>>();
-        Ok(std::sync::Arc::new(arrow_array::TimestampMicrosecondArray::new(micros.into(), Some(valid))))
-    }
-}
-
-fn column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b ArrayRef, Failure> {
-    batch.column_by_name(name).ok_or_else(|| Failure::new(format!("the samples have no column {name:?}")))
-}
-
-/// A line_id output of one value per row (`[rows, 1]` or flat) as its values.
-fn single_values(column: &ArrayRef) -> ArrayRef {
-    match column.data_type() {
-        DataType::FixedSizeList(_, 1) => column.as_fixed_size_list().values().clone(),
-        _ => column.clone(),
-    }
-}
-
-/// The request ids as UTF-8 strings (an empty one, a LineId without the
-/// field, is null; bytes that are not UTF-8 are replaced, as fex-iceberg's).
-fn request_ids(column: &ArrayRef) -> Result<ArrayRef, Failure> {
-    let column = single_values(column);
-    let mut out = arrow_array::builder::StringBuilder::new();
-    let mut push = |b: Option<&[u8]>| match b {
-        None | Some([]) => out.append_null(),
-        Some(b) => out.append_value(String::from_utf8_lossy(b)),
-    };
-    match column.data_type() {
-        DataType::LargeBinary => column.as_binary::<i64>().iter().for_each(&mut push),
-        DataType::Binary => column.as_binary::<i32>().iter().for_each(&mut push),
-        DataType::Utf8 => column.as_string::<i32>().iter().for_each(|v| push(v.map(str::as_bytes))),
-        DataType::LargeUtf8 => column.as_string::<i64>().iter().for_each(|v| push(v.map(str::as_bytes))),
-        other => return Err(Failure::new(format!("{REQUEST_ID_OUTPUT} is {other}, not strings"))),
-    }
-    Ok(std::sync::Arc::new(out.finish()))
 }
 
 /// One table column over all of a request's batches: the arrays are

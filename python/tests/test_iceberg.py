@@ -120,6 +120,30 @@ def test_a_second_run_appends_a_snapshot_and_a_mismatched_model_is_refused_befor
     assert len(catalog(warehouse).load_table("ranking.samples").snapshots()) == 2
 
 
+def test_fex_table_create_makes_the_table_or_checks_it(requests, tmp_path):
+    """`fex table create`: the table `extract --format iceberg` would
+    create, with no snapshot; again, a check that passes; for another
+    model, a refusal naming the columns (exit 64)."""
+    warehouse = tmp_path / "w"
+    create = lambda *args: subprocess.run(  # noqa: E731
+        [binary("FEX_CLI"), "table", "create", "-o", str(warehouse), *args], capture_output=True, text=True, timeout=120)
+    p = create("--model", DEFAULT_MODEL, "--partition-by", "hour")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(f"table fex.default_samples in {warehouse}/catalog.db (SQLite): 25 columns"), p.stdout
+    assert "partitioned by request_hour (hour), 0 snapshot(s)" in p.stdout, p.stdout
+    table = catalog(warehouse).load_table("fex.default_samples")
+    assert table.snapshots() == [] and "hour(3)" in str(table.spec())
+    assert create("--model", DEFAULT_MODEL).returncode == 0
+    # What extract writes goes into it as it is.
+    extract("--format", "iceberg", "-o", str(warehouse), requests)
+    table = catalog(warehouse).load_table("fex.default_samples")
+    assert len(table.snapshots()) == 1 and table.scan().to_arrow().num_rows == 480
+    other = os.path.join(ROOT, "tests", "nearline", "model.yaml")
+    p = create("--model", other, "--table", "fex.default_samples")
+    assert p.returncode == 64, p.stderr
+    assert "table fex.default_samples does not match the model" in p.stderr and '"user_fids"' in p.stderr, p.stderr
+
+
 def test_an_unreachable_catalog_is_named_and_its_password_is_not(requests, tmp_path):
     p = extract("--format", "iceberg", "-o", str(tmp_path / "w"), "--catalog", "postgresql://fex:secret@127.0.0.1:9/tables",
                 requests, check=False)

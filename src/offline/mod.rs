@@ -7,7 +7,6 @@
 
 mod hint;
 mod hook;
-pub mod identity;
 mod ipc;
 mod report;
 mod run;

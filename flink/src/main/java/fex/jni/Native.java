@@ -67,7 +67,7 @@ public final class Native {
     /** {@code actions}: one array per row of the request (null for none). */
     static native Computed compute(long plan, byte[] logged, int[][] actions);
 
-    /** Compiles a model config with its sample table's identity outputs (for {@link #computeTable}). */
+    /** Compiles a model config for sample-table rows (for {@link #computeTable}). */
     static native long openTable(String yaml, String baseDir);
 
     /** The sample table's column names, in order: the identity columns, then the model's outputs. */
@@ -76,8 +76,11 @@ public final class Native {
     /** The model's name, version and digest for each snapshot's summary, as key, value, key, value... */
     static native String[] tableSummary(long tablePlan);
 
-    /** As {@link #compute}, with {@code samples} the rows of the sample table ({@code fex.nearline.TableRows}). */
-    static native Computed computeTable(long tablePlan, byte[] logged, int[][] actions);
+    /**
+     * As {@link #compute}, with {@code samples} the rows of the sample table ({@code fex.nearline.TableRows}), each
+     * carrying {@code requestId} and {@code timeMs}, the request's as the join read them.
+     */
+    static native Computed computeTable(long tablePlan, byte[] logged, int[][] actions, String requestId, long timeMs);
 
     /** Panics inside the library, for the test that a panic becomes a {@link FexException}. */
     static native long panicForTest();

@@ -6,11 +6,10 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * A compiled model config whose samples are rows of its Iceberg sample table: the model with two outputs added that
- * read each row's request id and time (the library's {@code offline::identity}), open in the library until
+ * A compiled model config whose samples are rows of its Iceberg sample table, open in the library until
  * {@link #close()}. {@link #compute} returns the rows in the encoding {@code fex.nearline.TableRows} reads, in the
- * order of {@link #columns()}: {@code request_id}, {@code row}, {@code request_time}, then the model's outputs, the
- * columns {@code fex table create} gives the table.
+ * order of {@link #columns()}: {@code request_id}, {@code row}, {@code request_time} (the emitted request's id and
+ * time, and the row's place in it), then the model's outputs: the columns {@code fex table create} gives the table.
  */
 public final class TablePlan implements AutoCloseable {
     private final long handle;
@@ -43,9 +42,9 @@ public final class TablePlan implements AutoCloseable {
         return out;
     }
 
-    /** {@link Plan#compute}, with {@link Computed#samples()} as table rows. */
-    public Computed compute(byte[] logged, int[][] actions) {
-        return Native.computeTable(handle, logged, actions);
+    /** {@link Plan#compute}, with {@link Computed#samples()} as table rows of request {@code requestId} at {@code timeMs}. */
+    public Computed compute(byte[] logged, int[][] actions, String requestId, long timeMs) {
+        return Native.computeTable(handle, logged, actions, requestId, timeMs);
     }
 
     @Override

@@ -62,7 +62,7 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
     public void processElement(Joined j, Context ctx, Collector<Keyed> out) {
         Computed c;
         try {
-            c = tableRows ? tablePlan.compute(j.logged, j.rows()) : plan.compute(j.logged, j.rows());
+            c = tableRows ? tablePlan.compute(j.logged, j.rows(), j.requestId, j.timeMs) : plan.compute(j.logged, j.rows());
         } catch (FexException e) {
             ctx.output(LabelJoin.MANIFEST, new Json().where(j.source, j.index, j.offset).put("kind", Parse.BAD_REQUEST)
                     .put("request_id", j.requestId).put("user_id", j.userId).put("error", Parse.clip(e.getMessage()))

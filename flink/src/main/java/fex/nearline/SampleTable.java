@@ -49,9 +49,9 @@ final class SampleTable implements Serializable {
         this.catalogUri = catalogUri;
     }
 
-    /** What the catalog is, for messages (a password in the URI is not shown). */
+    /** What the catalog is, for messages (credentials in the URI are not shown, as fex-iceberg's). */
     String describe() {
-        return jdbcUri().replaceAll("://([^:/@]+):[^@]*@", "://$1:***@");
+        return jdbcUri().replaceAll("://[^@/]*@", "://\u2026@");
     }
 
     /**
@@ -110,6 +110,14 @@ final class SampleTable implements Serializable {
      */
     Table load(List<String> columns, String model) {
         TableIdentifier id = identifier();
+        if (catalogUri == null || catalogUri.isEmpty()) {
+            // The embedded catalog's file goes into the warehouse, which may not be there yet.
+            try {
+                java.nio.file.Files.createDirectories(Path.of(warehouse));
+            } catch (java.io.IOException e) {
+                throw new IllegalArgumentException("cannot create the warehouse " + warehouse + ": " + e);
+            }
+        }
         Catalog catalog;
         try {
             catalog = loader().loadCatalog();

@@ -1,5 +1,4 @@
-//! Which request and row a sample is: the identity columns of a sample
-//! table (fex-iceberg's, and the near-line job's Iceberg sink through JNI).
+//! Which request and row a sample is: the sample table's identity columns.
 //!
 //! A row's request id and request time are read from its LineId, through
 //! the library's own `line_id` outputs: the model is compiled once more with
@@ -12,9 +11,11 @@
 
 use std::path::Path;
 
+use fex::Plan;
+use fex::config::{KeySource, TimeUnit};
 use serde_norway::{Mapping, Value};
 
-use crate::config::{KeySource, Plan, TimeUnit};
+use crate::TableError;
 
 /// The added output that reads a row's request id.
 pub const REQUEST_ID_OUTPUT: &str = "_fex_request_id";
@@ -61,19 +62,21 @@ impl IdentitySource {
 /// The model of `text` (its files read against `dir`) with the identity
 /// outputs added, and where they read. `plan` is the model compiled as it
 /// is; an output of its own named like an identity output is refused.
-/// The error says what is wrong with the model, for the caller to frame.
-pub fn with_identity(text: &str, dir: &Path, plan: &Plan) -> Result<(Plan, IdentitySource), String> {
+pub fn with_identity(text: &str, dir: &Path, plan: &Plan) -> Result<(Plan, IdentitySource), TableError> {
     let source = IdentitySource::of(plan);
     for name in [REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT] {
         if plan.outputs.iter().any(|o| o.name == name) {
-            return Err(format!("the model has an output named {name:?}, a name the sample table keeps for itself"));
+            return Err(TableError::Model(format!(
+                "the model has an output named {name:?}, a name the sample table keeps for itself"
+            )));
         }
     }
-    let mut doc: Value = serde_norway::from_str(text).map_err(|e| format!("the model's YAML: {e}"))?;
+    let mut doc: Value =
+        serde_norway::from_str(text).map_err(|e| TableError::Model(format!("the model's YAML: {e}")))?;
     let features = doc
         .get_mut("features")
         .and_then(Value::as_sequence_mut)
-        .ok_or_else(|| "the model has no features: list".to_string())?;
+        .ok_or_else(|| TableError::Model("the model has no features: list".into()))?;
     for (name, field) in [(REQUEST_ID_OUTPUT, &source.request_id), (REQUEST_TIME_OUTPUT, &source.request_time)] {
         let mut m = Mapping::new();
         m.insert("name".into(), name.into());
@@ -81,9 +84,12 @@ pub fn with_identity(text: &str, dir: &Path, plan: &Plan) -> Result<(Plan, Ident
         m.insert("field".into(), field.as_str().into());
         features.push(Value::Mapping(m));
     }
-    let text = serde_norway::to_string(&doc).map_err(|e| format!("the model's YAML: {e}"))?;
+    let text = serde_norway::to_string(&doc).map_err(|e| TableError::Model(format!("the model's YAML: {e}")))?;
     let with = Plan::from_yaml_in(&text, dir).map_err(|e| {
-        format!("the model with its identity outputs ({}, {}): {e}", source.request_id, source.request_time)
+        TableError::Model(format!(
+            "the model with its identity outputs ({}, {}): {e}",
+            source.request_id, source.request_time
+        ))
     })?;
     Ok((with, source))
 }

@@ -1,0 +1,190 @@
+"""The job's samples into the model's Iceberg sample table
+(`python -m fex.nearline --iceberg WAREHOUSE`), through Iceberg's own
+Flink sink, read back by pyiceberg (Apache Iceberg's Python
+implementation, its SQL catalog on the warehouse's SQLite file): the rows
+are the ones `fex extract --format iceberg` writes for the job's joined
+records, every snapshot names the model; killed mid-run and restored from
+its checkpoint, the table holds every row once; a table that does not fit
+the model, or none without the `fex` command to create it, is refused
+before the job starts.
+
+scripts/test.sh passes FEX_CLI (the `fex` binary) and FEX_NEARLINE_JAR."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from fex.nearline import committed, read_manifest
+
+from conftest import MODEL, job, kill_once_committed  # noqa: E402
+import data  # noqa: E402
+
+TABLE = "fex.nearline_ranker_samples"
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                             "models", "default.yaml")
+
+
+def cli():
+    path = os.environ.get("FEX_CLI")
+    if not path:
+        pytest.skip("FEX_CLI is not set (scripts/test.sh sets it to the built `fex`)")
+    return path
+
+
+def load(warehouse, table=TABLE):
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("fex", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    return catalog.load_table(table)
+
+
+def frozen(v):
+    if isinstance(v, list):
+        return tuple(frozen(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, frozen(x)) for k, x in v.items()))
+    return v
+
+
+IDENTITY = ["request_id", "row", "request_time"]
+
+
+def rows(table, skip=()):
+    """The table's rows, as a multiset of tuples of its columns but `skip`
+    (request_time as microseconds)."""
+    import pyarrow as pa
+
+    data = table.scan().to_arrow()
+    data = data.set_column(data.column_names.index("request_time"), "request_time",
+                           data.column("request_time").cast(pa.int64()))
+    data = data.select([c for c in data.column_names if c not in skip])
+    return Counter(tuple(frozen(r[c]) for c in data.column_names) for r in data.to_pylist()), data.column_names
+
+
+def extracted(tmp_path, joined_dir, name):
+    """`fex extract --format iceberg` over a job's committed joined records: a fresh warehouse's table."""
+    warehouse = tmp_path / name
+    files = committed(joined_dir)
+    assert files, f"no committed joined records in {joined_dir}"
+    subprocess.run([cli(), "extract", "--model", MODEL, "--format", "iceberg", "-o", str(warehouse), *files],
+                   check=True, capture_output=True, timeout=300)
+    return load(warehouse)
+
+
+def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path):
+    cli()
+    out, warehouse = str(tmp_path / "out"), tmp_path / "warehouse"
+    job(out, inputs["requests"], inputs["actions"], "--checkpoint-interval", "1s", "--iceberg", str(warehouse))
+    assert not os.path.exists(os.path.join(out, "samples")), "the samples went to the table, not to files"
+    table = load(warehouse)
+    by_extract = extracted(tmp_path, os.path.join(out, "joined"), "extracted")
+    assert table.schema().column_names == by_extract.schema().column_names
+    # The features are what `fex extract` makes of the joined records...
+    got, _ = rows(table, skip=IDENTITY)
+    want, _ = rows(by_extract, skip=IDENTITY)
+    assert sum(got.values()) == sum(want.values()) > 0
+    assert got == want
+    # ...and each row is identified by its request as the join emitted it
+    # (this model's keys are the log's, which the joined records do not
+    # carry): every emitted request's rows, numbered from 0, at its time.
+    full, columns = rows(table)
+    assert columns[:3] == IDENTITY
+    emitted = [l for l in read_manifest(out) if l["kind"] == "emitted"]
+    assert Counter(r[:3] for r in full.elements()) == Counter(
+        (l["request_id"], i, l["time"] * 1000) for l in emitted for i in range(l["rows_written"]))
+    # Each snapshot is the Flink sink's, and names the model as `fex extract`'s do.
+    for snapshot in table.snapshots():
+        summary = snapshot.summary.additional_properties
+        assert summary["fex.model"] == "nearline_ranker" and summary["engine-name"] == "flink", summary
+        assert "flink.max-committed-checkpoint-id" in summary
+    assert str(table.spec()).strip() == "[\n  1000: request_day: day(3)\n]"
+
+
+def test_killed_and_restored_the_table_holds_every_row_once(tmp_path):
+    """SIGKILL the job once a checkpoint has committed rows to the table,
+    restore from its last completed checkpoint: the table then holds the
+    rows of an uninterrupted run's table, none missing, none twice."""
+    cli()
+    reqs, acts = data.generate(seed=5, users=60, requests_per_user=60)
+    requests, actions = data.write_inputs(str(tmp_path / "in"), reqs, acts, files=6)
+    whole = tmp_path / "whole"
+    job(str(tmp_path / "whole-out"), requests, actions, "--checkpoint-interval", "300ms", "--iceberg", str(whole))
+    warehouse, out, checkpoints = tmp_path / "warehouse", str(tmp_path / "out"), str(tmp_path / "checkpoints")
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests, "--actions", actions,
+           "--out", out, "--quiet", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
+           "--iceberg", str(warehouse), "--max-rate", "3000"]  # about 4 s of reading, so the kill comes mid-run
+    metadata = str(warehouse / "fex" / "nearline_ranker_samples" / "metadata")
+
+    def committed_rows():
+        # The newest metadata file (NNNNN-uuid.metadata.json, numbered by
+        # commit) and its current snapshot's total: Iceberg's Flink sink
+        # also commits empty snapshots (every tenth empty checkpoint).
+        files = sorted(glob.glob(os.path.join(metadata, "*.metadata.json")))
+        if not files:
+            return 0
+        try:
+            with open(files[-1], encoding="utf-8") as f:
+                m = json.load(f)
+        except (OSError, ValueError):  # being written
+            return 0
+        current = [s for s in m.get("snapshots", []) if s["snapshot-id"] == m.get("current-snapshot-id")]
+        return int(current[0]["summary"].get("total-records", 0)) if current else 0
+
+    restore = kill_once_committed(cmd, checkpoints, lambda: committed_rows() > 0, tmp_path / "first.log")
+    before = sum(r for r in rows(load(warehouse))[0].values())
+    assert 0 < before < sum(rows(load(whole))[0].values()), "killed too late to prove a restore"
+    job(out, requests, actions, "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
+        "--iceberg", str(warehouse), "--restore", restore)
+    got, want = rows(load(warehouse))[0], rows(load(whole))[0]
+    assert got == want, f"{sum((got - want).values())} extra, {sum((want - got).values())} missing"
+    identity = Counter((r[0], r[1]) for r in got.elements())
+    assert max(identity.values()) == 1 and None not in {i[0] for i in identity}, "a request's row is twice in the table"
+
+
+def without_fex_command():
+    """The environment of a launcher that finds no `fex` command."""
+    env = {k: v for k, v in os.environ.items() if k != "FEX_CLI"}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not os.path.exists(os.path.join(p, "fex")))
+    return env
+
+
+def launch(inputs, out, *extra, env=None):
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", inputs["requests"],
+           "--actions", inputs["actions"], "--out", out, "--quiet", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_a_table_of_another_model_is_refused_before_the_job_starts(inputs, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    subprocess.run([cli(), "table", "create", "--model", DEFAULT_MODEL, "-o", str(warehouse), "--table", TABLE],
+                   check=True, capture_output=True, timeout=120)
+    # The launcher's `fex table create` checks the table against the model...
+    p = launch(inputs, str(tmp_path / "out"), "--iceberg", str(warehouse))
+    assert p.returncode == 64, p.stderr
+    assert "user_fids" in p.stderr and TABLE in p.stderr, p.stderr
+    # ...and the job itself, when there is no `fex` command to ask.
+    p = launch(inputs, str(tmp_path / "out2"), "--iceberg", str(warehouse), env=without_fex_command())
+    assert p.returncode == 64, p.stderr
+    assert "does not match the model's samples" in p.stderr and "user_fids" in p.stderr, p.stderr
+    assert not glob.glob(str(tmp_path / "out*" / "joined" / "*")), "nothing is written"
+    assert len(load(warehouse).snapshots()) == 0
+
+
+def test_without_a_table_or_the_fex_command_the_job_names_the_command(inputs, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    p = launch(inputs, str(tmp_path / "out"), "--iceberg", str(warehouse), env=without_fex_command())
+    assert p.returncode == 64, p.stderr
+    assert f"has no table {TABLE}: create it with `fex table create --model" in p.stderr, p.stderr
+
+
+def test_iceberg_flags_without_a_warehouse_are_refused(inputs, tmp_path):
+    p = launch(inputs, str(tmp_path / "out"), "--iceberg-table", "a.b")
+    assert p.returncode == 64 and "--iceberg WAREHOUSE" in p.stderr, p.stderr
