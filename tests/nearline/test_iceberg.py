@@ -23,10 +23,11 @@ import pytest
 
 from fex.nearline import committed, read_manifest
 
-from conftest import MODEL, job, kill_once_committed  # noqa: E402
+from conftest import MODEL, job, kill_once_committed, records  # noqa: E402
 import data  # noqa: E402
 
 TABLE = "fex.nearline_ranker_samples"
+SHITU = "fex.nearline_ranker_shitu"
 DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                              "models", "default.yaml")
 
@@ -106,6 +107,39 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path):
         assert "flink.max-committed-checkpoint-id" in summary
     assert str(table.spec()).strip() == "[\n  1000: request_day: day(3)\n]"
 
+    # The joined-request table: one row per emitted request, as the
+    # manifest says it, with the joined records the job wrote to joined/...
+    shitu = load(warehouse, SHITU).scan().to_arrow()
+    import pyarrow as pa
+
+    by_id = {r["request_id"]: r for r in shitu.to_pylist()}
+    assert len(by_id) == shitu.num_rows == len(emitted)
+    micros = lambda c: shitu.column(c).cast(pa.int64()).to_pylist()  # noqa: E731
+    times = dict(zip(shitu.column("request_id").to_pylist(), zip(micros("request_time"), micros("emitted_at"))))
+    for l in emitted:
+        r = by_id[l["request_id"]]
+        assert (r["user_id"], r["rule"], r["payload"], r["rows"]) == (l["user_id"], l["rule"], l["payload"], l["rows"])
+        assert times[l["request_id"]] == (l["time"] * 1000, l["emitted_at"] * 1000)
+        assert json.loads(r["actions"]) == l["actions"]
+    joined_records = Counter(rec for p in committed(os.path.join(out, "joined")) for rec in records(p))
+    assert Counter(rec for r in shitu.to_pylist() for rec in frames(r["joined"])) == joined_records
+    # ...from which `fex extract` makes the sample table's features again:
+    # what a backfill reads.
+    joined_file = tmp_path / "shitu.pb"
+    joined_file.write_bytes(b"".join(shitu.column("joined").to_pylist()))
+    subprocess.run([cli(), "extract", "--model", MODEL, "--format", "iceberg", "-o", str(tmp_path / "again"),
+                    str(joined_file)], check=True, capture_output=True, timeout=300)
+    assert rows(load(tmp_path / "again"), skip=IDENTITY)[0] == got
+
+
+def frames(data: bytes):
+    """The records of framed bytes (u64 little-endian length, then the record)."""
+    at = 0
+    while at < len(data):
+        n = int.from_bytes(data[at:at + 8], "little")
+        yield data[at + 8:at + 8 + n]
+        at += 8 + n
+
 
 def test_killed_and_restored_the_table_holds_every_row_once(tmp_path):
     """SIGKILL the job once a checkpoint has committed rows to the table,
@@ -146,6 +180,9 @@ def test_killed_and_restored_the_table_holds_every_row_once(tmp_path):
     assert got == want, f"{sum((got - want).values())} extra, {sum((want - got).values())} missing"
     identity = Counter((r[0], r[1]) for r in got.elements())
     assert max(identity.values()) == 1 and None not in {i[0] for i in identity}, "a request's row is twice in the table"
+    shitu = Counter(load(warehouse, SHITU).scan().to_arrow().column("request_id").to_pylist())
+    assert shitu == Counter(load(whole, SHITU).scan().to_arrow().column("request_id").to_pylist())
+    assert max(shitu.values()) == 1
 
 
 def without_fex_command():
@@ -176,6 +213,10 @@ def test_a_table_of_another_model_is_refused_before_the_job_starts(inputs, tmp_p
     assert "does not match the model's samples" in p.stderr and "user_fids" in p.stderr, p.stderr
     assert not glob.glob(str(tmp_path / "out*" / "joined" / "*")), "nothing is written"
     assert len(load(warehouse).snapshots()) == 0
+    # A joined-request table that is not one is refused the same way.
+    p = launch(inputs, str(tmp_path / "out3"), "--iceberg", str(warehouse), "--iceberg-table", "other.samples",
+               "--iceberg-shitu-table", TABLE)
+    assert p.returncode == 64 and "does not match" in p.stderr and '"joined"' in p.stderr, p.stderr
 
 
 def test_without_a_table_or_the_fex_command_the_job_names_the_command(inputs, tmp_path):

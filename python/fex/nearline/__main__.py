@@ -93,6 +93,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--iceberg-table", metavar="NS.NAME", help="the sample table (default fex.<model>_samples)")
     p.add_argument(
+        "--iceberg-shitu-table", metavar="NS.NAME",
+        help="the joined-request (Shitu) table, one row per emitted request (default fex.<model>_shitu)",
+    )
+    p.add_argument(
         "--iceberg-catalog", metavar="URI",
         help="the Iceberg catalog (default: the SQLite file catalog.db in the warehouse; or jdbc:..., "
         "sqlite://PATH, postgresql://user:password@host/db)",
@@ -115,18 +119,18 @@ def fex_command():
     return shutil.which("fex")
 
 
-def create_table(args, table: str) -> int:
-    """`fex table create` for the job's sample table (created, or an
-    existing one checked against the model): 0, or the command's exit
-    status with its message. Without the command the job checks the table
-    itself and names the command when there is none."""
+def create_table(args, table: str, shitu: str) -> int:
+    """`fex table create` for the job's sample and joined-request tables
+    (created, or existing ones checked against the model): 0, or the
+    command's exit status with its message. Without the command the job
+    checks the tables itself and names the command when there is none."""
     import subprocess
 
     cli = fex_command()
     if cli is None:
         return 0
     cmd = [cli, "table", "create", "--model", args.config, "-o", args.iceberg, "--table", table,
-           "--partition-by", args.partition_by]
+           "--shitu-table", shitu, "--partition-by", args.partition_by]
     if args.iceberg_catalog:
         cmd += ["--catalog", args.iceberg_catalog]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -274,12 +278,14 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EX_USAGE
-    if (args.iceberg_table or args.iceberg_catalog) and not args.iceberg:
-        print("error: --iceberg-table and --iceberg-catalog are for --iceberg WAREHOUSE", file=sys.stderr)
+    if (args.iceberg_table or args.iceberg_shitu_table or args.iceberg_catalog) and not args.iceberg:
+        print("error: --iceberg-table, --iceberg-shitu-table and --iceberg-catalog are for --iceberg WAREHOUSE",
+              file=sys.stderr)
         return EX_USAGE
     table_name = args.iceberg_table or f"fex.{plan.name}_samples"
+    shitu_name = args.iceberg_shitu_table or f"fex.{plan.name}_shitu"
     if args.iceberg:
-        code = create_table(args, table_name)
+        code = create_table(args, table_name, shitu_name)
         if code:
             return code
     from . import job
@@ -321,7 +327,8 @@ def main(argv=None) -> int:
         job_args += ["--max-rate-per-input", str(args.max_rate)]
     jars = list(args.jars)
     if args.iceberg:
-        job_args += ["--iceberg-warehouse", os.path.abspath(args.iceberg), "--iceberg-table", table_name]
+        job_args += ["--iceberg-warehouse", os.path.abspath(args.iceberg), "--iceberg-table", table_name,
+                     "--iceberg-shitu-table", shitu_name]
         if args.iceberg_catalog:
             job_args += ["--iceberg-catalog", args.iceberg_catalog]
         try:

@@ -8,6 +8,10 @@ import java.nio.file.Path;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.metrics.Counter;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.data.TimestampData;
 import org.apache.flink.streaming.api.functions.ProcessFunction;
 import org.apache.flink.util.Collector;
 import org.apache.flink.util.OutputTag;
@@ -28,14 +32,19 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
     private final String baseDir;
     /** The samples as sample-table rows ({@link TablePlan}), not ExtractResponse records. */
     private final boolean tableRows;
+    /** The joined-request table's rows, in its columns' order; null when the job writes no such table. */
+    private final OutputTag<RowData> shitu;
+    private final String[] shituColumns;
     private transient Plan plan;
     private transient TablePlan tablePlan;
     private transient Counter rows;
 
-    Compute(String yaml, String baseDir, boolean tableRows) {
+    Compute(String yaml, String baseDir, boolean tableRows, OutputTag<RowData> shitu, String[] shituColumns) {
         this.yaml = yaml;
         this.baseDir = baseDir;
         this.tableRows = tableRows;
+        this.shitu = shitu;
+        this.shituColumns = shituColumns;
     }
 
     @Override
@@ -82,5 +91,30 @@ final class Compute extends ProcessFunction<Joined, Keyed> {
         out.collect(new Keyed(j.userId, c.joined()));
         ctx.output(SAMPLES, new Keyed(j.userId, c.samples()));
         ctx.output(LabelJoin.MANIFEST, line.bytes());
+        if (shitu != null) {
+            ctx.output(shitu, shituRow(j, c));
+        }
+    }
+
+    /** The emitted request as a row of the joined-request table (SampleTable.SHITU_COLUMNS). */
+    private RowData shituRow(Joined j, Computed c) {
+        GenericRowData row = new GenericRowData(shituColumns.length);
+        for (int i = 0; i < shituColumns.length; i++) {
+            row.setField(i, switch (shituColumns[i]) {
+                case "request_id" -> StringData.fromString(j.requestId);
+                case "user_id" -> StringData.fromString(j.userId);
+                case "request_time" -> TimestampData.fromEpochMillis(j.timeMs);
+                case "emitted_at" -> TimestampData.fromEpochMillis(j.dueMs);
+                case "rule" -> StringData.fromString(j.rule);
+                case "payload" -> StringData.fromString(c.payload());
+                case "rows" -> j.rowLengths.length;
+                case "late_request" -> j.lateRequest;
+                case "actions" -> StringData.fromBytes(j.joinedJson);
+                case "joined" -> c.joined();
+                default -> throw new IllegalStateException("the joined-request table has a column " + shituColumns[i]
+                        + " the job does not know");
+            });
+        }
+        return row;
     }
 }

@@ -3,6 +3,10 @@ package fex.nearline;
 import fex.jni.FexException;
 import fex.jni.Plan;
 import fex.jni.TablePlan;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.flink.util.OutputTag;
+import org.apache.iceberg.flink.FlinkSchemaUtil;
 import fex.nearline.Rules.Settings;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -89,6 +93,8 @@ public final class Job {
         public String icebergTable;
         /** The catalog's URI; by default the SQLite file catalog.db in the warehouse. */
         public String icebergCatalog;
+        /** The joined-request ("Shitu") table, namespace.table: one row per emitted request; none when null. */
+        public String icebergShituTable;
 
         static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
                 + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
@@ -96,7 +102,7 @@ public final class Job {
                 + "[--max-record-bytes N] [--floor] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
                 + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS] "
                 + "[--max-rate-per-input EVENTS_PER_SECOND] [--iceberg-warehouse DIR --iceberg-table NS.NAME "
-                + "[--iceberg-catalog URI]]\n"
+                + "[--iceberg-catalog URI] [--iceberg-shitu-table NS.NAME]]\n"
                 + "  a path kafka://TOPIC reads a topic; --out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, "
                 + "PREFIX.manifest (and PREFIX.corrections)";
 
@@ -149,6 +155,7 @@ public final class Job {
                     case "--iceberg-warehouse" -> o.icebergWarehouse = v;
                     case "--iceberg-table" -> o.icebergTable = v;
                     case "--iceberg-catalog" -> o.icebergCatalog = v;
+                    case "--iceberg-shitu-table" -> o.icebergShituTable = v;
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend is rocksdb or hashmap, not " + v);
@@ -178,8 +185,10 @@ public final class Job {
                 throw new IllegalArgumentException(
                         "--monitor-ms, --restore and --checkpoint-dir are for streaming execution, not --batch");
             }
-            if (o.icebergWarehouse == null && (o.icebergTable != null || o.icebergCatalog != null)) {
-                throw new IllegalArgumentException("--iceberg-table and --iceberg-catalog need --iceberg-warehouse");
+            if (o.icebergWarehouse == null
+                    && (o.icebergTable != null || o.icebergCatalog != null || o.icebergShituTable != null)) {
+                throw new IllegalArgumentException(
+                        "--iceberg-table, --iceberg-shitu-table and --iceberg-catalog need --iceberg-warehouse");
             }
             if (o.icebergWarehouse != null && o.icebergTable == null) {
                 throw new IllegalArgumentException("--iceberg-warehouse needs --iceberg-table (namespace.table)");
@@ -336,7 +345,18 @@ public final class Job {
             } catch (FexException e) {
                 throw new IllegalArgumentException(o.config + ": " + e.getMessage());
             }
-            tableSchema = sampleTable.load(columns, o.config.toString()).schema();
+            tableSchema = sampleTable.load(columns, o.config.toString(), "model's samples").schema();
+        }
+        SampleTable shituTable = null;
+        org.apache.iceberg.Schema shituSchema = null;
+        if (o.icebergShituTable != null) {
+            shituTable = new SampleTable(o.icebergWarehouse, o.icebergShituTable, o.icebergCatalog);
+            shituSchema = shituTable.load(SampleTable.SHITU_COLUMNS, o.config.toString(), "joined requests")
+                    .schema();
+        }
+        OutputTag<RowData> shituRows = null;
+        if (shituSchema != null) {
+            shituRows = new OutputTag<>("shitu", InternalTypeInfo.of(FlinkSchemaUtil.convert(shituSchema)));
         }
 
         Map<String, String> conf = new HashMap<>();
@@ -384,9 +404,13 @@ public final class Job {
             Floor.wire(requestStream, actionStream);
             return env;
         }
-        Outputs outputs = wire(yaml, baseDir, section, o.batch, sampleTable != null, requestStream, actionStream);
+        Outputs outputs = wire(yaml, baseDir, section, o.batch, sampleTable != null, shituRows, requestStream,
+                actionStream);
         if (sampleTable != null) {
             sampleTable.sink(outputs.samples, tableSchema, tableSummary, o.parallelism);
+        }
+        if (shituTable != null) {
+            shituTable.append(outputs.shitu, tableSummary, o.parallelism, "shitu-iceberg");
         }
         if (Kafka.named(o.out)) {
             String prefix = Kafka.topic(o.out);
@@ -486,14 +510,14 @@ public final class Job {
     /** What the join writes: joined and sample records (framed bytes), manifest and correction lines. */
     public record Outputs(
             DataStream<Keyed> joined, DataStream<Keyed> samples, DataStream<byte[]> manifest,
-            DataStream<byte[]> corrections) {}
+            DataStream<byte[]> corrections, DataStream<RowData> shitu) {}
 
     /**
      * The join of request and action events (parsed, with watermarks; bad records as {@link Event#BAD} events): the
      * rules in {@link LabelJoin} keyed by user, the samples through the library in {@link Compute}.
      */
     public static Outputs wire(String yaml, String baseDir, fex.jni.LabelJoin section, boolean batch,
-            boolean tableRows, DataStream<Event> requests, DataStream<Event> actions) {
+            boolean tableRows, OutputTag<RowData> shituRows, DataStream<Event> requests, DataStream<Event> actions) {
         Settings settings = new Settings(section.requestsBack(), section.afterMs(), section.retentionMs());
         boolean correction = section.lateActions().equals("correction");
         TypeInformation<Event> eventType = TypeInformation.of(Event.class);
@@ -506,13 +530,15 @@ public final class Job {
                 .transform("label join", TypeInformation.of(Joined.class),
                         new LabelJoin.Operator(new LabelJoin(settings, correction, batch)))
                 .uid("label-join");
-        SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir, tableRows),
+        SingleOutputStreamOperator<Keyed> computed = joined.process(new Compute(yaml, baseDir, tableRows, shituRows,
+                        shituRows == null ? null : SampleTable.SHITU_COLUMNS.toArray(new String[0])),
                 TypeInformation.of(Keyed.class)).name("sample computation");
         DataStream<byte[]> manifest = computed.getSideOutput(LabelJoin.MANIFEST).union(
                 joined.getSideOutput(LabelJoin.MANIFEST),
                 goodRequests.getSideOutput(LabelJoin.MANIFEST),
                 goodActions.getSideOutput(LabelJoin.MANIFEST));
         return new Outputs(computed, computed.getSideOutput(Compute.SAMPLES), manifest,
-                joined.getSideOutput(LabelJoin.CORRECTIONS));
+                joined.getSideOutput(LabelJoin.CORRECTIONS),
+                shituRows == null ? null : computed.getSideOutput(shituRows));
     }
 }

@@ -24,8 +24,9 @@ import org.apache.iceberg.jdbc.JdbcCatalog;
 import org.apache.iceberg.types.Types;
 
 /**
- * The model's Iceberg sample table as the job's samples output ({@code --iceberg-warehouse}): the table
- * {@code fex table create} made (and {@code fex extract --format iceberg} appends to), in the same SQL catalog
+ * A table of the job in an Iceberg warehouse ({@code --iceberg-warehouse}): the model's sample table, and the
+ * joined-request ("Shitu") table, one row per emitted request ({@link #SHITU_COLUMNS}). The sample table is
+ * the one {@code fex table create} made (and {@code fex extract --format iceberg} appends to), in the same SQL catalog
  * (Iceberg's JDBC catalog, named {@code fex}: by default the SQLite file {@code catalog.db} in the warehouse). The
  * samples arrive as rows ({@link TableRows}) and go through Iceberg's own Flink sink, which writes data files as they
  * come and commits them when a checkpoint completes (at the end, in batch execution): exactly once across a restore,
@@ -104,11 +105,16 @@ final class SampleTable implements Serializable {
         return TableIdentifier.parse(table);
     }
 
+    /** The joined-request ("Shitu") table's columns, in order, as fex-iceberg's {@code shitu.rs} makes them. */
+    static final List<String> SHITU_COLUMNS = List.of("request_id", "user_id", "request_time", "emitted_at", "rule",
+            "payload", "rows", "late_request", "actions", "joined");
+
     /**
-     * The table, checked against the columns the model's rows have (in order): a table that is missing, or whose
-     * columns differ, is refused here, before the job starts, naming what differs.
+     * The table, checked against the columns the job's rows have (in order): a table that is missing, or whose
+     * columns differ, is refused here, before the job starts, naming what differs. {@code rows} says what the rows
+     * are, for the message.
      */
-    Table load(List<String> columns, String model) {
+    Table load(List<String> columns, String model, String rows) {
         TableIdentifier id = identifier();
         if (catalogUri == null || catalogUri.isEmpty()) {
             // The embedded catalog's file goes into the warehouse, which may not be there yet.
@@ -129,8 +135,8 @@ final class SampleTable implements Serializable {
             t = catalog.loadTable(id);
         } catch (NoSuchTableException e) {
             throw new IllegalArgumentException("the Iceberg catalog " + describe() + " has no table " + table
-                    + ": create it with `fex table create --model " + model + " -o " + warehouse + " --table " + table
-                    + "`");
+                    + ": create it with `fex table create --model " + model + " -o " + warehouse
+                    + (rows.startsWith("joined") ? " --shitu-table " : " --table ") + table + "`");
         } catch (RuntimeException e) {
             throw new Kafka.Unavailable("cannot read the Iceberg catalog " + describe() + ": " + Job.cause(e));
         } finally {
@@ -152,9 +158,9 @@ final class SampleTable implements Serializable {
             List<String> extra = new ArrayList<>(have);
             extra.removeAll(columns);
             throw new IllegalArgumentException("the table " + table + " in " + describe()
-                    + " does not match the model's samples: "
+                    + " does not match the " + rows + ": "
                     + (missing.isEmpty() ? "" : "the table has no column " + String.join(", ", missing) + "; ")
-                    + (extra.isEmpty() ? "" : "the model has no output " + String.join(", ", extra) + "; ")
+                    + (extra.isEmpty() ? "" : "the job writes no column " + String.join(", ", extra) + "; ")
                     + "columns " + have + ", rows " + columns);
         }
         return t;
@@ -165,11 +171,16 @@ final class SampleTable implements Serializable {
         RowType rowType = FlinkSchemaUtil.convert(schema);
         DataStream<RowData> rows = samples.flatMap(new TableRows(rowType), InternalTypeInfo.of(rowType))
                 .name("sample rows").uid("sample-rows");
+        append(rows, summary, parallelism, "samples-iceberg");
+    }
+
+    /** {@code rows} (of the table's row type) appended to the table, committed on checkpoints. */
+    void append(DataStream<RowData> rows, Map<String, String> summary, int parallelism, String uidPrefix) {
         FlinkSink.forRowData(rows)
                 .tableLoader(TableLoader.fromCatalog(loader(), identifier()))
                 .setSnapshotProperties(summary)
                 .writeParallelism(parallelism)
-                .uidPrefix("samples-iceberg")
+                .uidPrefix(uidPrefix)
                 .append();
     }
 }
