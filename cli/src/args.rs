@@ -31,6 +31,38 @@ pub enum Command {
     /// A model's Iceberg sample table.
     #[command(subcommand)]
     Table(TableCommand),
+    /// Compute only a model's new outputs over the joined-request (Shitu)
+    /// table, into a sidecar table keyed by row identity; no data file of
+    /// the sample table is read or rewritten.
+    Backfill(BackfillArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BackfillArgs {
+    /// The model config with the new outputs (YAML).
+    #[arg(long, short)]
+    pub model: PathBuf,
+    /// The warehouse directory (with the embedded catalog, catalog.db in it).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// The joined-request table read (default: fex.<model>_shitu).
+    #[arg(long)]
+    pub shitu: Option<String>,
+    /// The sample table whose columns are not recomputed (default: fex.<model>_samples).
+    #[arg(long)]
+    pub base: Option<String>,
+    /// The sidecar table the new outputs go into, namespace.table (made if missing).
+    #[arg(long)]
+    pub into: String,
+    /// The catalog's database (default: catalog.db in the warehouse).
+    #[arg(long, env = "FEX_ICEBERG_CATALOG")]
+    pub catalog: Option<String>,
+    /// Only requests at or after this time (YYYY-MM-DD, or RFC 3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only requests before this time (YYYY-MM-DD, or RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         args::Command::Fit(args::FitCommand::Criteo(a)) => text::fit_criteo(a),
         args::Command::Replay(a) => replay::run(a),
         args::Command::Table(c) => table::run(c),
+        args::Command::Backfill(a) => table::backfill(a),
     };
     ExitCode::from(code)
 }

@@ -5,10 +5,12 @@ use std::path::Path;
 
 use fex::offline::ParquetOptions;
 use fex_iceberg::sink::CommitReport;
+use fex_iceberg::sink::IdentityFrom;
 use fex_iceberg::{CatalogSpec, IcebergSink, Partitioning, TableError, TableOptions};
 
-use crate::args::{ExtractArgs, PartitionArg, TableCommand, TableCreateArgs};
+use crate::args::{BackfillArgs, ExtractArgs, PartitionArg, TableCommand, TableCreateArgs};
 use crate::exit;
+use fex_iceberg::backfill::BackfillOptions;
 
 /// Where the table is and how a new one is made: `extract --format
 /// iceberg`'s flags, and `table create`'s.
@@ -111,9 +113,72 @@ pub fn open(
         partitioning: partitioning(a.partition_by),
         parquet,
         batch_per_record,
+        identity: IdentityFrom::LineId,
+        columns: None,
     };
     let sink = IcebergSink::open(plan, &run_plan, identity, options).map_err(fail)?;
     Ok((run_plan, sink))
+}
+
+/// `fex backfill`: exit 64 for a model or tables that do not fit, 1 for a
+/// catalog that cannot be reached or a run that fails.
+pub fn backfill(a: BackfillArgs) -> u8 {
+    let plan = match crate::extract::load_model(&a.model) {
+        Ok(plan) => plan,
+        Err(code) => return code,
+    };
+    let time = |s: &Option<String>, flag: &str| match s {
+        None => Ok(None),
+        Some(s) => fex_iceberg::backfill::parse_time(s).map(Some).map_err(|e| {
+            eprintln!("error: {flag} {e}");
+            exit::CONFIG
+        }),
+    };
+    let (since, until) = match (time(&a.since, "--since"), time(&a.until, "--until")) {
+        (Ok(s), Ok(u)) => (s, u),
+        (Err(code), _) | (_, Err(code)) => return code,
+    };
+    let mut catalog = match CatalogSpec::in_warehouse(&a.output) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: cannot create the warehouse {}: {e}", a.output.display());
+            return exit::FAILURE;
+        }
+    };
+    catalog.uri = a.catalog.clone();
+    let opts = BackfillOptions {
+        catalog,
+        shitu: a.shitu.clone().unwrap_or_else(|| format!("fex.{}_shitu", plan.name)),
+        base: a.base.clone().unwrap_or_else(|| format!("fex.{}_samples", plan.name)),
+        into: a.into.clone(),
+        since,
+        until,
+        parquet: ParquetOptions::default(),
+    };
+    match fex_iceberg::backfill::backfill(&plan, &opts) {
+        Ok(r) => {
+            eprintln!(
+                "backfilled {} ({} new output(s)) for {} requests, {} rows, from {} data file(s) of {} ({} bytes of joined records) in {:.2} s",
+                r.columns.join(", "),
+                r.columns.len(),
+                r.requests,
+                r.rows,
+                r.shitu_files,
+                opts.shitu,
+                r.joined_bytes,
+                r.seconds
+            );
+            print_commit(&r.commit);
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                TableError::Mismatch { .. } | TableError::Model(_) => exit::CONFIG,
+                _ => exit::FAILURE,
+            }
+        }
+    }
 }
 
 fn partitioning(p: PartitionArg) -> Partitioning {

@@ -1,6 +1,8 @@
 //! fex's training tables on Apache Iceberg (seed 002 §4): the sample table
 //! a model's rows go into, whoever writes them.
 //!
+//! - [`backfill`]: a model's new outputs only, recomputed from the
+//!   joined-request table into a sidecar table keyed by row identity.
 //! - [`identity`]: which request and row each sample is. Two outputs are
 //!   added to the model (hidden from the table under their own names) that
 //!   read each row's request id and request time from its LineId, so the
@@ -21,6 +23,7 @@
 //! The library itself knows nothing of Iceberg: this crate sits beside the
 //! `fex` command (ARCHITECTURE.md).
 
+pub mod backfill;
 pub mod catalog;
 pub mod identity;
 pub mod schema;

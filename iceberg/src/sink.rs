@@ -20,8 +20,8 @@ use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, TimestampMicrosecondType, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, Int32Array, Int64Array, LargeListArray, ListArray, RecordBatch, StructArray,
-    TimestampMicrosecondArray, UInt32Array,
+    Array, ArrayRef, FixedSizeListArray, Int32Array, Int64Array, LargeListArray, ListArray, RecordBatch, StringArray,
+    StructArray, TimestampMicrosecondArray, UInt32Array,
 };
 use arrow_buffer::{NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, SchemaRef};
@@ -62,6 +62,22 @@ pub struct TableOptions {
     /// Each batch is one record's rows (ExampleBatch input): `row` counts
     /// from 0 in each batch. Otherwise every record is one row: `row` is 0.
     pub batch_per_record: bool,
+    /// Where each row's identity comes from.
+    pub identity: IdentityFrom,
+    /// Only these outputs are the table's columns (after the identity), in
+    /// this order; None: every output of the model's table.
+    pub columns: Option<Vec<String>>,
+}
+
+/// Where a row's request id and time come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IdentityFrom {
+    /// The row's LineId, through the identity outputs (`identity`).
+    #[default]
+    LineId,
+    /// The request being written, given before its rows
+    /// ([`IcebergSink::set_request`]); `row` counts its rows from 0.
+    Given,
 }
 
 /// Where the columns of the run's batches are.
@@ -78,6 +94,19 @@ enum Fill {
     Row,
     RequestTime(usize),
     Output(usize),
+    /// The identity of the request given (`IdentityFrom::Given`).
+    GivenId,
+    GivenRow,
+    GivenTime,
+}
+
+/// The request whose rows are being written (`IdentityFrom::Given`).
+#[derive(Default)]
+struct Given {
+    request_id: String,
+    micros: Option<i64>,
+    /// Rows of it written so far: the next row's index.
+    rows: i32,
 }
 
 /// How the table's partition value is computed from `request_time`.
@@ -114,6 +143,7 @@ pub struct IcebergSink {
     /// The run's id, in every data file's name.
     run: String,
     committed: Arc<OnceLock<CommitReport>>,
+    given: Given,
 }
 
 /// What the commit did.
@@ -141,9 +171,21 @@ impl IcebergSink {
         let describe = options.catalog.describe();
         let catalog = runtime.block_on(options.catalog.open(&runtime))?;
         let ident = table_ident(&options.table)?;
-        let outputs = fex::offline::table::empty_batch(with_identity)
+        let mut outputs = fex::offline::table::empty_batch(with_identity)
             .map_err(|e| TableError::Model(format!("the model's table: {e}")))?
             .schema();
+        if let Some(columns) = &options.columns {
+            let fields = columns
+                .iter()
+                .map(|c| {
+                    outputs
+                        .field_with_name(c)
+                        .cloned()
+                        .map_err(|_| TableError::Model(format!("the model has no output {c:?}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            outputs = Arc::new(arrow_schema::Schema::new(fields));
+        }
         let wanted = schema::table_schema(&outputs)?;
         let table = runtime.block_on(create_or_load(&catalog, &ident, &wanted, options.partitioning, &describe))?;
         let current = table.metadata().current_schema().clone();
@@ -153,7 +195,11 @@ impl IcebergSink {
         let index = |name: &str| outputs.index_of(name).map_err(|e| TableError::Model(e.to_string()));
         let mut fill = Vec::with_capacity(write.fields().len());
         for f in write.fields() {
+            let given = options.identity == IdentityFrom::Given;
             fill.push(match f.name().as_str() {
+                REQUEST_ID if given => Fill::GivenId,
+                ROW if given => Fill::GivenRow,
+                REQUEST_TIME if given => Fill::GivenTime,
                 REQUEST_ID => Fill::RequestId(index(REQUEST_ID_OUTPUT)?),
                 ROW => Fill::Row,
                 REQUEST_TIME => Fill::RequestTime(index(REQUEST_TIME_OUTPUT)?),
@@ -175,6 +221,7 @@ impl IcebergSink {
             summary,
             run: uuid::Uuid::new_v4().to_string(),
             committed: Arc::default(),
+            given: Given::default(),
         })
     }
 
@@ -190,8 +237,14 @@ impl IcebergSink {
         Arc::clone(&self.committed)
     }
 
+    /// The request the next rows are of (`IdentityFrom::Given`): its id and
+    /// its time in microseconds (None: no time); their `row` counts from 0.
+    pub fn set_request(&mut self, request_id: &str, micros: Option<i64>) {
+        self.given = Given { request_id: request_id.to_string(), micros, rows: 0 };
+    }
+
     /// The table's columns for `batch`.
-    fn columns(&self, batch: &RecordBatch) -> Result<(Vec<ArrayRef>, Option<ArrayRef>), SinkError> {
+    fn columns(&mut self, batch: &RecordBatch) -> Result<(Vec<ArrayRef>, Option<ArrayRef>), SinkError> {
         let rows = batch.num_rows();
         let mut out = Vec::with_capacity(self.layout.fill.len());
         let mut times = None;
@@ -212,8 +265,25 @@ impl IcebergSink {
                     array
                 }
                 Fill::Output(i) => retag(batch.column(i), field.data_type())?,
+                Fill::GivenId => {
+                    Arc::new(StringArray::from_iter_values(std::iter::repeat_n(&self.given.request_id, rows)))
+                        as ArrayRef
+                }
+                Fill::GivenRow => {
+                    let first = self.given.rows;
+                    Arc::new(Int32Array::from_iter_values(first..first + rows as i32)) as ArrayRef
+                }
+                Fill::GivenTime => {
+                    let micros = self.given.micros;
+                    let array =
+                        TimestampMicrosecondArray::from_iter(std::iter::repeat_n(micros, rows)).with_timezone("UTC");
+                    let array = Arc::new(array) as ArrayRef;
+                    times = Some(Arc::clone(&array));
+                    array
+                }
             });
         }
+        self.given.rows += rows as i32;
         Ok((out, times))
     }
 
@@ -411,7 +481,13 @@ pub(crate) async fn create_or_load(
         .name(ident.name().to_string())
         .schema(schema.clone())
         .partition_spec(spec)
-        .properties([("write.format.default".to_string(), "parquet".to_string())])
+        // Iceberg's Java writers (the near-line job's Flink sink) compress
+        // with zstd here instead of their gzip default: cheaper to write and
+        // to read, and a codec every fex build reads.
+        .properties([
+            ("write.format.default".to_string(), "parquet".to_string()),
+            ("write.parquet.compression-codec".to_string(), "zstd".to_string()),
+        ])
         .build();
     match catalog.create_table(ident.namespace(), creation).await {
         Ok(table) => Ok(table),

@@ -17,7 +17,7 @@ mod transforms;
 pub use hint::{FRAMINGS, framings_that_read, hint};
 pub use hook::{Carry, RecordCtx, RowsHook};
 pub use report::{BadError, BadRecord, RunError, Summary};
-pub use run::{Observer, OnError, Options, Payload, Quiet, RunInput, run, run_inputs};
+pub use run::{Observer, OnError, Options, Payload, Quiet, RunInput, run, run_inputs, run_selected};
 pub use sink::{
     BatchEncoder, CollectSink, Format, IpcMessage, IpcSink, ParquetCodec, ParquetOptions, ParquetSink, Prepared,
     ResponsesSink, SharedBuf, Sink, SinkError, SinkHelper, buffered,

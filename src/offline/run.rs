@@ -178,6 +178,8 @@ struct OrderState<'s> {
 struct Shared<'s> {
     plan: &'s Plan,
     options: Options,
+    /// The outputs to extract (`Plan::select`), None for all of them.
+    outputs: Option<&'s [usize]>,
     format: Format,
     reader: Mutex<ReadState>,
     order: Mutex<OrderState<'s>>,
@@ -222,6 +224,22 @@ pub fn run_inputs(
     hook: Option<&dyn RowsHook>,
     observer: &dyn Observer,
 ) -> Result<Summary, RunError> {
+    run_selected(plan, None, inputs, options, sink, hook, observer)
+}
+
+/// [`run_inputs`] extracting only the outputs `outputs` (indices from
+/// `Plan::select`, in the table's order): features only other outputs need
+/// are not decoded. The transforms read the samples, not the outputs, so
+/// they run as they would for the whole model.
+pub fn run_selected(
+    plan: &Plan,
+    outputs: Option<&[usize]>,
+    inputs: &[RunInput],
+    options: Options,
+    sink: &mut dyn Sink,
+    hook: Option<&dyn RowsHook>,
+    observer: &dyn Observer,
+) -> Result<Summary, RunError> {
     let threads = options.threads.max(1);
     let format = sink.format();
     let helper = sink.helper();
@@ -229,6 +247,7 @@ pub fn run_inputs(
     let shared = Shared {
         plan,
         options,
+        outputs,
         format,
         reader: Mutex::new(ReadState { inputs: inputs.to_vec(), next_file: 0, current: None, seq: 0, files_opened: 0 }),
         order: Mutex::new(OrderState {
@@ -376,7 +395,7 @@ fn flush(shared: &Shared<'_>, hook: &dyn RowsHook) {
     let result = (|| -> Result<u64, RunError> {
         let held = hook.finish().map_err(extract)?;
         let sink = order.sink.as_mut().expect("no writer is left");
-        let policy = Policy { shared: SharedRows::Broadcast, ..Policy::default() };
+        let policy = Policy { shared: SharedRows::Broadcast, outputs: shared.outputs, ..Policy::default() };
         let mut ex = Extractor::new();
         let mut rows_written = 0;
         for rows in &held {
@@ -527,9 +546,9 @@ fn input<'p>(shared: &Shared<'_>, payloads: &'p [&'p [u8]]) -> Input<'p> {
 }
 
 /// The table wants a row per sample; responses are what the server sends.
-fn policy(shared: &Shared<'_>) -> Policy<'static> {
+fn policy<'a>(shared: &Shared<'a>) -> Policy<'a> {
     let shared_rows = if shared.format == Format::Table { SharedRows::Broadcast } else { SharedRows::AsDeclared };
-    Policy { shared: shared_rows, ..Policy::default() }
+    Policy { shared: shared_rows, outputs: shared.outputs, ..Policy::default() }
 }
 
 /// A chunk through the hook: each record (an ExampleBatch) or the chunk's

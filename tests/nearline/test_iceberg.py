@@ -131,6 +131,43 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path):
                     str(joined_file)], check=True, capture_output=True, timeout=300)
     assert rows(load(tmp_path / "again"), skip=IDENTITY)[0] == got
 
+    # An incremental backfill: a model with one new output computes only
+    # that, from the joined-request table, into a sidecar keyed by the rows'
+    # identity; the sample table's files are neither read nor rewritten.
+    base_files = sorted(glob.glob(str(warehouse / "fex" / "nearline_ranker_samples" / "data" / "**" / "*.parquet"),
+                        recursive=True))
+    base_snapshots = [s.snapshot_id for s in table.snapshots()]
+    new_model = tmp_path / "new.yaml"
+    text = open(MODEL).read().replace("file: ../", f"file: {os.path.dirname(os.path.dirname(MODEL))}/")
+    text = text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
+    new_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
+                                      "  - {name: item_fids, kind: sparse}\n"
+                                      "  - {name: item_fids_again, kind: sparse, source: item_fids}\n", 1))
+    backfill = [cli(), "backfill", "--model", str(new_model), "-o", str(warehouse), "--into", "fex.v2_sidecar"]
+    p = subprocess.run(backfill, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"backfilled item_fids_again (1 new output(s)) for {len(emitted)} requests" in p.stderr, p.stderr
+    sidecar = load(warehouse, "fex.v2_sidecar")
+    assert [f.name for f in sidecar.schema().fields] == IDENTITY + ["item_fids_again"]
+    side = sidecar.scan().to_arrow()
+    position = {k: i for i, k in enumerate(zip(side.column("request_id").to_pylist(), side.column("row").to_pylist()))}
+    base = table.scan().to_arrow()
+    keys = list(zip(base.column("request_id").to_pylist(), base.column("row").to_pylist()))
+    assert len(position) == side.num_rows == len(keys) and set(position) == set(keys)
+    again = side.column("item_fids_again").to_pylist()
+    assert [again[position[k]] for k in keys] == base.column("item_fids").to_pylist()
+    assert [s.snapshot_id for s in load(warehouse).snapshots()] == base_snapshots
+    assert sorted(glob.glob(str(warehouse / "fex" / "nearline_ranker_samples" / "data" / "**" / "*.parquet"),
+                            recursive=True)) == base_files
+    # A range with no request backfills nothing; a model with nothing new is refused.
+    p = subprocess.run(backfill[:-1] + ["fex.v2_empty", "--since", "2100-01-01"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and "for 0 requests, 0 rows" in p.stderr and "no rows: nothing committed" in p.stderr, \
+        p.stderr
+    p = subprocess.run([cli(), "backfill", "--model", str(MODEL), "-o", str(warehouse), "--into", "fex.none"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 64 and "is a column of fex.nearline_ranker_samples already: nothing to backfill" in p.stderr
+
 
 def frames(data: bytes):
     """The records of framed bytes (u64 little-endian length, then the record)."""
