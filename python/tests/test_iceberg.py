@@ -96,6 +96,32 @@ def test_the_table_holds_the_rows_fex_extract_writes_with_their_identity(request
         assert int(r["request_time"].timestamp()) == r["req_time"][0]
 
 
+def test_the_packages_reader_gives_the_rows_as_arrays_and_tensors(requests, tmp_path):
+    """fex.iceberg.read and to_torch over a table `fex extract` wrote: the
+    values Parquet has, as flat tensors and row splits."""
+    import numpy as np
+
+    import fex.iceberg
+
+    warehouse = tmp_path / "w"
+    extract("--format", "iceberg", "-o", str(warehouse), "--partition-by", "none", requests)
+    extract("-o", str(tmp_path / "plain.parquet"), requests)
+    plain = pq.read_table(tmp_path / "plain.parquet")
+    table = fex.iceberg.read(str(warehouse), "fex.default_samples", columns=["item_tags", "item_ctr_7d", "item_title"])
+    assert table.column_names == ["request_id", "row", "request_time", "item_tags", "item_ctr_7d", "item_title"]
+    assert table.num_rows == plain.num_rows == 480
+    tensors = fex.iceberg.to_torch(table.to_batches()[0])
+    rows = table.to_batches()[0].num_rows
+    tags = plain.column("item_tags").to_pylist()[:rows]
+    assert tensors["item_tags"].values.numpy().view(np.uint64).tolist() == [t for row in tags for t in row]
+    assert tensors["item_tags"].row_splits.tolist() == np.cumsum([0] + [len(t) for t in tags]).tolist()
+    ctr = plain.column("item_ctr_7d").to_pylist()[:rows]
+    assert tensors["item_ctr_7d"].values.tolist() == [v for row in ctr for v in row]
+    titles = plain.column("item_title").to_pylist()[:rows]
+    assert bytes(tensors["item_title"].values.numpy()) == b"".join(titles)
+    assert tensors["row"].tolist() == list(range(12)) * (rows // 12)
+
+
 def test_a_second_run_appends_a_snapshot_and_a_mismatched_model_is_refused_before_writing(requests, tmp_path):
     warehouse = tmp_path / "warehouse"
     extract("--format", "iceberg", "-o", str(warehouse), "--table", "ranking.samples", "--partition-by", "hour", requests)

@@ -159,6 +159,15 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path):
     assert [s.snapshot_id for s in load(warehouse).snapshots()] == base_snapshots
     assert sorted(glob.glob(str(warehouse / "fex" / "nearline_ranker_samples" / "data" / "**" / "*.parquet"),
                             recursive=True)) == base_files
+    # The package's reader puts them side by side, by identity.
+    import fex.iceberg
+
+    both = fex.iceberg.read(str(warehouse), TABLE, sidecars=["fex.v2_sidecar"], columns=["item_fids", "item_fids_again"])
+    assert both.column_names == IDENTITY + ["item_fids", "item_fids_again"] and both.num_rows == base.num_rows
+    assert both.column("item_fids_again").to_pylist() == both.column("item_fids").to_pylist()
+    arrays = fex.iceberg.to_numpy(both.to_batches(max_chunksize=64)[-1])
+    assert (arrays["item_fids_again"].values == arrays["item_fids"].values).all()
+    assert (arrays["item_fids_again"].row_splits == arrays["item_fids"].row_splits).all()
     # A range with no request backfills nothing; a model with nothing new is refused.
     p = subprocess.run(backfill[:-1] + ["fex.v2_empty", "--since", "2100-01-01"], capture_output=True, text=True,
                        timeout=300)
