@@ -79,10 +79,13 @@ def extracted(tmp_path, joined_dir, name):
     return load(warehouse)
 
 
-def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path):
+@pytest.mark.parametrize("mode", [["--checkpoint-interval", "1s"], ["--batch"]], ids=["streaming", "batch"])
+def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path, mode):
+    """Streaming (commits on checkpoints) and batch execution (one commit
+    at the end) alike."""
     cli()
     out, warehouse = str(tmp_path / "out"), tmp_path / "warehouse"
-    job(out, inputs["requests"], inputs["actions"], "--checkpoint-interval", "1s", "--iceberg", str(warehouse))
+    job(out, inputs["requests"], inputs["actions"], *mode, "--iceberg", str(warehouse))
     assert not os.path.exists(os.path.join(out, "samples")), "the samples went to the table, not to files"
     table = load(warehouse)
     by_extract = extracted(tmp_path, os.path.join(out, "joined"), "extracted")
