@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -278,3 +279,46 @@ def test_without_a_table_or_the_fex_command_the_job_names_the_command(inputs, tm
 def test_iceberg_flags_without_a_warehouse_are_refused(inputs, tmp_path):
     p = launch(inputs, str(tmp_path / "out"), "--iceberg-table", "a.b")
     assert p.returncode == 64 and "--iceberg WAREHOUSE" in p.stderr, p.stderr
+
+
+def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, tmp_path):
+    """The streaming job commits its checkpoints' rows while `fex extract
+    --format iceberg` runs append to the same table: optimistic commits
+    retried on both sides, every row of each lands once."""
+    warehouse, out = tmp_path / "warehouse", str(tmp_path / "out")
+    joined = committed(os.path.join(streaming, "joined"))
+    cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", inputs["requests"],
+           "--actions", inputs["actions"], "--out", out, "--quiet", "--checkpoint-interval", "200ms",
+           "--iceberg", str(warehouse), "--max-rate", "300"]  # a few seconds of commits
+    extract = [cli(), "extract", "--model", MODEL, "--format", "iceberg", "-o", str(warehouse),
+               "--table", TABLE, *joined]
+    runs = 0
+    with open(tmp_path / "job.log", "w") as log:
+        job_process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 240
+            while job_process.poll() is None:
+                assert time.monotonic() < deadline, "the job did not end in 240 s"
+                if os.path.exists(warehouse / "catalog.db"):
+                    p = subprocess.run(extract, capture_output=True, text=True, timeout=120)
+                    assert p.returncode == 0, p.stderr
+                    runs += 1
+                time.sleep(0.2)
+        finally:
+            if job_process.poll() is None:
+                job_process.kill()
+    assert job_process.wait() == 0, (tmp_path / "job.log").read_text()[-4000:]
+    assert runs >= 2
+    table = load(warehouse)
+    engines = [s.summary.additional_properties.get("engine-name", "fex") for s in table.snapshots()]
+    committed_by_job = [i for i, e in enumerate(engines) if e == "flink"]
+    assert engines.count("fex") == runs and committed_by_job
+    # The writers' commits interleave (the two ranges of snapshots overlap).
+    fex_commits = [i for i, e in enumerate(engines) if e == "fex"]
+    assert min(committed_by_job) < max(fex_commits) and min(fex_commits) < max(committed_by_job), engines
+    data = table.scan().to_arrow()
+    emitted = [l for l in read_manifest(out) if l["kind"] == "emitted"]
+    by_job = Counter(i for i in data.column("request_id").to_pylist() if i is not None)
+    assert by_job == Counter({l["request_id"]: l["rows_written"] for l in emitted})
+    one_run = rows(extracted(tmp_path, os.path.join(streaming, "joined"), "one-run"))[0].total()
+    assert one_run > 0 and data.num_rows - sum(by_job.values()) == runs * one_run
