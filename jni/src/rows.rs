@@ -47,6 +47,8 @@ pub struct TablePlan {
     /// What each snapshot's summary says of the model (`fex.model`, its
     /// version and digest), as `fex extract --format iceberg` writes it.
     pub summary: Vec<(String, String)>,
+    /// The model's table with no row: the columns of a request that has none.
+    empty: RecordBatch,
 }
 
 /// An emitted request's output as table rows.
@@ -66,7 +68,7 @@ impl TablePlan {
         let outputs = empty.schema().fields().iter().map(|f| f.name().clone()).collect();
         let mut summary: Vec<_> = fex::offline::table::metadata(&plan).into_iter().collect();
         summary.sort();
-        Ok(Self { plan, outputs, summary })
+        Ok(Self { plan, outputs, summary, empty })
     }
 
     /// The table's column names, in order.
@@ -95,7 +97,10 @@ impl TablePlan {
         let micros = time_ms.saturating_mul(1_000);
         encode(&mut out, &TimestampMicrosecondArray::from_iter_values(std::iter::repeat_n(micros, n)))?;
         for name in &self.outputs {
-            encode_column(&mut out, &computed.batches, |b| {
+            // No batch at all (the transforms kept no row): the empty table's column.
+            let batches =
+                if computed.batches.is_empty() { std::slice::from_ref(&self.empty) } else { &computed.batches[..] };
+            encode_column(&mut out, batches, |b| {
                 b.column_by_name(name)
                     .cloned()
                     .ok_or_else(|| Failure::new(format!("the samples have no column {name:?}")))
@@ -119,10 +124,7 @@ fn encode_column(
 ) -> Result<(), Failure> {
     let arrays = batches.iter().map(&mut pick).collect::<Result<Vec<_>, _>>()?;
     match arrays.as_slice() {
-        [] => {
-            out.push(0);
-            Ok(())
-        }
+        [] => Err(Failure::new("no batch to encode a column of")),
         [one] => encode(out, one.as_ref()),
         many => {
             let refs: Vec<&dyn Array> = many.iter().map(|a| a.as_ref()).collect();
@@ -293,6 +295,14 @@ mod tests {
         want.extend(le(&[0, 1, 4]));
         want.extend(b"zuvw");
         assert_eq!(encoded(&bin), want);
+    }
+
+    #[test]
+    fn an_empty_list_column_is_its_one_offset() {
+        // What a request whose transforms kept no row gives for each list
+        // output (the empty table's column): the reader finds n + 1 offsets.
+        let empty = ListBuilder::new(Int64Builder::new()).finish();
+        assert_eq!(encoded(&empty), [vec![0], le(&[0]), vec![0]].concat());
     }
 
     #[test]

@@ -328,7 +328,12 @@ public final class Job {
             topics.add(Kafka.topic(p));
         }
         if (Kafka.named(o.out)) {
-            topics.addAll(Kafka.outputs(Kafka.topic(o.out), correction));
+            for (String t : Kafka.outputs(Kafka.topic(o.out), correction)) {
+                // With an Iceberg sample table the samples go there, not to PREFIX.samples.
+                if (o.icebergWarehouse == null || !t.endsWith(".samples")) {
+                    topics.add(t);
+                }
+            }
         }
         if (!topics.isEmpty()) {
             Kafka.check(o.brokers, topics, Duration.ofMillis(o.kafkaTimeoutMs));
