@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -196,27 +197,34 @@ def test_killed_and_restored_the_table_holds_every_row_once(tmp_path):
     restore from its last completed checkpoint: the table then holds the
     rows of an uninterrupted run's table, none missing, none twice."""
     cli()
-    reqs, acts = data.generate(seed=5, users=60, requests_per_user=60)
+    reqs, acts = data.generate(seed=5, users=40, requests_per_user=40)
     requests, actions = data.write_inputs(str(tmp_path / "in"), reqs, acts, files=6)
     whole = tmp_path / "whole"
     job(str(tmp_path / "whole-out"), requests, actions, "--checkpoint-interval", "300ms", "--iceberg", str(whole))
     warehouse, out, checkpoints = tmp_path / "warehouse", str(tmp_path / "out"), str(tmp_path / "checkpoints")
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", requests, "--actions", actions,
            "--out", out, "--quiet", "--checkpoint-interval", "300ms", "--checkpoint-dir", checkpoints,
-           "--iceberg", str(warehouse), "--max-rate", "3000"]  # about 4 s of reading, so the kill comes mid-run
-    metadata = str(warehouse / "fex" / "nearline_ranker_samples" / "metadata")
+           "--iceberg", str(warehouse), "--max-rate", "1500"]  # about 4 s of reading, so the kill comes mid-run
 
     def committed_rows():
-        # The newest metadata file (NNNNN-uuid.metadata.json, numbered by
-        # commit) and its current snapshot's total: Iceberg's Flink sink
-        # also commits empty snapshots (every tenth empty checkpoint).
-        files = sorted(glob.glob(os.path.join(metadata, "*.metadata.json")))
-        if not files:
-            return 0
+        # The table's current metadata file, as the catalog points to it
+        # (a commit writes the file first and then moves the pointer), and
+        # its current snapshot's total: Iceberg's Flink sink also commits
+        # empty snapshots (every tenth empty checkpoint).
         try:
-            with open(files[-1], encoding="utf-8") as f:
+            with sqlite3.connect(f"file:{warehouse / 'catalog.db'}?mode=ro", uri=True, timeout=5) as db:
+                found = db.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = 'fex' "
+                                   "AND table_name = 'nearline_ranker_samples'").fetchone()
+            if not found:
+                return 0
+            location = found[0]
+            for prefix in ("file://", "file:"):
+                if location.startswith(prefix):
+                    location = location[len(prefix):]
+                    break
+            with open(location, encoding="utf-8") as f:
                 m = json.load(f)
-        except (OSError, ValueError):  # being written
+        except (OSError, ValueError, sqlite3.Error):  # not made yet, or busy
             return 0
         current = [s for s in m.get("snapshots", []) if s["snapshot-id"] == m.get("current-snapshot-id")]
         return int(current[0]["summary"].get("total-records", 0)) if current else 0
