@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import glob
 import json
 import os
 import shutil
@@ -274,6 +275,22 @@ def throughput(work, args, env, requests, actions):
                 wall, cpu, peak, _, groups = measured(job_cmd(requests, actions, out, mode, slots), env, args.lock)
                 emitted = json.load(open(out + ".json"))["rows_emitted"]
                 results.append((f"{mode}, {slots} slot{'s' if slots > 1 else ''}", wall, cpu, peak, emitted, groups))
+                if args.iceberg:
+                    # The same run with the samples and the joined requests into Iceberg tables.
+                    out = os.path.join(work, f"out-{mode}-{slots}-{r}-iceberg")
+                    warehouse = out + "-warehouse"
+                    shutil.rmtree(out, ignore_errors=True)
+                    shutil.rmtree(warehouse, ignore_errors=True)
+                    cmd = job_cmd(requests, actions, out, mode, slots, ["--iceberg", warehouse])
+                    wall, cpu, peak, _, groups = measured(cmd, dict(env, FEX_CLI=args.fex), args.lock)
+                    emitted = json.load(open(out + ".json"))["rows_emitted"]
+                    label = f"{mode}, {slots} slot{'s' if slots > 1 else ''}, Iceberg tables"
+                    results.append((label, wall, cpu, peak, emitted, groups))
+                    for table in sorted(glob.glob(os.path.join(warehouse, "fex", "*"))):
+                        data = glob.glob(os.path.join(table, "data", "**", "*.parquet"), recursive=True)
+                        commits = len(glob.glob(os.path.join(table, "metadata", "snap-*.avro")))
+                        print(f"{label}: {os.path.basename(table)}: {len(data)} data files "
+                              f"({sum(os.path.getsize(f) for f in data):,} bytes), {commits} snapshots", flush=True)
     return results
 
 
@@ -384,6 +401,8 @@ def main():
     ap.add_argument("--lock", help="flock this file around each timed run (the bench lock)")
     ap.add_argument("--keep", help="keep the data and outputs here")
     ap.add_argument("--threads", action="store_true", help="also print CPU seconds by group of JVM threads")
+    ap.add_argument("--iceberg", action="store_true",
+                    help="also run each mode with --iceberg (the sample and joined-request tables), needs --fex")
     ap.add_argument("--floor", action="store_true",
                     help="also run the floor: the job's sources and keyed shuffle, one state append per event")
     args = ap.parse_args()
