@@ -57,14 +57,10 @@ fn create(a: &TableCreateArgs) -> u8 {
     };
     println!("{}", sink.describe_table());
     if let Some(shitu) = &a.shitu_table {
-        let mut catalog = match CatalogSpec::in_warehouse(&a.output) {
+        let catalog = match catalog_of(&a.output, a.catalog.as_deref()) {
             Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: cannot create the warehouse {}: {e}", a.output.display());
-                return exit::FAILURE;
-            }
+            Err(code) => return code,
         };
-        catalog.uri = a.catalog.clone();
         match fex_iceberg::shitu::create_shitu(&catalog, shitu, partitioning(a.partition_by)) {
             Ok(line) => println!("{line}"),
             Err(e) => {
@@ -102,11 +98,7 @@ pub fn open(
     })?;
     let dir = model.parent().unwrap_or(Path::new("."));
     let (run_plan, identity) = fex_iceberg::identity::with_identity(&text, dir, plan).map_err(fail)?;
-    let mut catalog = CatalogSpec::in_warehouse(a.warehouse).map_err(|e| {
-        eprintln!("error: cannot create the warehouse {}: {e}", a.warehouse.display());
-        exit::FAILURE
-    })?;
-    catalog.uri = a.catalog.map(str::to_string);
+    let catalog = catalog_of(a.warehouse, a.catalog)?;
     let options = TableOptions {
         catalog,
         table: a.table.map_or_else(|| format!("fex.{}_samples", plan.name), str::to_string),
@@ -138,14 +130,10 @@ pub fn backfill(a: BackfillArgs) -> u8 {
         (Ok(s), Ok(u)) => (s, u),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    let mut catalog = match CatalogSpec::in_warehouse(&a.output) {
+    let catalog = match catalog_of(&a.output, a.catalog.as_deref()) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: cannot create the warehouse {}: {e}", a.output.display());
-            return exit::FAILURE;
-        }
+        Err(code) => return code,
     };
-    catalog.uri = a.catalog.clone();
     let opts = BackfillOptions {
         catalog,
         shitu: a.shitu.clone().unwrap_or_else(|| format!("fex.{}_shitu", plan.name)),
@@ -179,6 +167,17 @@ pub fn backfill(a: BackfillArgs) -> u8 {
             }
         }
     }
+}
+
+/// The catalog of `warehouse` (made if missing): its embedded SQLite file,
+/// or `uri`'s database. Exit 1 when the directory cannot be made.
+fn catalog_of(warehouse: &Path, uri: Option<&str>) -> Result<CatalogSpec, u8> {
+    let mut catalog = CatalogSpec::in_warehouse(warehouse).map_err(|e| {
+        eprintln!("error: cannot create the warehouse {}: {e}", warehouse.display());
+        exit::FAILURE
+    })?;
+    catalog.uri = uri.map(str::to_string);
+    Ok(catalog)
 }
 
 fn partitioning(p: PartitionArg) -> Partitioning {
