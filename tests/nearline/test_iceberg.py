@@ -330,3 +330,27 @@ def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, 
     assert by_job == Counter({l["request_id"]: l["rows_written"] for l in emitted})
     one_run = rows(extracted(tmp_path, os.path.join(streaming, "joined"), "one-run"))[0].total()
     assert one_run > 0 and data.num_rows - sum(by_job.values()) == runs * one_run
+
+    # Compaction, as the book recommends for a streaming table: Iceberg's
+    # rewriteDataFiles bins the many small files into one per partition,
+    # and the older snapshots are expired. The rows stay the rows.
+    def current_files():
+        return {t.file.file_path for t in load(warehouse).scan().plan_files()}
+
+    def on_disk():
+        return glob.glob(str(warehouse / "fex" / "nearline_ranker_samples" / "data" / "**" / "*.parquet"),
+                         recursive=True)
+
+    before, want = current_files(), rows(load(warehouse))[0]
+    partitions = {os.path.dirname(f) for f in before}
+    assert len(before) > len(partitions), "nothing to compact"
+    p = subprocess.run([sys.executable, "-m", "fex.nearline.compact", "--iceberg", str(warehouse), "--table", TABLE,
+                        "--expire-older-than", "0s"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"rewrote {len(before)} data files of {TABLE} into {len(partitions)}" in p.stdout, p.stdout
+    assert "expired" in p.stdout, p.stdout
+    after = current_files()
+    assert len(after) == len(partitions) and not after & before
+    assert rows(load(warehouse))[0] == want
+    assert len(load(warehouse).snapshots()) == 1
+    assert {f.removeprefix("file:") for f in after} <= {os.path.abspath(f) for f in on_disk()}

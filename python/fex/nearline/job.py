@@ -114,10 +114,12 @@ def jit_opts() -> List[str]:
     return list(JIT_OPTS)
 
 
-def command(job_args: List[str], *, log_file: str, jars: Optional[List[str]] = None) -> List[str]:
-    """The ``java`` command running ``fex.nearline.Job`` with ``job_args``
-    on a local mini-cluster, Flink's log in ``log_file``. ``FEX_JNI_LIBRARY``
-names a JNI library to load instead of the one in the jar."""
+def command(job_args: List[str], *, log_file: str, jars: Optional[List[str]] = None,
+            main: str = "fex.nearline.Job") -> List[str]:
+    """The ``java`` command running ``main`` (the job, ``fex.nearline.Job``)
+    with ``job_args`` on a local mini-cluster, Flink's log in ``log_file``.
+    ``FEX_JNI_LIBRARY`` names a JNI library to load instead of the one in
+    the jar."""
     home = flink_home()
     classpath = [jar_path(), *(jars or []), os.path.join(home, "lib", "*")]
     log4j = os.path.join(home, "conf", "log4j.properties")
@@ -131,4 +133,4 @@ names a JNI library to load instead of the one in the jar."""
         if not os.path.isfile(library):
             raise FileNotFoundError(f"FEX_JNI_LIBRARY={library}: no such file")
         opts.append(f"-Dfex.jni.library={os.path.abspath(library)}")
-    return [java(), *opts, "-cp", os.pathsep.join(classpath), "fex.nearline.Job", *job_args]
+    return [java(), *opts, "-cp", os.pathsep.join(classpath), main, *job_args]
