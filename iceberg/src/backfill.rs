@@ -101,7 +101,6 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
             plan.name, opts.base
         )));
     }
-    let report_columns = columns.clone();
     let partitioning = partitioning_of(&base, &opts.base)?;
     let options = TableOptions {
         catalog: opts.catalog.clone(),
@@ -140,7 +139,7 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
     })?;
     let files: BTreeSet<String> = tasks.into_iter().map(|t| t.data_file_path).collect();
 
-    let selected = plan.select(&report_columns).map_err(|e| TableError::Model(e.to_string()))?;
+    let selected = plan.select(&columns).map_err(|e| TableError::Model(e.to_string()))?;
     let transforms = Transforms::new(plan);
     let hook = (!transforms.is_empty()).then_some(&transforms as &dyn RowsHook);
     let mut report = BackfillReport {
@@ -190,12 +189,11 @@ fn requests(
 ) -> Result<(), TableError> {
     let column =
         |name: &str| batch.column_by_name(name).ok_or_else(|| TableError::Model(format!("{path}: no column {name}")));
-    let ids = column("request_id")?.as_string_opt::<i32>().ok_or_else(|| bad(path, "request_id"))?.clone();
+    let ids = column("request_id")?.as_string_opt::<i32>().ok_or_else(|| bad(path, "request_id"))?;
     let times = column("request_time")?
         .as_primitive_opt::<TimestampMicrosecondType>()
-        .ok_or_else(|| bad(path, "request_time"))?
-        .clone();
-    let payloads = column("payload")?.as_string_opt::<i32>().ok_or_else(|| bad(path, "payload"))?.clone();
+        .ok_or_else(|| bad(path, "request_time"))?;
+    let payloads = column("payload")?.as_string_opt::<i32>().ok_or_else(|| bad(path, "payload"))?;
     let joined = column("joined")?;
     let joined: Vec<Option<&[u8]>> = match joined.data_type() {
         arrow_schema::DataType::Binary => joined.as_binary::<i32>().iter().collect(),

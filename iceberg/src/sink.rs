@@ -194,8 +194,8 @@ impl IcebergSink {
         let by = partition_by(&table, &options.table)?;
         let index = |name: &str| outputs.index_of(name).map_err(|e| TableError::Model(e.to_string()));
         let mut fill = Vec::with_capacity(write.fields().len());
+        let given = options.identity == IdentityFrom::Given;
         for f in write.fields() {
-            let given = options.identity == IdentityFrom::Given;
             fill.push(match f.name().as_str() {
                 REQUEST_ID if given => Fill::GivenId,
                 ROW if given => Fill::GivenRow,

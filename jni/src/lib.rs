@@ -193,6 +193,42 @@ fn string(env: &Env<'_>, s: &JString<'_>, what: &str) -> Result<String, Failure>
     Ok(s.try_to_string(env)?)
 }
 
+/// A `String[]` of `items`.
+fn string_array<'l, S: AsRef<str>>(
+    env: &mut Env<'l>,
+    items: impl ExactSizeIterator<Item = S>,
+) -> Result<JObjectArray<'l, JString<'l>>, Failure> {
+    let empty = env.new_string("")?;
+    let out = JObjectArray::<JString>::new(env, items.len(), &empty)?;
+    for (i, item) in items.enumerate() {
+        let item = env.new_string(item.as_ref())?;
+        out.set_element(env, i, &item)?;
+    }
+    Ok(out)
+}
+
+/// A model config's text and the directory its paths resolve against (".").
+fn config(env: &Env<'_>, yaml: &JString<'_>, base_dir: &JString<'_>) -> Result<(String, String), Failure> {
+    let yaml = string(env, yaml, "the model config")?;
+    let base_dir = if base_dir.is_null() { ".".into() } else { string(env, base_dir, "baseDir")? };
+    Ok((yaml, base_dir))
+}
+
+/// A `fex.jni.Computed` of a request's payload, joined records, samples and rows.
+fn computed<'l>(
+    env: &mut Env<'l>,
+    payload: nearline::Payload,
+    joined: &[u8],
+    samples: &[u8],
+    rows_written: u64,
+) -> Result<JObject<'l>, Failure> {
+    let payload = env.new_string(payload.as_str())?;
+    let joined = env.byte_array_from_slice(joined)?;
+    let samples = env.byte_array_from_slice(samples)?;
+    let rows_written = rows_written.min(i64::MAX as u64) as i64;
+    Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
+}
+
 /// `int[][]`: one array of actions per row (a null row has none).
 fn actions(env: &mut Env<'_>, rows: &JObjectArray<'_, JIntArray<'_>>) -> Result<Vec<Vec<i32>>, Failure> {
     if rows.is_null() {
@@ -222,8 +258,7 @@ pub extern "system" fn Java_fex_jni_Native_open<'l>(
 ) -> jlong {
     unowned
         .with_env(|env| -> Result<jlong, Failure> {
-            let yaml = string(env, &yaml, "the model config")?;
-            let base_dir = if base_dir.is_null() { ".".into() } else { string(env, &base_dir, "baseDir")? };
+            let (yaml, base_dir) = config(env, &yaml, &base_dir)?;
             open(&yaml, &base_dir)
         })
         .resolve::<ThrowFex>()
@@ -276,12 +311,7 @@ pub extern "system" fn Java_fex_jni_Native_requestKeys<'l>(
             let plan = plan(handle)?;
             let logged = bytes(env, &logged, "the logged request")?;
             let keys = nearline::request_keys(&plan, &logged)?;
-            let empty = env.new_string("")?;
-            let items = JObjectArray::<JString>::new(env, keys.item_ids.len(), &empty)?;
-            for (i, id) in keys.item_ids.iter().enumerate() {
-                let id = env.new_string(id)?;
-                items.set_element(env, i, &id)?;
-            }
+            let items = string_array(env, keys.item_ids.iter())?;
             let (request_id, user_id) = (env.new_string(&keys.request_id)?, env.new_string(&keys.user_id)?);
             let (payload, model) = (env.new_string(keys.payload.as_str())?, env.new_string(&keys.model)?);
             let keys = RequestKeys::new(
@@ -313,12 +343,8 @@ pub extern "system" fn Java_fex_jni_Native_compute<'l>(
             let plan = plan(handle)?;
             let logged = bytes(env, &logged, "the logged request")?;
             let actions = actions(env, &rows)?;
-            let computed = nearline::compute(&plan, &logged, &actions)?;
-            let payload = env.new_string(computed.payload.as_str())?;
-            let joined = env.byte_array_from_slice(&computed.joined)?;
-            let samples = env.byte_array_from_slice(&computed.samples)?;
-            let rows_written = computed.rows_written.min(i64::MAX as u64) as i64;
-            Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
+            let c = nearline::compute(&plan, &logged, &actions)?;
+            computed(env, c.payload, &c.joined, &c.samples, c.rows_written)
         })
         .resolve::<ThrowFex>()
 }
@@ -332,8 +358,7 @@ pub extern "system" fn Java_fex_jni_Native_openTable<'l>(
 ) -> jlong {
     unowned
         .with_env(|env| -> Result<jlong, Failure> {
-            let yaml = string(env, &yaml, "the model config")?;
-            let base_dir = if base_dir.is_null() { ".".into() } else { string(env, &base_dir, "baseDir")? };
+            let (yaml, base_dir) = config(env, &yaml, &base_dir)?;
             open_table(&yaml, &base_dir)
         })
         .resolve::<ThrowFex>()
@@ -348,13 +373,7 @@ pub extern "system" fn Java_fex_jni_Native_tableColumns<'l>(
     unowned
         .with_env(|env| -> Result<JObject<'l>, Failure> {
             let columns = table(handle)?.columns();
-            let empty = env.new_string("")?;
-            let out = JObjectArray::<JString>::new(env, columns.len(), &empty)?;
-            for (i, c) in columns.iter().enumerate() {
-                let c = env.new_string(c)?;
-                out.set_element(env, i, &c)?;
-            }
-            Ok(out.into())
+            Ok(string_array(env, columns.iter())?.into())
         })
         .resolve::<ThrowFex>()
 }
@@ -368,14 +387,8 @@ pub extern "system" fn Java_fex_jni_Native_tableSummary<'l>(
     unowned
         .with_env(|env| -> Result<JObject<'l>, Failure> {
             let table = table(handle)?;
-            let empty = env.new_string("")?;
-            let out = JObjectArray::<JString>::new(env, table.summary.len() * 2, &empty)?;
-            for (i, (k, v)) in table.summary.iter().enumerate() {
-                let (k, v) = (env.new_string(k)?, env.new_string(v)?);
-                out.set_element(env, 2 * i, &k)?;
-                out.set_element(env, 2 * i + 1, &v)?;
-            }
-            Ok(out.into())
+            let pairs: Vec<&str> = table.summary.iter().flat_map(|(k, v)| [k.as_str(), v.as_str()]).collect();
+            Ok(string_array(env, pairs.into_iter())?.into())
         })
         .resolve::<ThrowFex>()
 }
@@ -397,11 +410,7 @@ pub extern "system" fn Java_fex_jni_Native_computeTable<'l>(
             let actions = actions(env, &rows)?;
             let request_id = string(env, &request_id, "the request id")?;
             let t = table.compute(&logged, &actions, &request_id, time_ms)?;
-            let payload = env.new_string(t.payload.as_str())?;
-            let joined = env.byte_array_from_slice(&t.joined)?;
-            let samples = env.byte_array_from_slice(&t.rows)?;
-            let rows_written = t.rows_written.min(i64::MAX as u64) as i64;
-            Ok(Computed::new(env, &payload, &joined, &samples, rows_written)?.into())
+            computed(env, t.payload, &t.joined, &t.rows, t.rows_written)
         })
         .resolve::<ThrowFex>()
 }

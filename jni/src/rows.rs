@@ -24,10 +24,7 @@
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Float32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampSecondType, UInt64Type,
-};
+use arrow_array::types::{Float32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType, UInt64Type};
 use arrow_array::{Array, ArrayRef, Int32Array, OffsetSizeTrait, RecordBatch, StringArray, TimestampMicrosecondArray};
 use arrow_schema::{DataType, TimeUnit};
 use fex::Plan;
@@ -90,16 +87,16 @@ impl TablePlan {
         let computed = compute_batches(&self.plan, logged, actions).map_err(|e: ComputeError| Failure::from(e))?;
         let n: usize = computed.batches.iter().map(RecordBatch::num_rows).sum();
         let mut out = Vec::with_capacity(64 + n * 256);
-        put_i32(&mut out, count(n)?);
         let rows = count(n)?;
+        put_i32(&mut out, rows);
         encode(&mut out, &StringArray::from_iter_values(std::iter::repeat_n(request_id, n)))?;
         encode(&mut out, &Int32Array::from_iter_values(0..rows))?;
         let micros = time_ms.saturating_mul(1_000);
         encode(&mut out, &TimestampMicrosecondArray::from_iter_values(std::iter::repeat_n(micros, n)))?;
+        // No batch at all (the transforms kept no row): the empty table's columns.
+        let batches =
+            if computed.batches.is_empty() { std::slice::from_ref(&self.empty) } else { &computed.batches[..] };
         for name in &self.outputs {
-            // No batch at all (the transforms kept no row): the empty table's column.
-            let batches =
-                if computed.batches.is_empty() { std::slice::from_ref(&self.empty) } else { &computed.batches[..] };
             encode_column(&mut out, batches, |b| {
                 b.column_by_name(name)
                     .cloned()
@@ -165,16 +162,6 @@ pub fn encode(out: &mut Vec<u8>, array: &dyn Array) -> Result<(), Failure> {
         DataType::Float32 => values!(Float32Type),
         DataType::Float64 => values!(Float64Type),
         DataType::Timestamp(TimeUnit::Microsecond, _) => values!(TimestampMicrosecondType),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => {
-            for v in array.as_primitive::<TimestampMillisecondType>().values().iter() {
-                out.extend_from_slice(&v.saturating_mul(1_000).to_le_bytes());
-            }
-        }
-        DataType::Timestamp(TimeUnit::Second, _) => {
-            for v in array.as_primitive::<TimestampSecondType>().values().iter() {
-                out.extend_from_slice(&v.saturating_mul(1_000_000).to_le_bytes());
-            }
-        }
         DataType::Boolean => out.extend(array.as_boolean().values().iter().map(u8::from)),
         DataType::Binary => bytes(out, array.as_binary::<i32>().offsets(), array.as_binary::<i32>().values())?,
         DataType::LargeBinary => bytes(out, array.as_binary::<i64>().offsets(), array.as_binary::<i64>().values())?,
