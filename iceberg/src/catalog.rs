@@ -18,6 +18,8 @@ use crate::TableError;
 pub const CATALOG_NAME: &str = "fex";
 /// The embedded catalog's file in the warehouse directory.
 pub const SQLITE_FILE: &str = "catalog.db";
+/// How long a PostgreSQL catalog's server may take to accept a connection.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Where the catalog is and where its tables' files go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +66,23 @@ impl CatalogSpec {
     }
 
     /// Connects (the tables of the catalog are created if the database has
-    /// none). An unreachable database is an error naming it.
+    /// none). An unreachable database is an error naming it, within
+    /// [`CONNECT_TIMEOUT`].
     pub async fn open(&self, runtime: &tokio::runtime::Runtime) -> Result<SqlCatalog, TableError> {
+        let failed = |message: String| TableError::Catalog { catalog: self.describe(), message };
+        // sqlx's pool retries a refused connection until its 30-second
+        // acquire timeout, which iceberg-rust's catalog does not expose: one
+        // connection first says at once why the server cannot be reached.
+        if self.bind_style() == SqlBindStyle::DollarNumeric {
+            use sqlx::Connection;
+            match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::PgConnection::connect(&self.uri())).await {
+                Ok(Ok(connection)) => {
+                    let _ = connection.close().await;
+                }
+                Ok(Err(e)) => return Err(failed(e.to_string())),
+                Err(_) => return Err(failed(format!("no connection within {} s", CONNECT_TIMEOUT.as_secs()))),
+            }
+        }
         let props = HashMap::from([
             ("uri".to_string(), self.uri()),
             ("warehouse".to_string(), self.warehouse.display().to_string()),
@@ -78,6 +95,6 @@ impl CatalogSpec {
             .with_runtime(Runtime::new(runtime))
             .load(CATALOG_NAME, props)
             .await
-            .map_err(|e| TableError::Catalog { catalog: self.describe(), message: e.to_string() })
+            .map_err(|e| failed(e.to_string()))
     }
 }

@@ -23,9 +23,7 @@ use iceberg::spec::{ListType, NestedField, NestedFieldRef, PrimitiveType, Schema
 use crate::TableError;
 use crate::identity::{REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT};
 
-pub const REQUEST_ID: &str = "request_id";
-pub const ROW: &str = "row";
-pub const REQUEST_TIME: &str = "request_time";
+pub use fex::offline::identity::{REQUEST_ID, REQUEST_TIME, ROW};
 
 /// The metadata key Parquet's Arrow writer reads a field's id from.
 const FIELD_ID: &str = "PARQUET:field_id";

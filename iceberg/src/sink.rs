@@ -16,14 +16,13 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, TimestampMicrosecondType, UInt64Type};
+use arrow_array::types::{TimestampMicrosecondType, UInt64Type};
 use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, Int32Array, Int64Array, LargeListArray, ListArray, RecordBatch, StringArray,
     StructArray, TimestampMicrosecondArray, UInt32Array,
 };
-use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_buffer::ScalarBuffer;
 use arrow_schema::{DataType, SchemaRef};
 use fex::Plan;
 use fex::offline::{Format, ParquetOptions, ParquetSink, Prepared, Sink, SinkError, SinkHelper};
@@ -37,7 +36,7 @@ use parquet::file::metadata::ParquetMetaDataReader;
 
 use crate::TableError;
 use crate::catalog::CatalogSpec;
-use crate::identity::{IdentitySource, REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT};
+use crate::identity::{IdentitySource, REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT, RowIdentity};
 use crate::schema::{self, REQUEST_ID, REQUEST_TIME, ROW};
 
 /// How a new table is partitioned by `request_time`.
@@ -134,7 +133,7 @@ pub struct IcebergSink {
     table: iceberg::table::Table,
     describe: String,
     layout: Layout,
-    identity: IdentitySource,
+    identity: RowIdentity,
     by: PartitionBy,
     options: TableOptions,
     files: BTreeMap<Option<i64>, Open>,
@@ -213,7 +212,7 @@ impl IcebergSink {
             table,
             describe,
             layout: Layout { write, fill },
-            identity,
+            identity: RowIdentity { source: identity, batch_per_record: options.batch_per_record },
             by,
             options,
             files: BTreeMap::new(),
@@ -250,17 +249,10 @@ impl IcebergSink {
         let mut times = None;
         for (fill, field) in self.layout.fill.iter().zip(self.layout.write.fields()) {
             out.push(match *fill {
-                Fill::RequestId(i) => request_ids(batch.column(i))?,
-                Fill::Row => {
-                    let row: Int32Array = if self.options.batch_per_record {
-                        (0..rows as i32).collect()
-                    } else {
-                        Int32Array::from(vec![0; rows])
-                    };
-                    Arc::new(row) as ArrayRef
-                }
+                Fill::RequestId(i) => self.identity.request_ids(batch.column(i))?,
+                Fill::Row => self.identity.rows(rows),
                 Fill::RequestTime(i) => {
-                    let array = self.request_times(batch.column(i))?;
+                    let array = self.identity.request_times(batch.column(i))?;
                     times = Some(Arc::clone(&array));
                     array
                 }
@@ -285,18 +277,6 @@ impl IcebergSink {
         }
         self.given.rows += rows as i32;
         Ok((out, times))
-    }
-
-    fn request_times(&self, column: &ArrayRef) -> Result<ArrayRef, SinkError> {
-        let values = single_values(column)?;
-        let values = values
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| bad(format!("{REQUEST_TIME_OUTPUT} is {}, not Int64", values.data_type())))?;
-        let micros: Vec<i64> = values.values().iter().map(|&v| self.identity.micros(v)).collect();
-        // A LineId without the field reads 0: no time.
-        let valid = NullBuffer::from_iter(values.values().iter().map(|&v| v != 0));
-        let array = TimestampMicrosecondArray::new(ScalarBuffer::from(micros), Some(valid)).with_timezone("UTC");
-        Ok(Arc::new(array))
     }
 
     fn partition_key(&self, micros: i64, valid: bool) -> Option<i64> {
@@ -598,36 +578,6 @@ fn data_file(open: &Open, spec_id: i32) -> Result<DataFile, TableError> {
         .null_value_counts(nulls)
         .split_offsets(Some(offsets));
     b.build().map_err(|e| TableError::Model(format!("data file {}: {e}", open.path.display())))
-}
-
-/// A line_id output of one value per row (`[rows, 1]` or flat) as its values.
-fn single_values(column: &ArrayRef) -> Result<ArrayRef, SinkError> {
-    match column.data_type() {
-        DataType::FixedSizeList(_, 1) => Ok(Arc::clone(column.as_fixed_size_list().values())),
-        _ => Ok(Arc::clone(column)),
-    }
-}
-
-/// The request id column: the LineId strings as UTF-8 (an empty one, a
-/// LineId without the field, is null).
-fn request_ids(column: &ArrayRef) -> Result<ArrayRef, SinkError> {
-    let column = single_values(column)?;
-    let mut out = StringBuilder::with_capacity(column.len(), 32 * column.len());
-    let mut push = |b: Option<&[u8]>| match b {
-        None | Some([]) => out.append_null(),
-        Some(b) => match std::str::from_utf8(b) {
-            Ok(s) => out.append_value(s),
-            Err(_) => out.append_value(String::from_utf8_lossy(b)),
-        },
-    };
-    match column.data_type() {
-        DataType::LargeBinary => column.as_binary::<i64>().iter().for_each(&mut push),
-        DataType::Binary => column.as_binary::<i32>().iter().for_each(&mut push),
-        DataType::Utf8 => column.as_string::<i32>().iter().for_each(|v| push(v.map(str::as_bytes))),
-        DataType::LargeUtf8 => column.as_string::<i64>().iter().for_each(|v| push(v.map(str::as_bytes))),
-        other => return Err(bad(format!("{REQUEST_ID_OUTPUT} is {other}, not strings"))),
-    }
-    Ok(Arc::new(out.finish()))
 }
 
 /// `array` as the written type `to` (the same buffers): u64 as i64, lists

@@ -160,6 +160,7 @@ def run(
     chunk_records: int = 4096,
     item_pool_restore: Optional[PathLike] = None,
     item_pool_save: Optional[PathLike] = None,
+    identity: bool = False,
 ) -> RunResult:
     """The offline pipeline of ``fex extract``: ``inputs`` (paths, globs,
     directories) extracted with ``plan`` (and its ``offline:`` transforms)
@@ -168,7 +169,11 @@ def run(
     (``<memory>`` in errors). ``item_pool_restore`` / ``item_pool_save``:
     negative_gen's item pool read
     before the run and written after it (``--item-pool-restore`` /
-    ``--item-pool-save``)."""
+    ``--item-pool-save``). ``identity=True`` (with ``out`` None) keeps the
+    table with each row's identity first: ``request_id``, ``row`` (its
+    index in its record's output) and ``request_time``, read from the
+    LineId as ``fex extract --format iceberg`` reads them (``fex.iceberg.write``
+    takes this table)."""
 
 def _corpus_case(text: str) -> dict[str, Any]:
     """A golden-corpus case file, its sample encoded (for tests)."""

@@ -1,15 +1,20 @@
-"""fex's training tables on Apache Iceberg, read for training: a model's
-sample table with the sidecar tables that ``fex backfill`` wrote for it,
-as one Arrow table (each sidecar's columns placed on the sample table's
-rows by their identity, ``request_id`` and ``row``), and its record batches
-as numpy arrays or torch tensors.
+"""fex's training tables on Apache Iceberg: a model's rows written into
+its sample table from Python (appended, or a time range replaced
+atomically: a day rebuilt in batch over the near-line job's rows), and the
+table read for training with the sidecar tables that ``fex backfill`` wrote
+for it, as one Arrow table (each sidecar's columns placed on the sample
+table's rows by their identity, ``request_id`` and ``row``), and its record
+batches as numpy arrays or torch tensors.
 
 Needs pyiceberg (``pip install 'pyiceberg[sql-sqlite]'``); the catalog is
 the embedded SQL catalog in the warehouse (``catalog.db``, named ``fex``)
 unless ``catalog_uri`` names another (a SQLAlchemy URI, e.g.
 ``postgresql+psycopg2://user:password@host/db``).
 
-    import fex.iceberg
+    import fex, fex.iceberg
+    rows = fex.run(plan, "logs/2026-11-29/*.pb", identity=True)
+    fex.iceberg.write("warehouse/", "fex.ranker_samples", plan, rows,
+                      overwrite=("2026-11-29", "2026-11-30"))
     table = fex.iceberg.read("warehouse/", "fex.ranker_samples", sidecars=["fex.ranker_v2"],
                              row_filter="request_time >= '2026-11-29T00:00:00+00:00'")
     for batch in table.to_batches(max_chunksize=4096):
@@ -75,6 +80,192 @@ def read(
             raise KeyError(f"no column {', '.join(missing)} in {table} or its sidecars")
         out = out.select(wanted)
     return out
+
+
+def write(
+    warehouse: str,
+    table: str,
+    plan,
+    rows,
+    *,
+    overwrite=None,
+    partition_by: str = "day",
+    catalog_uri: Optional[str] = None,
+):
+    """Writes a model's rows into its sample table ``table``
+    (``namespace.name``) in one commit, as ``fex extract --format iceberg``
+    and the near-line job write it: the same columns, types and identity.
+
+    ``rows`` is ``fex.run(plan, inputs, identity=True)`` (its result, or
+    its ``to_arrow()`` table, filtered as you like): the identity columns
+    first, then the model's outputs. A missing table is created with the
+    schema ``fex table create`` gives it, partitioned by ``request_time``'s
+    ``day``, ``hour`` or ``none``; an existing table whose columns do not
+    match the model is refused, every column named, before anything is
+    written.
+
+    Without ``overwrite`` the rows are appended. ``overwrite=(since,
+    until)`` (datetimes or ISO 8601 strings, ``until`` excluded) replaces
+    the table's rows of that time range with ``rows`` atomically: one
+    commit deletes the range and adds the new files, so a reader sees the
+    old day or the rebuilt one, never both or neither. Every row written
+    must lie in the range (a ValueError says how many do not, before
+    anything is written). On a table partitioned by day, a range of whole
+    days drops whole files; nothing of other days is touched.
+
+    Returns the table's new snapshot id (None when nothing was committed)."""
+    import pyarrow as pa
+
+    from . import __version__
+
+    data = rows.to_arrow() if hasattr(rows, "to_arrow") else rows
+    if not isinstance(data, pa.Table):
+        raise TypeError(f"rows: expected fex.run(..., identity=True)'s result or a pyarrow.Table, got {type(data).__name__}")
+    missing = [c for c in IDENTITY if c not in data.column_names]
+    if missing or data.column_names[: len(IDENTITY)] != list(IDENTITY):
+        raise ValueError("rows have no identity columns first (request_id, row, request_time): extract them with fex.run(plan, inputs, identity=True)")
+    wanted = pa.schema([_table_field(f) for f in data.schema])
+    os.makedirs(warehouse, exist_ok=True)
+    cat = catalog(warehouse, catalog_uri)
+    tbl = _create_or_load(cat, table, wanted, partition_by)
+    _check(table, tbl.schema(), cat._convert_schema_if_needed(wanted))
+    target = tbl.schema().as_arrow()
+    data = pa.Table.from_arrays(
+        [data.column(f.name).cast(target.field(f.name).type, safe=False) for f in wanted],
+        schema=pa.schema([target.field(f.name) for f in wanted]),
+    )
+    properties = {
+        "fex.model": plan.name,
+        "fex.model_version": plan.identity.version,
+        "fex.model_digest": f"{plan.identity.digest:016x}",
+        "fex.version": __version__,
+    }
+    if overwrite is None:
+        if data.num_rows == 0:
+            return None
+        tbl.append(data, snapshot_properties=properties)
+    else:
+        from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+
+        since, until = (_micros(t) for t in overwrite)
+        if not since < until:
+            raise ValueError(f"overwrite={overwrite!r}: the range is empty (since must be before until)")
+        times = data.column("request_time").cast(pa.int64()).to_numpy(zero_copy_only=False)
+        valid = data.column("request_time").is_valid().to_numpy(zero_copy_only=False)
+        outside = int(((times < since) | (times >= until) | ~valid).sum())
+        if outside:
+            raise ValueError(
+                f"{outside} of {data.num_rows} rows have a request_time outside overwrite={overwrite!r} "
+                "(or none): nothing was written; filter them out or widen the range"
+            )
+        in_range = And(GreaterThanOrEqual("request_time", _iso(since)), LessThan("request_time", _iso(until)))
+        tbl.overwrite(data, overwrite_filter=in_range, snapshot_properties=properties)
+    snapshot = tbl.refresh().current_snapshot()
+    return None if snapshot is None else snapshot.snapshot_id
+
+
+def _table_field(field):
+    """A column of fex's Arrow table as the sample table holds it: u64 fids
+    as int64 (the same bits), every list a plain list (as fex-iceberg's
+    schema.rs maps them)."""
+    import pyarrow as pa
+
+    def convert(t):
+        if pa.types.is_uint64(t):
+            return pa.int64()
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            item = t.value_field
+            return pa.list_(pa.field(item.name, convert(item.type), item.nullable))
+        if pa.types.is_struct(t):
+            return pa.struct([pa.field(f.name, convert(f.type), f.nullable) for f in t])
+        return t
+
+    return pa.field(field.name, convert(field.type), field.nullable)
+
+
+def _create_or_load(cat, name: str, wanted, partition_by: str):
+    from pyiceberg.exceptions import NamespaceAlreadyExistsError, NoSuchTableError
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import assign_fresh_schema_ids
+    from pyiceberg.transforms import DayTransform, HourTransform
+
+    try:
+        return cat.load_table(name)
+    except NoSuchTableError:
+        pass
+    transforms = {"day": (DayTransform(), "request_day"), "hour": (HourTransform(), "request_hour"), "none": None}
+    if partition_by not in transforms:
+        raise ValueError(f"partition_by={partition_by!r}: expected day, hour or none")
+    schema = assign_fresh_schema_ids(cat._convert_schema_if_needed(wanted))
+    spec = PartitionSpec()
+    if transforms[partition_by] is not None:
+        transform, field_name = transforms[partition_by]
+        source = schema.find_field("request_time").field_id
+        spec = PartitionSpec(PartitionField(source_id=source, field_id=1000, transform=transform, name=field_name))
+    namespace = name.rsplit(".", 1)[0]
+    try:
+        cat.create_namespace(namespace)
+    except NamespaceAlreadyExistsError:
+        pass
+    # The properties fex-iceberg gives the tables it creates.
+    properties = {"write.format.default": "parquet", "write.parquet.compression-codec": "zstd"}
+    return cat.create_table_if_not_exists(name, schema=schema, partition_spec=spec, properties=properties)
+
+
+def _type_name(t) -> str:
+    from pyiceberg.types import ListType, StructType
+
+    if isinstance(t, ListType):
+        return f"list<{_type_name(t.element_type)}>"
+    if isinstance(t, StructType):
+        return "struct<" + ", ".join(f"{f.name}: {_type_name(f.field_type)}" for f in t.fields) + ">"
+    return str(t)
+
+
+def _check(name: str, table, wanted) -> None:
+    """Refuses a table whose columns cannot take the model's rows, naming
+    every problem (as ``fex extract --format iceberg`` does)."""
+    problems = []
+    have = {f.name: f for f in table.fields}
+    for f in wanted.fields:
+        t, wants = have.get(f.name), _type_name(f.field_type)
+        if t is None:
+            problems.append(f'column "{f.name}" ({wants}) is not in the table')
+        elif _type_name(t.field_type) != wants:
+            problems.append(f'column "{f.name}" is {_type_name(t.field_type)} in the table, {wants} for the model')
+        elif t.required and not f.required:
+            problems.append(f'column "{f.name}" is required in the table and may be null for the model')
+    written = {f.name for f in wanted.fields}
+    for f in table.fields:
+        if f.required and f.name not in written:
+            problems.append(
+                f'the table requires column "{f.name}" ({_type_name(f.field_type)}), which the model does not write'
+            )
+    if problems:
+        raise ValueError(f"table {name} does not match the model: " + "; ".join(problems))
+
+
+def _micros(t) -> int:
+    """A datetime or ISO 8601 string (UTC unless it says) as microseconds
+    since the epoch."""
+    import datetime as dt
+
+    if isinstance(t, str):
+        t = dt.datetime.fromisoformat(t)
+    if isinstance(t, dt.date) and not isinstance(t, dt.datetime):
+        t = dt.datetime(t.year, t.month, t.day)
+    if not isinstance(t, dt.datetime):
+        raise TypeError(f"expected a datetime or an ISO 8601 string, got {t!r}")
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    delta = t - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _iso(micros: int) -> str:
+    import datetime as dt
+
+    return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=micros)).isoformat()
 
 
 def _keys(t):

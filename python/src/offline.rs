@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
+use fex::offline::identity::{IdentitySink, RowIdentity};
 use fex::offline::{
     self, BadRecord as LibBadRecord, CollectSink, IpcSink, Observer, OnError, Options, ParquetCodec, ParquetOptions,
     ParquetSink, Payload, ResponsesSink, RunError, RunInput, SharedBuf, Sink,
@@ -146,7 +147,7 @@ fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     transforms=true, compression="auto", lagrangex_header=false, kafka_dump_prefix=false,
     has_sort_id=false, kafka_dump=false, max_record_bytes=fex::records::DEFAULT_MAX_RECORD_BYTES,
     row_group_size=65536, parquet_compression="snappy", parquet_dictionary=false, chunk_records=4096,
-    item_pool_restore=None, item_pool_save=None,
+    item_pool_restore=None, item_pool_save=None, identity=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn run(
@@ -171,6 +172,7 @@ pub fn run(
     chunk_records: usize,
     item_pool_restore: Option<PathBuf>,
     item_pool_save: Option<PathBuf>,
+    identity: bool,
 ) -> PyResult<RunResult> {
     let format = format_of(format)?;
     let on_error = match on_error {
@@ -195,8 +197,29 @@ pub fn run(
         dictionary: parquet_dictionary,
     };
     let inputs = inputs_of(inputs)?;
-    let lib = plan.inner();
-    let mut output = Output::new(out, format, parquet, lib)?;
+    // identity=True: the model compiled with the outputs that read each
+    // row's identity, its rows kept with `request_id`, `row` and
+    // `request_time` first (what a fex training table keys rows by).
+    let keyed = if identity {
+        if out.is_some() || format == Format::Responses {
+            return Err(PyValueError::new_err(
+                "identity=True keeps the table in memory: give no out, and format parquet or arrow",
+            ));
+        }
+        let (with, source) = plan.with_identity()?;
+        let per_record = options.payload == Payload::ExampleBatch;
+        Some((with, RowIdentity { source, batch_per_record: per_record }))
+    } else {
+        None
+    };
+    let lib = keyed.as_ref().map_or(plan.inner(), |(with, _)| with);
+    let mut output = match &keyed {
+        Some((with, rows)) => Output::Keyed(
+            IdentitySink::new(CollectSink::default(), plan.inner(), with, rows.clone())
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+        ),
+        None => Output::new(out, format, parquet, lib)?,
+    };
     let hook = fex::samples::Transforms::new(lib);
     let use_hook = transforms && !hook.is_empty();
     if !transforms && (item_pool_restore.is_some() || item_pool_save.is_some()) {
@@ -263,6 +286,8 @@ enum Output {
     File(Box<dyn Sink>),
     /// The table kept in memory.
     Table(CollectSink),
+    /// The table kept in memory, identity columns first.
+    Keyed(IdentitySink<CollectSink>),
     /// Framed responses kept in memory.
     Responses(ResponsesSink, SharedBuf),
 }
@@ -294,6 +319,7 @@ impl Output {
         match self {
             Output::File(sink) => sink.as_mut(),
             Output::Table(sink) => sink,
+            Output::Keyed(sink) => sink,
             Output::Responses(sink, _) => sink,
         }
     }
@@ -309,6 +335,10 @@ impl Output {
                     None => empty_schema(plan)?,
                 };
                 result.batches = Some((schema, collected.batches));
+            }
+            Output::Keyed(sink) => {
+                let schema = sink.schema();
+                result.batches = Some((schema, sink.into_inner().batches));
             }
             Output::Responses(sink, buf) => {
                 drop(sink);

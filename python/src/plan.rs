@@ -54,6 +54,15 @@ impl Plan {
         &self.plan
     }
 
+    /// The model compiled again with the two outputs that read each row's
+    /// identity (`fex::offline::identity`), from the files it read the first
+    /// time, and where they read.
+    pub fn with_identity(&self) -> PyResult<(fex::Plan, fex::offline::identity::IdentitySource)> {
+        let held: InMemory = self.files.iter().cloned().collect();
+        fex::offline::identity::with_identity(&self.text, &self.base_dir, &held, &self.plan)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
     fn compile(py: Python<'_>, text: String, base_dir: PathBuf, files: &dyn FileSource) -> PyResult<Self> {
         let recording = Recording { inner: files, seen: Mutex::new(Vec::new()) };
         let plan = py.detach(|| fex::Plan::from_yaml_with(&text, &base_dir, &recording));

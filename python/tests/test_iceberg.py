@@ -10,6 +10,7 @@ visible.
 scripts/test.sh passes FEX_CLI (the `fex` binary) and FEX_CLIENT (for
 `fex-client gen`)."""
 
+import datetime
 import os
 import signal
 import subprocess
@@ -249,3 +250,184 @@ def test_rows_of_one_request_share_its_identity(tmp_path):
     for rows_of in by_request.values():
         assert sorted(r["row"] for r in rows_of) == list(range(8))
         assert len({r["request_time"] for r in rows_of}) == 1
+
+
+def test_fex_run_writes_the_table_fex_extract_writes_and_replaces_a_day_atomically(requests, tmp_path):
+    """fex.run(identity=True) + fex.iceberg.write: the rows and identities
+    `fex extract --format iceberg` commits, into a table of the same schema
+    whoever created it; appended to the command's table; a day replaced by
+    other rows in one commit that leaves every other day's files alone; rows
+    outside the range and a mismatched model refused before writing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import fex
+    import fex.iceberg
+
+    plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+    by_cli, by_python = tmp_path / "cli", tmp_path / "python"
+    extract("--format", "iceberg", "-o", str(by_cli), requests)
+    result = fex.run(plan, requests, identity=True)
+    keyed = result.to_arrow()
+    assert keyed.column_names[:3] == ["request_id", "row", "request_time"]
+    assert keyed.schema.metadata[b"fex.model"] == b"default"
+
+    snapshot = fex.iceberg.write(str(by_python), "fex.default_samples", plan, result)
+    cli_table = catalog(by_cli).load_table("fex.default_samples")
+    py_table = catalog(by_python).load_table("fex.default_samples")
+    assert py_table.current_snapshot().snapshot_id == snapshot
+    # One schema whoever created the table: names, types, required, partitioning.
+    shape = lambda t: [(f.name, fex.iceberg._type_name(f.field_type), f.required) for f in t.schema().fields]  # noqa: E731
+    assert shape(py_table) == shape(cli_table)
+    assert [(f.name, str(f.transform)) for f in py_table.spec().fields] == [("request_day", "day")]
+    assert py_table.properties["write.parquet.compression-codec"] == "zstd"
+    summary = py_table.current_snapshot().summary
+    assert (summary["fex.model"], summary["fex.model_version"]) == ("default", "1")
+    columns = cli_table.scan().to_arrow().column_names
+    unsigned = {f.name for f in keyed.schema if "uint64" in str(f.type)}
+
+    def multiset(t):
+        return Counter(rows(t, columns, unsigned))
+
+    assert multiset(py_table.scan().to_arrow()) == multiset(cli_table.scan().to_arrow())
+
+    # Appended to the table the command made: both runs' rows, one schema.
+    fex.iceberg.write(str(by_cli), "fex.default_samples", plan, keyed)
+    cli_table = catalog(by_cli).load_table("fex.default_samples")
+    assert len(cli_table.snapshots()) == 2 and cli_table.scan().to_arrow().num_rows == 960
+
+    # A day rebuilt from other input (another seed) replaces that day's rows.
+    table = py_table.scan().to_arrow()
+    day = min(table.column("request_time").to_pylist()).date().isoformat()
+    since = pa.scalar(fex.iceberg._micros(day), pa.timestamp("us", "UTC"))
+    until = pa.scalar(fex.iceberg._micros(day) + 86_400_000_000, pa.timestamp("us", "UTC"))
+    in_day = lambda t: pc.and_(pc.greater_equal(t["request_time"], since), pc.less(t["request_time"], until))  # noqa: E731
+    other = tmp_path / "other.pb"
+    gen = ["gen", "--model-config", DEFAULT_MODEL, "--count", "30", "--batch-size", "12", "--seed", "12", "--out", str(other)]
+    subprocess.run([binary("FEX_CLIENT"), *gen], check=True, capture_output=True)
+    rebuilt = fex.run(plan, str(other), identity=True).to_arrow()
+    outside = rebuilt.filter(pc.invert(in_day(rebuilt)))
+    rebuilt = rebuilt.filter(in_day(rebuilt))
+    assert rebuilt.num_rows > 0 and outside.num_rows > 0
+    other_days = {p for p in data_files(by_python) if f"request_day={day}" not in p}
+    assert other_days
+    metadata_before = len(catalog(by_python).load_table("fex.default_samples").metadata.metadata_log)
+
+    # Rows outside the range: refused, nothing written.
+    span = (day, (datetime.date.fromisoformat(day) + datetime.timedelta(days=1)).isoformat())
+    with pytest.raises(ValueError, match=rf"{outside.num_rows} of {outside.num_rows} rows have a request_time outside"):
+        fex.iceberg.write(str(by_python), "fex.default_samples", plan, outside, overwrite=span)
+    assert catalog(by_python).load_table("fex.default_samples").current_snapshot().snapshot_id == snapshot
+
+    fex.iceberg.write(str(by_python), "fex.default_samples", plan, rebuilt, overwrite=span)
+    after = catalog(by_python).load_table("fex.default_samples")
+    # One commit (one new metadata file) holds the delete and the append.
+    assert len(after.metadata.metadata_log) == metadata_before + 1
+    got = after.scan().to_arrow()
+    assert multiset(got.filter(in_day(got))) == multiset(rebuilt)
+    kept = table.filter(pc.invert(in_day(table)))
+    assert multiset(got.filter(pc.invert(in_day(got)))) == multiset(kept)
+    live = {t.file.file_path.removeprefix("file://") for t in after.scan().plan_files()}
+    assert other_days <= live, "another day's files were rewritten"
+
+    # A model whose outputs do not fit is refused, every column named.
+    text = open(DEFAULT_MODEL).read().replace("name: item_ctr_7d", "name: item_ctr_30d")
+    changed = fex.Plan.from_yaml(text)
+    with pytest.raises(ValueError) as refused:
+        fex.iceberg.write(str(by_python), "fex.default_samples", changed, fex.run(changed, requests, identity=True))
+    assert 'column "item_ctr_30d" (list<float>) is not in the table' in str(refused.value)
+    assert 'the table requires column "item_ctr_7d"' in str(refused.value)
+    assert catalog(by_python).load_table("fex.default_samples").current_snapshot().snapshot_id == after.current_snapshot().snapshot_id
+    with pytest.raises(ValueError, match="identity=True"):
+        fex.run(plan, requests, str(tmp_path / "x.parquet"), identity=True)
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A PostgreSQL server of Debian's package on 127.0.0.1 (a cluster of its
+    own in a temporary directory, the server run as the `postgres` user when
+    the tests run as root, which PostgreSQL refuses to run as), with a
+    database `tables`; stopped and removed afterwards. scripts/test.sh
+    installs the package where it is missing and sets
+    FEX_REQUIRE_POSTGRES, so the suite fails rather than skips."""
+    import glob
+    import pwd
+    import shutil
+    import socket
+    import tempfile
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not bins:
+        if os.environ.get("FEX_REQUIRE_POSTGRES"):
+            pytest.fail("PostgreSQL's initdb is not under /usr/lib/postgresql/*/bin (apt-get install postgresql)")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    bin_dir = os.path.dirname(bins[-1])
+    data = tempfile.mkdtemp(prefix="fex-postgres-")
+    # As root, every PostgreSQL program runs as `postgres` (setuid in the
+    # child, so signals reach the server itself).
+    user = None
+    if os.getuid() == 0:
+        user = "postgres"
+        entry = pwd.getpwnam(user)
+        os.chmod(data, 0o700)
+        os.chown(data, entry.pw_uid, entry.pw_gid)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = lambda *cmd: subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120, user=user)  # noqa: E731
+    run(f"{bin_dir}/initdb", "-D", f"{data}/db", "-U", "fex", "--auth=trust", "--no-sync")
+    server = subprocess.Popen([f"{bin_dir}/postgres", "-D", f"{data}/db", "-h", "127.0.0.1", "-p", str(port),
+                               "-k", data, "-c", "fsync=off"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              user=user)
+    try:
+        deadline = time.monotonic() + 60
+        while subprocess.run([f"{bin_dir}/pg_isready", "-h", "127.0.0.1", "-p", str(port)],
+                             capture_output=True).returncode != 0:
+            assert server.poll() is None, server.stderr.read().decode()
+            assert time.monotonic() < deadline, "PostgreSQL was not ready within 60 s"
+            time.sleep(0.2)
+        run(f"{bin_dir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "fex", "tables")
+        yield f"fex@127.0.0.1:{port}/tables"
+    finally:
+        server.send_signal(signal.SIGINT)  # fast shutdown
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def test_a_postgresql_catalog_is_shared_by_the_command_and_pyiceberg(requests, postgres, tmp_path):
+    """The catalog in a real PostgreSQL: `fex extract` (iceberg-rust's SQL
+    catalog through sqlx), `fex table create`, two runs committing at once,
+    and the Python package (pyiceberg's SQL catalog through SQLAlchemy and
+    psycopg2) writing and reading the same table."""
+    import fex
+    import fex.iceberg
+
+    warehouse = tmp_path / "w"
+    rust_uri, python_uri = f"postgresql://{postgres}", f"postgresql+psycopg2://{postgres}"
+    create = subprocess.run([binary("FEX_CLI"), "table", "create", "--model", DEFAULT_MODEL, "-o", str(warehouse),
+                             "--catalog", rust_uri], capture_output=True, text=True, timeout=120)
+    assert create.returncode == 0, create.stderr
+    assert create.stdout.startswith("table fex.default_samples in postgresql://…@127.0.0.1:"), create.stdout
+    assert not os.path.exists(warehouse / "catalog.db")
+    cmd = [binary("FEX_CLI"), "extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", str(warehouse),
+           "--catalog", rust_uri, requests]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+    fex.iceberg.write(str(warehouse), "fex.default_samples", plan, fex.run(plan, requests, identity=True),
+                      catalog_uri=python_uri)
+    table = fex.iceberg.catalog(str(warehouse), python_uri).load_table("fex.default_samples")
+    assert len(table.snapshots()) == 3
+    got = fex.iceberg.read(str(warehouse), "fex.default_samples", catalog_uri=python_uri)
+    assert got.num_rows == 3 * 480
+    extract("-o", str(tmp_path / "plain.parquet"), requests)
+    plain = pq.read_table(tmp_path / "plain.parquet")
+    unsigned = {f.name for f in plain.schema if "uint64" in str(f.type)}
+    expected = Counter(rows(plain, plain.column_names, unsigned))
+    assert Counter(rows(got, plain.column_names, unsigned)) == Counter({k: 3 * n for k, n in expected.items()})

@@ -4,9 +4,11 @@
 //! training table (Parquet, Arrow IPC) or as the framed
 //! `fex.v1.ExtractResponse`s the server would have answered. The `fex`
 //! command and the Python binding both run `run`.
+//! `identity` keys each row of a training table by its request and row.
 
 mod hint;
 mod hook;
+pub mod identity;
 mod ipc;
 mod report;
 mod run;
