@@ -115,3 +115,12 @@ fex_cmake_env() {
     fi
     fex_apt_install "building fex needs cmake and a C++ compiler (librdkafka, SentencePiece)" cmake g++ make
 }
+
+# PostgreSQL's server (Debian's package) for the Iceberg catalog tests,
+# which start a cluster of their own on 127.0.0.1, when it is missing.
+fex_postgres_env() {
+    if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+        return 0
+    fi
+    fex_apt_install "the Iceberg catalog tests start a PostgreSQL server" postgresql
+}

@@ -29,34 +29,74 @@ fi
 # would only take disk (1.4 GB), and the test binaries' line tables and
 # symbol tables (half of each binary, 1.5 GB over the suite's sixty) are not
 # needed for a panic's message and location, which the tests print either
-# way (a backtrace would show no function names).
-export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_STRIP=symbols
+# way (a backtrace would show no function names): they are neither made
+# nor kept.
+export CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_STRIP=symbols CARGO_PROFILE_DEV_DEBUG=0
 
 if ! command -v cargo >/dev/null; then
     echo "cargo is required (https://rustup.rs)" >&2
     exit 1
 fi
 
-# Python's standard gRPC client, for the test that calls fex-server from
-# Python with nothing but the .proto files, installed into a virtualenv of
-# the tests' own (target/venv-test; see scripts/python_env.sh): a system
-# Python under PEP 668 (Debian 12, Ubuntu 24.04) refuses global installs.
+# What the tests install from the network (the Python packages of the
+# three virtualenvs below, Kafka's jars) is fetched in the background while
+# cargo compiles: the one waits on the network and the disk, the other on
+# the CPU (on a bare 2-core machine the installs took about 4 of the suite's
+# 25 minutes, one after another). Each step that needs them waits for it
+# first (`prefetched`); its log is target/prefetch.log. The distribution
+# packages (cmake, a JDK, Maven; apt-get only where one is missing) come
+# first, in the foreground, so that two apt-gets never run at once; with
+# them PostgreSQL's server, for the Iceberg catalog tests.
 . scripts/python_env.sh
-fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt python/tests/requirements.txt
-# TorchRec without its requirements: they name fbgemm-gpu's GPU build, and
-# requirements-torch.txt has the CPU one (and torchrec's other imports).
-"$PY" -m pip install --quiet --no-deps torchrec==1.9.2
-# torch requires OpenAI's Triton compiler (900 MB) for torch.compile on a
-# GPU; nothing here compiles, and torch, fbgemm-gpu and TorchRec import
-# without it.
-if "$PY" -m pip show --quiet triton >/dev/null 2>&1; then
-    "$PY" -m pip uninstall --quiet --yes triton
-fi
-# Likewise cuDNN's kernels (libcudnn_*.so.9, 960 MB): torch links only its
-# loader (libcudnn.so.9), which opens them when a cuDNN operation runs on a
-# GPU. torch, TorchRec and TensorFlow run their CPU work here without them.
-rm -f "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/cudnn/lib/libcudnn_*.so.9
-took "python test venv"
+fex_cmake_env
+fex_maven_env
+fex_postgres_env
+prefetch() {
+    set -e
+    # Python's standard gRPC client, for the test that calls fex-server from
+    # Python with nothing but the .proto files, installed into a virtualenv of
+    # the tests' own (target/venv-test; see scripts/python_env.sh): a system
+    # Python under PEP 668 (Debian 12, Ubuntu 24.04) refuses global installs.
+    fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt python/tests/requirements.txt
+    # TorchRec without its requirements: they name fbgemm-gpu's GPU build, and
+    # requirements-torch.txt has the CPU one (and torchrec's other imports).
+    "$PY" -m pip install --quiet --no-deps torchrec==1.9.2
+    # torch requires OpenAI's Triton compiler (900 MB) for torch.compile on a
+    # GPU; nothing here compiles, and torch, fbgemm-gpu and TorchRec import
+    # without it.
+    if "$PY" -m pip show --quiet triton >/dev/null 2>&1; then
+        "$PY" -m pip uninstall --quiet --yes triton
+    fi
+    # Likewise cuDNN's kernels (libcudnn_*.so.9, 960 MB): torch links only its
+    # loader (libcudnn.so.9), which opens them when a cuDNN operation runs on a
+    # GPU. torch, TorchRec and TensorFlow run their CPU work here without them.
+    rm -f "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"/nvidia/cudnn/lib/libcudnn_*.so.9
+    echo "prefetch: venv-test at $SECONDS s"
+    FEX_TEST_VENV=target/venv-triton fex_python_env tests/triton/requirements.txt
+    echo "prefetch: venv-triton at $SECONDS s"
+    FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
+    echo "prefetch: venv-flink at $SECONDS s"
+    # Kafka 4.4's jars for the tests' real broker (scripts/kafka_broker.py, a
+    # KRaft node on 127.0.0.1 that server/tests/kafka.rs and the chart's Kafka
+    # value set start and stop themselves), fetched once into target/m2 so
+    # the download is not inside a test's wait; a second run is offline.
+    timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
+    echo "prefetch: kafka jars at $SECONDS s"
+}
+mkdir -p target
+( prefetch ) > target/prefetch.log 2>&1 &
+PREFETCH=$!
+prefetched() {
+    if [ -n "$PREFETCH" ]; then
+        if ! wait "$PREFETCH"; then
+            echo "test.sh: installing the tests' environments failed (target/prefetch.log):" >&2
+            tail -n 40 target/prefetch.log >&2
+            exit 1
+        fi
+        PREFETCH=
+        took "waiting for the installs"
+    fi
+}
 
 # Formatting is part of the contract: fail early and cheaply.
 cargo fmt --all -- --check
@@ -80,9 +120,10 @@ took "the book"
 # fex-client, fex, the criteo example, the JNI library) and the final
 # `cargo test` all come from it. Built package by package instead, each
 # with its own features, the library and arrow/parquet compiled three times.
-fex_cmake_env
 cargo build --workspace --all-targets --locked
 took "build the workspace"
+prefetched
+fex_python_env tests/python/requirements.txt tests/python/requirements-torch.txt python/tests/requirements.txt
 timeout --kill-after=30s 10m "$PY" tests/python/test_grpcio.py target/debug/fex-server
 took "grpcio test"
 
@@ -107,8 +148,8 @@ took "tables test"
 export MATURIN_PEP517_ARGS="--profile dev"
 timeout --kill-after=30s 20m "$PY" -m pip install --quiet --force-reinstall --no-deps ./python
 took "pip install ./python (venv-test)"
-FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=target/debug/fex \
-    timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider python/tests
+FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=target/debug/fex FEX_REQUIRE_POSTGRES=1 \
+    timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider --durations=8 python/tests
 took "python/tests"
 
 # A real NVIDIA Triton (the tritonserver binary the nvidia-pytriton wheel
@@ -132,17 +173,10 @@ took "tests/triton"
 # bridge's tests load the library the way the jar bundles it, and hold its
 # samples to `fex extract` (built above) byte for byte. Maven's local
 # repository is target/m2, so a second run needs no network.
-fex_maven_env
 timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f flink/pom.xml \
     -Dmaven.repo.local="$PWD/target/m2" verify
 took "maven verify (flink/)"
 
-# Kafka 4.4's jars for the tests' real broker (scripts/kafka_broker.py, a
-# KRaft node on 127.0.0.1 that server/tests/kafka.rs and the chart's Kafka
-# value set start and stop themselves), fetched once into target/m2 here so
-# the download is not inside a test's wait; a second run is offline.
-timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
-took "kafka jars"
 
 # The near-line label join on a real Apache Flink: the jar built above
 # (flink/target/fex-flink.jar, the JNI library inside) run by
@@ -159,7 +193,7 @@ FLINK_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$FLINK_PY" -m pip install --quiet --force-reinstall --no-deps ./python
 took "flink venv and package"
 FEX_CLI=target/debug/fex FEX_NEARLINE_JAR="$PWD/flink/target/fex-flink.jar" \
-    timeout --kill-after=30s 15m "$FLINK_PY" -m pytest -q -p no:cacheprovider tests/nearline
+    timeout --kill-after=30s 15m "$FLINK_PY" -m pytest -q -p no:cacheprovider --durations=8 tests/nearline
 took "tests/nearline"
 
 # The helm chart: lint, schema, kubernetes-validate, and the chart's rendered
