@@ -82,6 +82,12 @@ prefetch() {
     # the download is not inside a test's wait; a second run is offline.
     timeout --kill-after=30s 15m python3 scripts/kafka_broker.py --fetch-only
     echo "prefetch: kafka jars at $SECONDS s"
+    # Iceberg's Spark runtime and the catalogs' JDBC drivers, for the Spark
+    # session of python/tests (FEX_SPARK_JARS below).
+    timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f scripts/spark/pom.xml \
+        -Dmaven.repo.local="$PWD/target/m2" dependency:build-classpath -Dmdep.includeScope=runtime \
+        -Dmdep.outputFile="$PWD/target/spark-iceberg.classpath"
+    echo "prefetch: Spark's Iceberg jars at $SECONDS s"
 }
 mkdir -p target
 ( prefetch ) > target/prefetch.log 2>&1 &
@@ -139,8 +145,10 @@ took "tables test"
 # The Python package, installed with the command the book documents (maturin
 # builds the abi3 extension; reinstalled, as its version does not change
 # with the code), then its tests: zero-copy numpy and Arrow, errors, the
-# GIL released, `fex.run` against `fex extract`, the golden corpus, and
-# Spark (local mode, one session) against the real fex-server and `fex extract`.
+# GIL released, `fex.run` against `fex extract`, the golden corpus,
+# Spark (local mode, one session) against the real fex-server and `fex extract`,
+# and the Iceberg tables read and written by pyiceberg, Spark SQL (Iceberg's
+# Spark runtime) and the package, on SQLite and on a PostgreSQL server.
 # Built with the dev profile (maturin's --profile, through pip): the same
 # code, mostly compiled by the workspace build above, where a release
 # build compiled arrow, parquet and the rest again (326 s of the suite's
@@ -148,6 +156,8 @@ took "tables test"
 export MATURIN_PEP517_ARGS="--profile dev"
 timeout --kill-after=30s 20m "$PY" -m pip install --quiet --force-reinstall --no-deps ./python
 took "pip install ./python (venv-test)"
+FEX_SPARK_JARS=$(tr ':' ',' < target/spark-iceberg.classpath)
+export FEX_SPARK_JARS
 FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=target/debug/fex FEX_REQUIRE_POSTGRES=1 \
     timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider --durations=8 python/tests
 took "python/tests"

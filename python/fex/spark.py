@@ -188,10 +188,12 @@ class _Job:
 
     _plans = {}
 
-    def __init__(self, plan, column, names, fmt, keep):
+    def __init__(self, plan, column, names, fmt, keep, unit=None):
         self.plan_state = plan.__reduce__()[1]
         self.digest = plan.identity.digest
         self.column, self.names, self.format, self.keep = column, names, fmt, keep
+        # identity=True: microseconds per unit of the identity's time.
+        self.unit = unit
 
     def plan(self):
         plan = self._plans.get(self.digest)
@@ -241,8 +243,32 @@ class _Job:
 
     def _record_batch(self, out, kept, pa):
         arrays = [kept.column(k) for k in self.keep] if kept is not None else []
+        names = list(self.keep)
+        if self.unit is not None:
+            arrays += self._identity(out, pa)
+            names += list(_IDENTITY_COLUMNS)
         arrays += [spark_array(out[n]) for n in self.names]
-        return pa.RecordBatch.from_arrays(arrays, names=list(self.keep) + list(self.names))
+        return pa.RecordBatch.from_arrays(arrays, names=names + list(self.names))
+
+    def _identity(self, out, pa):
+        """The rows' request id (the LineId's string; empty: null), index in
+        their record (an ExampleBatch's rows count from 0; an Example is row
+        0) and request time in microseconds (0: null), as fex extract
+        --format iceberg fills them (fex::offline::identity)."""
+        import numpy as np
+        import pyarrow.compute as pc
+
+        def single(column):
+            arr = column.to_arrow()
+            return arr.flatten() if pa.types.is_fixed_size_list(arr.type) else arr
+
+        ids = single(out[_REQUEST_ID_OUTPUT]).cast(pa.binary())
+        ids = pc.if_else(pc.equal(pc.binary_length(ids), 0), pa.scalar(None, pa.binary()), ids).cast(pa.string())
+        rows = len(ids)
+        index = np.arange(rows, dtype=np.int32) if self.format == "batch" else np.zeros(rows, dtype=np.int32)
+        times = np.asarray(single(out[_REQUEST_TIME_OUTPUT]), dtype=np.int64)
+        micros = pa.array(times * self.unit, pa.int64(), mask=times == 0)
+        return [ids, pa.array(index), micros]
 
 
 class _Where:
@@ -274,7 +300,15 @@ def _located(e, offset, batch=False, where=None):
     return located
 
 
-def extract(df, column="sample", config=None, *, files=None, outputs=None, format="examples", keep=None):
+_REQUEST_ID_OUTPUT, _REQUEST_TIME_OUTPUT = "_fex_request_id", "_fex_request_time"
+#: The identity columns ``extract(identity=True)`` adds (request_time as
+#: microseconds until the DataFrame's last projection makes it a timestamp).
+_IDENTITY_COLUMNS = ("request_id", "row", "_request_time_micros")
+
+
+def extract(
+    df, column="sample", config=None, *, files=None, outputs=None, format="examples", keep=None, identity=False
+):
     """Extracts the serialized samples in ``df[column]`` (binary) with a
     model config, returning a DataFrame of the kept columns plus one column
     per output.
@@ -287,6 +321,10 @@ def extract(df, column="sample", config=None, *, files=None, outputs=None, forma
       (legacy Instances) or ``"batch"`` (one ExampleBatch per row, which
       becomes ``batch_size`` rows; kept columns are repeated for each).
     - ``keep``: input columns to carry along (default: all but ``column``).
+    - ``identity``: also each row's identity, after the kept columns:
+      ``request_id`` (string), ``row`` (its index in its record) and
+      ``request_time`` (timestamp), read from the LineId as ``fex extract
+      --format iceberg`` reads it: the rows ``write_iceberg`` takes.
     """
     from pyspark.sql import types as T
 
@@ -312,10 +350,32 @@ def extract(df, column="sample", config=None, *, files=None, outputs=None, forma
     clash = sorted(set(keep) & set(names))
     if clash:
         raise ValueError(f"kept column {clash[0]!r} has an output's name; drop it or pass keep=[...]")
-    fields = [df.schema[k] for k in keep] + spark_schema(plan, names)
-    job = _Job(plan, column, names, format, keep)
+    fields = [df.schema[k] for k in keep]
+    unit = None
+    if identity:
+        clash = sorted(set(keep) & {"request_id", "row", "request_time"})
+        if clash:
+            raise ValueError(f"kept column {clash[0]!r} has an identity column's name; drop it or pass keep=[...]")
+        plan, unit = plan._with_identity()
+        fields += [
+            T.StructField("request_id", T.StringType(), True),
+            T.StructField("row", T.IntegerType(), False),
+            T.StructField("_request_time_micros", T.LongType(), True),
+        ]
+        names = names + [_REQUEST_ID_OUTPUT, _REQUEST_TIME_OUTPUT]
+    fields += spark_schema(plan, names)
+    job = _Job(plan, column, names, format, keep, unit)
     pickle.dumps(job)  # fail here, on the driver, if anything will not ship
-    return df.mapInArrow(job.run, T.StructType(fields))
+    out = df.mapInArrow(job.run, T.StructType(fields))
+    if not identity:
+        return out
+    from pyspark.sql import functions as F
+
+    model = [f.name for f in fields if f.name not in (_REQUEST_ID_OUTPUT, _REQUEST_TIME_OUTPUT)]
+    at = model.index("_request_time_micros")
+    columns = [F.col(c) for c in model]
+    columns[at] = F.timestamp_micros("_request_time_micros").alias("request_time")
+    return out.select(*columns)
 
 
 #: Records per Arrow batch that ``read_pbdataset`` hands Spark.
@@ -417,3 +477,167 @@ def read_pbdataset(
     job = _Split(options, column)
     pickle.dumps(job)
     return files.mapInArrow(job.run, schema)
+
+
+#: The Spark SQL catalog fex's warehouse is opened as. Iceberg's JDBC catalog
+#: keys its rows by the catalog's name, and fex's tables are the catalog
+#: ``fex``'s, so the Spark catalog has that name too.
+ICEBERG_CATALOG = "fex"
+
+
+def iceberg_catalog(spark, warehouse, catalog_uri=None):
+    """Opens a fex warehouse's Iceberg tables in Spark SQL as the catalog
+    ``fex``: its tables are then ``fex.<namespace>.<table>``
+    (``spark.table("fex.fex.default_samples")``, SQL, ``DataFrame.writeTo``).
+
+    Iceberg's ``SparkCatalog`` over Iceberg's JDBC catalog, on the SQLite
+    file in the warehouse (``catalog.db``) or on ``catalog_uri``
+    (``postgresql://user:password@host/db``, as ``fex extract --catalog``
+    takes it, or a ``jdbc:`` URL). The session needs Iceberg's Spark runtime
+    and the catalog's JDBC driver on its classpath (``spark.jars``;
+    scripts/spark/pom.xml names the versions the tests use: Iceberg
+    1.12.0 for Spark 4.1, sqlite-jdbc, PostgreSQL's driver). A session
+    holds one such catalog: opening another warehouse is refused."""
+    import os
+    from urllib.parse import unquote, urlsplit
+
+    warehouse = os.path.abspath(warehouse)
+    props = {"": "org.apache.iceberg.spark.SparkCatalog", "type": "jdbc", "warehouse": f"file:{warehouse}"}
+    if catalog_uri is None:
+        props["uri"] = f"jdbc:sqlite:{os.path.join(warehouse, 'catalog.db')}"
+    elif catalog_uri.startswith("jdbc:"):
+        props["uri"] = catalog_uri
+    elif catalog_uri.startswith(("postgresql://", "postgres://")):
+        u = urlsplit(catalog_uri)
+        port = f":{u.port}" if u.port else ""
+        props["uri"] = f"jdbc:postgresql://{u.hostname}{port}{u.path}"
+        if u.username:
+            props["jdbc.user"] = unquote(u.username)
+        if u.password:
+            props["jdbc.password"] = unquote(u.password)
+    else:
+        raise ValueError(f"catalog_uri={catalog_uri!r}: expected postgresql://user:password@host/db or a jdbc: URL")
+    key = lambda name: f"spark.sql.catalog.{ICEBERG_CATALOG}" + (f".{name}" if name else "")  # noqa: E731
+    current = spark.conf.get(key("warehouse"), None)
+    if current not in (None, props["warehouse"]) or spark.conf.get(key("uri"), props["uri"]) != props["uri"]:
+        raise ValueError(
+            f"this Spark session already opened the warehouse {current} as the catalog {ICEBERG_CATALOG!r}; "
+            "Spark keeps a catalog once it is used: open another warehouse in another session"
+        )
+    for name, value in props.items():
+        spark.conf.set(key(name), value)
+
+
+def iceberg_view(spark, table, sidecars=(), *, view=None):
+    """The sample table ``table`` (``namespace.name`` in the catalog
+    :func:`iceberg_catalog` opened) with the columns of each sidecar table
+    ``fex backfill`` wrote for it, as one temporary view (named ``view``,
+    by default the table's name with ``_all``): a sidecar's value for a row
+    is the one with the row's ``request_id`` and ``row``, null where the
+    sidecar has none, as ``fex.iceberg.read`` places them. Returns it as a
+    DataFrame."""
+    identity = ("request_id", "row", "request_time")
+    base = f"{ICEBERG_CATALOG}.{table}"
+    taken = set(spark.table(base).columns)
+    select, joins = ["t.*"], []
+    for i, name in enumerate(sidecars):
+        alias = f"s{i}"
+        for column in spark.table(f"{ICEBERG_CATALOG}.{name}").columns:
+            if column in identity:
+                continue
+            if column in taken:
+                raise ValueError(f"sidecar {name} has a column {column!r} that {table} or an earlier sidecar has")
+            taken.add(column)
+            select.append(f"{alias}.`{column}`")
+        joins.append(
+            f"LEFT JOIN {ICEBERG_CATALOG}.{name} {alias} ON {alias}.request_id = t.request_id AND {alias}.row = t.row"
+        )
+    view = view or table.rsplit(".", 1)[-1] + "_all"
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{view}` AS SELECT {', '.join(select)} FROM {base} t {' '.join(joins)}")
+    return spark.table(view)
+
+
+def write_iceberg(df, table, plan, *, overwrite=None):
+    """Writes ``df``, rows of ``extract(..., identity=True)``, into the
+    sample table ``table`` (``namespace.name`` in the catalog
+    :func:`iceberg_catalog` opened) with Iceberg's own Spark writer, in one
+    commit whose summary names ``plan`` as ``fex extract``'s commits do.
+
+    The table must exist (``fex table create``, ``fex extract --format
+    iceberg`` or ``fex.iceberg.write`` made it). Its columns are matched by
+    name: a keyed-jagged output's struct gives its ``output.key`` columns;
+    a model column the table lacks, or of another type, and a required
+    table column the rows lack, are refused before anything is written,
+    every one named.
+
+    Without ``overwrite`` the rows are appended. ``overwrite=(since,
+    until)`` (ISO 8601 strings or datetimes, UTC unless they say, ``until``
+    excluded) replaces the table's rows of that time range with ``df`` in
+    one commit (Iceberg's overwrite by filter); every row must lie in the
+    range, else nothing is written and the error says how many do not."""
+    from pyspark.sql import functions as F
+
+    from . import __version__
+    from .iceberg import _iso, _micros
+
+    spark = df.sparkSession
+    name = f"{ICEBERG_CATALOG}.{table}"
+    if not spark.catalog.tableExists(name):
+        raise ValueError(f"no table {table} in the catalog {ICEBERG_CATALOG!r}: create it with fex table create "
+                         "(or open the warehouse first with fex.spark.iceberg_catalog)")
+    target = spark.table(name).schema
+    have = {f.name: f.dataType for f in df.schema.fields}
+    structs = {f.name: f.dataType for f in df.schema.fields if f.dataType.typeName() == "struct"}
+    columns, problems, used = [], [], set()
+    for field in target.fields:
+        if field.name in have:
+            source, found = F.col(f"`{field.name}`"), have[field.name]
+            used.add(field.name)
+        elif "." in field.name and field.name.rsplit(".", 1)[0] in structs:
+            output, key = field.name.rsplit(".", 1)
+            keys = {f.name: f.dataType for f in structs[output].fields}
+            if key not in keys:
+                problems.append(f'the table requires column "{field.name}", which the model does not write')
+                continue
+            source, found = F.col(f"`{output}`").getField(key), keys[key]
+            used.add(output)
+        elif field.nullable:
+            columns.append(F.lit(None).cast(field.dataType).alias(field.name))
+            continue
+        else:
+            problems.append(f'the table requires column "{field.name}" ({field.dataType.simpleString()}), '
+                            "which the model does not write")
+            continue
+        if found.simpleString() != field.dataType.simpleString():
+            problems.append(f'column "{field.name}" is {field.dataType.simpleString()} in the table, '
+                            f"{found.simpleString()} for the model")
+            continue
+        columns.append(source.alias(field.name))
+    for extra in (c for c in df.columns if c not in used):
+        problems.append(f'column "{extra}" ({have[extra].simpleString()}) is not in the table')
+    if problems:
+        raise ValueError(f"table {table} does not match the model: " + "; ".join(problems))
+    writer = df.select(*columns).writeTo(name)
+    properties = {
+        "fex.model": plan.name,
+        "fex.model_version": plan.identity.version,
+        "fex.model_digest": f"{plan.identity.digest:016x}",
+        "fex.version": __version__,
+    }
+    for key, value in properties.items():
+        writer = writer.option(f"snapshot-property.{key}", value)
+    if overwrite is None:
+        writer.append()
+        return
+    since, until = (_micros(t) for t in overwrite)
+    if not since < until:
+        raise ValueError(f"overwrite={overwrite!r}: the range is empty (since must be before until)")
+    start, end = (F.lit(_iso(t)).cast("timestamp") for t in (since, until))
+    in_range = (F.col("request_time") >= start) & (F.col("request_time") < end)
+    outside = df.filter(~in_range | F.col("request_time").isNull()).count()
+    if outside:
+        raise ValueError(
+            f"{outside} of {df.count()} rows have a request_time outside overwrite={overwrite!r} "
+            "(or none): nothing was written; filter them out or widen the range"
+        )
+    writer.overwrite(in_range)

@@ -18,6 +18,7 @@ def extract(
     outputs: Optional[Sequence[str]] = None,
     format: str = "examples",
     keep: Optional[Sequence[str]] = None,
+    identity: bool = False,
 ) -> Any: ...
 def read_pbdataset(
     spark: Any,
@@ -33,3 +34,9 @@ def read_pbdataset(
     path_glob_filter: Optional[str] = None,
     recursive: bool = False,
 ) -> Any: ...
+
+ICEBERG_CATALOG: str
+
+def iceberg_catalog(spark: Any, warehouse: str, catalog_uri: Optional[str] = None) -> None: ...
+def iceberg_view(spark: Any, table: str, sidecars: Sequence[str] = ..., *, view: Optional[str] = None) -> Any: ...
+def write_iceberg(df: Any, table: str, plan: Plan, *, overwrite: Optional[Sequence[Any]] = None) -> None: ...

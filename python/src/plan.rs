@@ -229,6 +229,17 @@ impl Plan {
         crate::nearline::label_join(py, &self.plan)
     }
 
+    /// The model compiled again with the two outputs that read each row's
+    /// identity (`_fex_request_id`, `_fex_request_time`: the LineId fields
+    /// `fex extract --format iceberg` reads), and the microseconds in one
+    /// unit of the time they read (`fex.spark.extract(identity=True)`).
+    fn _with_identity(&self, py: Python<'_>) -> PyResult<(Plan, i64)> {
+        let (text, source) = fex::offline::identity::identity_yaml(&self.text, &self.plan)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let held: InMemory = self.files.iter().cloned().collect();
+        Ok((Self::compile(py, text, self.base_dir.clone(), &held)?, source.micros(1)))
+    }
+
     /// A logged request's (`fex.v1.LoggedRequest`) join keys, read as the
     /// `label_join:` section says; `fex.JoinError` when it cannot be.
     fn request_keys(&self, py: Python<'_>, logged: &[u8]) -> PyResult<crate::nearline::RequestKeys> {

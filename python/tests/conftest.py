@@ -133,14 +133,20 @@ def spark():
 
     # Executors' Python must be this one (it has fex and pyarrow).
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("fex-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    # Iceberg's Spark runtime and the catalogs' JDBC drivers
+    # (scripts/spark/pom.xml; scripts/test.sh fetches them), for the tests
+    # of fex.spark's Iceberg tables.
+    jars = os.environ.get("FEX_SPARK_JARS")
+    if jars:
+        builder = builder.config("spark.jars", jars)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

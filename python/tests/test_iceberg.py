@@ -431,3 +431,123 @@ def test_a_postgresql_catalog_is_shared_by_the_command_and_pyiceberg(requests, p
     unsigned = {f.name for f in plain.schema if "uint64" in str(f.type)}
     expected = Counter(rows(plain, plain.column_names, unsigned))
     assert Counter(rows(got, plain.column_names, unsigned)) == Counter({k: 3 * n for k, n in expected.items()})
+
+
+@pytest.fixture(scope="module")
+def spark_warehouse(spark, tmp_path_factory):
+    """One warehouse opened in the tests' Spark session as the catalog `fex`
+    (Iceberg's Spark runtime, from FEX_SPARK_JARS, which scripts/test.sh
+    sets; a session keeps one such catalog)."""
+    import fex.spark
+
+    if not os.environ.get("FEX_SPARK_JARS"):
+        pytest.skip("FEX_SPARK_JARS is not set (scripts/test.sh fetches Iceberg's Spark runtime and sets it)")
+    warehouse = tmp_path_factory.mktemp("spark-iceberg")
+    fex.spark.iceberg_catalog(spark, str(warehouse))
+    return warehouse
+
+
+def micros_rows(table, columns, unsigned):
+    """`rows`, with request_time as microseconds (Spark's and pyiceberg's
+    timestamps compared as numbers)."""
+    import pyarrow as pa
+
+    at = table.column_names.index("request_time")
+    table = table.set_column(at, "request_time", table.column("request_time").cast(pa.timestamp("us", "UTC")).cast(pa.int64()))
+    return Counter(rows(table, columns, unsigned))
+
+
+def test_spark_reads_and_writes_the_sample_table(spark, spark_warehouse, requests, tmp_path):
+    """Spark SQL (Iceberg's own Spark runtime, on the warehouse's JDBC
+    catalog) reads the table `fex extract` wrote; fex.spark.extract(identity=
+    True) + write_iceberg appends the same rows, and replaces a day in one
+    commit; a model that does not fit is refused before writing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    import fex
+    import fex.iceberg
+    import fex.spark
+
+    warehouse = spark_warehouse
+    extract("--format", "iceberg", "-o", str(warehouse), "--table", "fex.spark_samples", requests)
+    ours = catalog(warehouse).load_table("fex.spark_samples")
+    columns = [f.name for f in ours.schema().fields]
+    by_fex = ours.scan().to_arrow()
+    unsigned = ()
+    by_spark_sql = spark.sql("SELECT * FROM fex.fex.spark_samples").toArrow()
+    assert by_spark_sql.column_names == columns
+    assert micros_rows(by_spark_sql, columns, unsigned) == micros_rows(by_fex, columns, unsigned)
+
+    plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+    records = fex.spark.read_pbdataset(spark, requests)
+    samples = fex.spark.extract(records, config=plan, format="batch", keep=[], identity=True)
+    assert samples.columns[:3] == ["request_id", "row", "request_time"]
+    fex.spark.write_iceberg(samples, "fex.spark_samples", plan)
+    table = catalog(warehouse).load_table("fex.spark_samples")
+    assert len(table.snapshots()) == 2
+    summary = table.current_snapshot().summary
+    assert (summary["fex.model"], summary["engine-name"]) == ("default", "spark"), summary
+    both = table.scan().to_arrow()
+    once = micros_rows(by_fex, columns, unsigned)
+    assert micros_rows(both, columns, unsigned) == Counter({k: 2 * n for k, n in once.items()})
+
+    # A day replaced from Spark: rows of another input, that day's only.
+    day = min(by_fex.column("request_time").to_pylist()).date()
+    span = (day.isoformat(), (day + datetime.timedelta(days=1)).isoformat())
+    other = tmp_path / "other.pb"
+    gen = ["gen", "--model-config", DEFAULT_MODEL, "--count", "30", "--batch-size", "12", "--seed", "13", "--out", str(other)]
+    subprocess.run([binary("FEX_CLIENT"), *gen], check=True, capture_output=True)
+    rebuilt = fex.spark.extract(fex.spark.read_pbdataset(spark, str(other)), config=plan, format="batch", keep=[],
+                                identity=True)
+    from pyspark.sql import functions as F
+
+    in_day = (F.col("request_time") >= F.lit(span[0]).cast("timestamp")) & (F.col("request_time") < F.lit(span[1]).cast("timestamp"))
+    with pytest.raises(ValueError, match="rows have a request_time outside"):
+        fex.spark.write_iceberg(rebuilt, "fex.spark_samples", plan, overwrite=span)
+    assert len(catalog(warehouse).load_table("fex.spark_samples").snapshots()) == 2
+    before = len(catalog(warehouse).load_table("fex.spark_samples").metadata.metadata_log)
+    fex.spark.write_iceberg(rebuilt.filter(in_day), "fex.spark_samples", plan, overwrite=span)
+    after = catalog(warehouse).load_table("fex.spark_samples")
+    assert len(after.metadata.metadata_log) == before + 1, "the day was not replaced in one commit"
+    got = after.scan().to_arrow()
+    since = pa.scalar(fex.iceberg._micros(span[0]), pa.timestamp("us", "UTC"))
+    until = pa.scalar(fex.iceberg._micros(span[1]), pa.timestamp("us", "UTC"))
+    mask = lambda t: pc.and_(pc.greater_equal(t["request_time"], since), pc.less(t["request_time"], until))  # noqa: E731
+    want_day = rebuilt.filter(in_day).toArrow()
+    assert micros_rows(got.filter(mask(got)), columns, unsigned) == micros_rows(want_day, columns, unsigned)
+    assert micros_rows(got.filter(pc.invert(mask(got))), columns, unsigned) == \
+        micros_rows(both.filter(pc.invert(mask(both))), columns, unsigned)
+
+    # A model whose outputs do not fit: refused, every column named, nothing written.
+    changed = fex.Plan.from_yaml(open(DEFAULT_MODEL).read().replace("name: item_ctr_7d", "name: item_ctr_30d"))
+    wrong = fex.spark.extract(records, config=changed, format="batch", keep=[], identity=True)
+    with pytest.raises(ValueError) as refused:
+        fex.spark.write_iceberg(wrong, "fex.spark_samples", changed)
+    assert 'column "item_ctr_30d" (array<float>) is not in the table' in str(refused.value)
+    assert 'the table requires column "item_ctr_7d"' in str(refused.value)
+    assert len(catalog(warehouse).load_table("fex.spark_samples").metadata.metadata_log) == before + 1
+
+
+def test_a_spark_view_reads_the_sample_table_with_its_sidecar(spark, spark_warehouse, requests):
+    """fex.spark.iceberg_view: the sample table with a sidecar's columns
+    placed on its rows by identity (here a sidecar of one new output,
+    written by fex.iceberg.write), as fex.iceberg.read places them."""
+    import fex
+    import fex.iceberg
+    import fex.spark
+
+    warehouse = spark_warehouse
+    reqs = os.path.join(os.path.dirname(requests), "per_request.pb")
+    args = ["gen", "--model-config", DEFAULT_MODEL, "--count", "20", "--batch-size", "6", "--per-request-identity",
+            "--seed", "3", "--out", reqs]
+    subprocess.run([binary("FEX_CLIENT"), *args], check=True, capture_output=True)
+    extract("--format", "iceberg", "-o", str(warehouse), "--table", "fex.view_base", reqs)
+    sidecar = fex.Plan.from_yaml("name: v2\nfeatures:\n  - {name: item_tags_again, kind: sparse, source: item_tags}\n")
+    fex.iceberg.write(str(warehouse), "fex.view_v2", sidecar, fex.run(sidecar, reqs, identity=True))
+    view = fex.spark.iceberg_view(spark, "fex.view_base", ["fex.view_v2"])
+    assert view.columns[-1] == "item_tags_again" and view.count() == 120
+    assert view.filter("item_tags_again IS NULL OR item_tags_again <> item_tags").count() == 0
+    assert spark.sql("SELECT count(*) FROM view_base_all WHERE size(item_tags_again) > 0").collect()[0][0] > 0
+    by_reader = fex.iceberg.read(str(warehouse), "fex.view_base", sidecars=["fex.view_v2"])
+    assert by_reader.column("item_tags_again").to_pylist() == by_reader.column("item_tags").to_pylist()

@@ -91,6 +91,19 @@ pub fn with_identity(
     files: &dyn FileSource,
     plan: &Plan,
 ) -> Result<(Plan, IdentitySource), IdentityError> {
+    let (text, source) = identity_yaml(text, plan)?;
+    let with = Plan::from_yaml_with(&text, dir, files).map_err(|e| {
+        IdentityError(format!(
+            "the model with its identity outputs ({}, {}): {e}",
+            source.request_id, source.request_time
+        ))
+    })?;
+    Ok((with, source))
+}
+
+/// The config text of [`with_identity`]'s model: `text` with the two
+/// identity outputs appended to its features.
+pub fn identity_yaml(text: &str, plan: &Plan) -> Result<(String, IdentitySource), IdentityError> {
     let source = IdentitySource::of(plan);
     for name in [REQUEST_ID_OUTPUT, REQUEST_TIME_OUTPUT] {
         if plan.outputs.iter().any(|o| o.name == name) {
@@ -112,14 +125,7 @@ pub fn with_identity(
         m.insert("field".into(), field.as_str().into());
         features.push(Value::Mapping(m));
     }
-    let text = serde_norway::to_string(&doc).map_err(yaml_err)?;
-    let with = Plan::from_yaml_with(&text, dir, files).map_err(|e| {
-        IdentityError(format!(
-            "the model with its identity outputs ({}, {}): {e}",
-            source.request_id, source.request_time
-        ))
-    })?;
-    Ok((with, source))
+    Ok((serde_norway::to_string(&doc).map_err(yaml_err)?, source))
 }
 
 /// Fills the identity columns from a batch extracted with the identity

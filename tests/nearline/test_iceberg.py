@@ -6,7 +6,7 @@ are the ones `fex extract --format iceberg` writes for the job's joined
 records, every snapshot names the model; killed mid-run and restored from
 its checkpoint, the table holds every row once; a table that does not fit
 the model, or none without the `fex` command to create it, is refused
-before the job starts.
+before the job starts. DuckDB's own Iceberg reader reads the same rows.
 
 scripts/test.sh passes FEX_CLI (the `fex` binary) and FEX_NEARLINE_JAR."""
 
@@ -59,12 +59,27 @@ def frozen(v):
 IDENTITY = ["request_id", "row", "request_time"]
 
 
-def rows(table, skip=()):
+def duckdb_scan(table):
+    """The table as DuckDB reads it: its own Iceberg reader (the iceberg
+    extension, installed from PyPI with its avro one) over the table's
+    current metadata file, which the catalog names."""
+    import duckdb
+    import duckdb_ext
+
+    extensions = os.path.join(list(duckdb_ext.__path__)[0], "extensions")
+    con = duckdb.connect(config={"extension_directory": extensions, "autoinstall_known_extensions": False})
+    con.execute("LOAD avro")
+    con.execute("LOAD iceberg")
+    location = table.metadata_location.removeprefix("file://").removeprefix("file:")
+    return con.execute(f"SELECT * FROM iceberg_scan('{location}')").fetch_arrow_table()
+
+
+def rows(table, skip=(), reader=None):
     """The table's rows, as a multiset of tuples of its columns but `skip`
-    (request_time as microseconds)."""
+    (request_time as microseconds); read by pyiceberg, or by `reader`."""
     import pyarrow as pa
 
-    data = table.scan().to_arrow()
+    data = table.scan().to_arrow() if reader is None else reader(table)
     data = data.set_column(data.column_names.index("request_time"), "request_time",
                            data.column("request_time").cast(pa.int64()))
     data = data.select([c for c in data.column_names if c not in skip])
@@ -97,6 +112,10 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path, mode
     want, _ = rows(by_extract, skip=IDENTITY)
     assert sum(got.values()) == sum(want.values()) > 0
     assert got == want
+    # DuckDB reads the same rows, identity and all, from what Flink's
+    # Iceberg sink wrote, and from what `fex extract` wrote.
+    assert rows(table, reader=duckdb_scan) == rows(table)
+    assert rows(by_extract, reader=duckdb_scan) == rows(by_extract)
     # ...and each row is identified by its request as the join emitted it
     # (this model's keys are the log's, which the joined records do not
     # carry): every emitted request's rows, numbered from 0, at its time.
