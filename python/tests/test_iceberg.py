@@ -14,6 +14,7 @@ import datetime
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -21,6 +22,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, binary
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import postgres_server  # noqa: E402
 
 DEFAULT_MODEL = os.path.join(ROOT, "models", "default.yaml")
 U64 = 1 << 64
@@ -342,60 +346,8 @@ def test_fex_run_writes_the_table_fex_extract_writes_and_replaces_a_day_atomical
         fex.run(plan, requests, str(tmp_path / "x.parquet"), identity=True)
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    """A PostgreSQL server of Debian's package on 127.0.0.1 (a cluster of its
-    own in a temporary directory, the server run as the `postgres` user when
-    the tests run as root, which PostgreSQL refuses to run as), with a
-    database `tables`; stopped and removed afterwards. scripts/test.sh
-    installs the package where it is missing and sets
-    FEX_REQUIRE_POSTGRES, so the suite fails rather than skips."""
-    import glob
-    import pwd
-    import shutil
-    import socket
-    import tempfile
-
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not bins:
-        if os.environ.get("FEX_REQUIRE_POSTGRES"):
-            pytest.fail("PostgreSQL's initdb is not under /usr/lib/postgresql/*/bin (apt-get install postgresql)")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    bin_dir = os.path.dirname(bins[-1])
-    data = tempfile.mkdtemp(prefix="fex-postgres-")
-    # As root, every PostgreSQL program runs as `postgres` (setuid in the
-    # child, so signals reach the server itself).
-    user = None
-    if os.getuid() == 0:
-        user = "postgres"
-        entry = pwd.getpwnam(user)
-        os.chmod(data, 0o700)
-        os.chown(data, entry.pw_uid, entry.pw_gid)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    run = lambda *cmd: subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120, user=user)  # noqa: E731
-    run(f"{bin_dir}/initdb", "-D", f"{data}/db", "-U", "fex", "--auth=trust", "--no-sync")
-    server = subprocess.Popen([f"{bin_dir}/postgres", "-D", f"{data}/db", "-h", "127.0.0.1", "-p", str(port),
-                               "-k", data, "-c", "fsync=off"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              user=user)
-    try:
-        deadline = time.monotonic() + 60
-        while subprocess.run([f"{bin_dir}/pg_isready", "-h", "127.0.0.1", "-p", str(port)],
-                             capture_output=True).returncode != 0:
-            assert server.poll() is None, server.stderr.read().decode()
-            assert time.monotonic() < deadline, "PostgreSQL was not ready within 60 s"
-            time.sleep(0.2)
-        run(f"{bin_dir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "fex", "tables")
-        yield f"fex@127.0.0.1:{port}/tables"
-    finally:
-        server.send_signal(signal.SIGINT)  # fast shutdown
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-        shutil.rmtree(data, ignore_errors=True)
+# A PostgreSQL server of Debian's package on 127.0.0.1, for the shared catalog.
+postgres = pytest.fixture(scope="module", name="postgres")(postgres_server.fixture)
 
 
 def test_a_postgresql_catalog_is_shared_by_the_command_and_pyiceberg(requests, postgres, tmp_path):

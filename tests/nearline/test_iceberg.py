@@ -28,10 +28,13 @@ from fex.nearline import committed, read_manifest
 from conftest import MODEL, job, kill_once_committed, records  # noqa: E402
 import data  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import postgres_server  # noqa: E402
+
 TABLE = "fex.nearline_ranker_samples"
 SHITU = "fex.nearline_ranker_shitu"
-DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                             "models", "default.yaml")
+DEFAULT_MODEL = os.path.join(ROOT, "models", "default.yaml")
 
 
 def cli():
@@ -41,11 +44,18 @@ def cli():
     return path
 
 
-def load(warehouse, table=TABLE):
+def load(warehouse, table=TABLE, postgres=None):
+    """The table from the warehouse's SQLite catalog, or from the PostgreSQL
+    database `postgres` (scripts/postgres_server.py's address)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    catalog = SqlCatalog("fex", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    uri = f"postgresql+psycopg2://{postgres}" if postgres else f"sqlite:///{warehouse}/catalog.db"
+    catalog = SqlCatalog("fex", uri=uri, warehouse=f"file://{warehouse}")
     return catalog.load_table(table)
+
+
+# A PostgreSQL server of Debian's package on 127.0.0.1, for the shared catalog.
+postgres = pytest.fixture(scope="module", name="postgres")(postgres_server.fixture)
 
 
 def frozen(v):
@@ -308,17 +318,21 @@ def test_iceberg_flags_without_a_warehouse_are_refused(inputs, tmp_path):
     assert p.returncode == 64 and "--iceberg WAREHOUSE" in p.stderr, p.stderr
 
 
-def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, tmp_path):
+def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, postgres, tmp_path):
     """The streaming job commits its checkpoints' rows while `fex extract
-    --format iceberg` runs append to the same table: optimistic commits
-    retried on both sides, every row of each lands once."""
+    --format iceberg` runs append to the same table, whose catalog is shared
+    in a PostgreSQL server (Iceberg's JDBC catalog in the job, iceberg-rust's
+    SQL catalog in fex, pyiceberg's in the test): optimistic commits retried
+    on both sides, every row of each lands once."""
     warehouse, out = tmp_path / "warehouse", str(tmp_path / "out")
+    catalog_uri = f"postgresql://{postgres}"
     joined = committed(os.path.join(streaming, "joined"))
     cmd = [sys.executable, "-m", "fex.nearline", "--config", MODEL, "--requests", inputs["requests"],
            "--actions", inputs["actions"], "--out", out, "--quiet", "--checkpoint-interval", "200ms",
-           "--iceberg", str(warehouse), "--max-rate", "300"]  # a few seconds of commits
+           "--iceberg", str(warehouse), "--iceberg-catalog", catalog_uri,
+           "--max-rate", "300"]  # a few seconds of commits
     extract = [cli(), "extract", "--model", MODEL, "--format", "iceberg", "-o", str(warehouse),
-               "--table", TABLE, *joined]
+               "--table", TABLE, "--catalog", catalog_uri, *joined]
     runs = 0
     with open(tmp_path / "job.log", "w") as log:
         job_process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -326,7 +340,9 @@ def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, 
             deadline = time.monotonic() + 240
             while job_process.poll() is None:
                 assert time.monotonic() < deadline, "the job did not end in 240 s"
-                if os.path.exists(warehouse / "catalog.db"):
+                # Once the launcher's `fex table create` made the table.
+                if os.path.exists(warehouse / "fex"):
+                    assert not os.path.exists(warehouse / "catalog.db"), "the catalog went to SQLite"
                     p = subprocess.run(extract, capture_output=True, text=True, timeout=120)
                     assert p.returncode == 0, p.stderr
                     runs += 1
@@ -336,7 +352,7 @@ def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, 
                 job_process.kill()
     assert job_process.wait() == 0, (tmp_path / "job.log").read_text()[-4000:]
     assert runs >= 2
-    table = load(warehouse)
+    table = load(warehouse, postgres=postgres)
     engines = [s.summary.additional_properties.get("engine-name", "fex") for s in table.snapshots()]
     committed_by_job = [i for i, e in enumerate(engines) if e == "flink"]
     assert engines.count("fex") == runs and committed_by_job
@@ -354,22 +370,23 @@ def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, 
     # rewriteDataFiles bins the many small files into one per partition,
     # and the older snapshots are expired. The rows stay the rows.
     def current_files():
-        return {t.file.file_path for t in load(warehouse).scan().plan_files()}
+        return {t.file.file_path for t in load(warehouse, postgres=postgres).scan().plan_files()}
 
     def on_disk():
         return glob.glob(str(warehouse / "fex" / "nearline_ranker_samples" / "data" / "**" / "*.parquet"),
                          recursive=True)
 
-    before, want = current_files(), rows(load(warehouse))[0]
+    before, want = current_files(), rows(load(warehouse, postgres=postgres))[0]
     partitions = {os.path.dirname(f) for f in before}
     assert len(before) > len(partitions), "nothing to compact"
     p = subprocess.run([sys.executable, "-m", "fex.nearline.compact", "--iceberg", str(warehouse), "--table", TABLE,
-                        "--expire-older-than", "0s"], capture_output=True, text=True, timeout=300)
+                        "--iceberg-catalog", catalog_uri, "--expire-older-than", "0s"],
+                       capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"rewrote {len(before)} data files of {TABLE} into {len(partitions)}" in p.stdout, p.stdout
     assert "expired" in p.stdout, p.stdout
     after = current_files()
     assert len(after) == len(partitions) and not after & before
-    assert rows(load(warehouse))[0] == want
-    assert len(load(warehouse).snapshots()) == 1
+    assert rows(load(warehouse, postgres=postgres))[0] == want
+    assert len(load(warehouse, postgres=postgres).snapshots()) == 1
     assert {f.removeprefix("file:") for f in after} <= {os.path.abspath(f) for f in on_disk()}
