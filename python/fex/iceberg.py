@@ -61,18 +61,8 @@ def read(
     cat = catalog(warehouse, catalog_uri)
     scan_args = {} if row_filter is None else {"row_filter": row_filter}
     out = cat.load_table(table).scan(**scan_args).to_arrow()
-    if sidecars:
-        keys = _keys(out)
-        for name in sidecars:
-            side = cat.load_table(name).scan(**scan_args).to_arrow()
-            position = {k: i for i, k in enumerate(_keys(side)) if k[0] is not None}
-            taken = pa.array([position.get(k) for k in keys], type=pa.int64())
-            for column in side.column_names:
-                if column in IDENTITY:
-                    continue
-                if column in out.column_names:
-                    raise ValueError(f"sidecar {name} has a column {column!r} that {table} or an earlier sidecar has")
-                out = out.append_column(side.schema.field(column).with_nullable(True), side.column(column).take(taken))
+    for name in sidecars:
+        out = _place(out, cat.load_table(name).scan(**scan_args).to_arrow(), name, table)
     if columns is not None:
         wanted = list(IDENTITY) + [c for c in columns if c not in IDENTITY]
         missing = [c for c in wanted if c not in out.column_names]
@@ -266,6 +256,95 @@ def _iso(micros: int) -> str:
     import datetime as dt
 
     return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=micros)).isoformat()
+
+
+def _place(out, side, name, table):
+    """`out` with the columns of the sidecar rows `side` appended, each
+    value on the row of the same `request_id` and `row` (null where none)."""
+    import pyarrow as pa
+
+    position = {k: i for i, k in enumerate(_keys(side)) if k[0] is not None}
+    taken = pa.array([position.get(k) for k in _keys(out)], type=pa.int64())
+    for column in side.column_names:
+        if column in IDENTITY:
+            continue
+        if column in out.column_names:
+            raise ValueError(f"sidecar {name} has a column {column!r} that {table} or an earlier sidecar has")
+        out = out.append_column(side.schema.field(column).with_nullable(True), side.column(column).take(taken))
+    return out
+
+
+def merge(warehouse: str, table: str, sidecar: str, *, drop_sidecar: bool = True, catalog_uri: Optional[str] = None):
+    """Keeps a backfilled feature: folds the columns of ``sidecar`` (a table
+    ``fex backfill`` wrote for ``table``) into the sample table itself.
+
+    The columns are added to the table's schema (optional, as Iceberg's
+    schema evolution adds them: files already written read them as null),
+    then each partition's rows are rewritten with the sidecar's values
+    placed on them by identity, one commit per partition (a day or an hour;
+    the whole table when it has none), in time order. A reader sees each
+    partition either as it was (the new columns null) or merged. Then the
+    sidecar is dropped from the catalog (``drop_sidecar=False`` keeps it).
+    Unlike the backfill, this rewrites every data file of the table: it is
+    the step that makes the feature part of the table for good. Returns the
+    number of rows rewritten."""
+    import pyarrow as pa
+    from pyiceberg.expressions import AlwaysTrue, And, GreaterThanOrEqual, IsNull, LessThan
+
+    cat = catalog(warehouse, catalog_uri)
+    base, side = cat.load_table(table), cat.load_table(sidecar)
+    new = [f for f in side.schema().fields if f.name not in IDENTITY]
+    if not new:
+        raise ValueError(f"{sidecar} has no column besides the identity: nothing to merge")
+    have = {f.name for f in base.schema().fields}
+    clash = [f.name for f in new if f.name in have]
+    if clash:
+        raise ValueError(f"{table} has the column(s) {', '.join(clash)} of {sidecar} already")
+    step = _partition_micros(base)
+    times = base.scan(selected_fields=("request_time",)).to_arrow().column("request_time")
+    ranges = [AlwaysTrue()]
+    if step is not None:
+        micros = times.drop_null().cast(pa.int64()).to_pylist()
+        ranges = [
+            And(GreaterThanOrEqual("request_time", _iso(start)), LessThan("request_time", _iso(start + step)))
+            for start in sorted({m // step * step for m in micros})
+        ]
+        if times.null_count:
+            ranges.append(IsNull("request_time"))
+    with base.update_schema() as update:
+        for f in new:
+            update.add_column(f.name, f.field_type, doc=f"merged from {sidecar}")
+    base = cat.load_table(table)
+    target = base.schema().as_arrow()
+    dropped = [f.name for f in new]
+    rewritten = 0
+    for in_range in ranges:
+        rows = base.scan(row_filter=in_range).to_arrow().drop_columns(dropped)
+        rows = _place(rows, side.scan(row_filter=in_range).to_arrow(), sidecar, table)
+        rows = pa.Table.from_arrays(
+            [rows.column(f.name).cast(f.type) for f in target], schema=target
+        )
+        base.overwrite(rows, overwrite_filter=in_range, snapshot_properties={"fex.merged": sidecar})
+        rewritten += rows.num_rows
+    if drop_sidecar:
+        cat.drop_table(sidecar)
+    return rewritten
+
+
+def _partition_micros(tbl):
+    """The length of the table's partitions of request_time, in
+    microseconds (None: unpartitioned)."""
+    from pyiceberg.transforms import DayTransform, HourTransform
+
+    fields = tbl.spec().fields
+    if not fields:
+        return None
+    transform = fields[0].transform
+    if isinstance(transform, DayTransform):
+        return 86_400_000_000
+    if isinstance(transform, HourTransform):
+        return 3_600_000_000
+    raise ValueError(f"{tbl.name()} is partitioned by {transform}; fex's tables are by day or hour")
 
 
 def _keys(t):

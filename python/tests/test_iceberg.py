@@ -346,6 +346,40 @@ def test_fex_run_writes_the_table_fex_extract_writes_and_replaces_a_day_atomical
         fex.run(plan, requests, str(tmp_path / "x.parquet"), identity=True)
 
 
+def test_a_kept_feature_is_merged_into_the_table_and_its_sidecar_dropped(requests, tmp_path):
+    """fex.iceberg.merge: a sidecar's column added to the sample table by
+    schema evolution and each day rewritten with its values in place (the
+    rows fex.iceberg.read gives with the sidecar), one commit per day; the
+    sidecar dropped; a second merge of the same column refused."""
+    import fex
+    import fex.iceberg
+
+    warehouse = tmp_path / "w"
+    extract("--format", "iceberg", "-o", str(warehouse), requests)
+    sidecar = fex.Plan.from_yaml("name: v2\nfeatures:\n  - {name: item_tags_again, kind: sparse, source: item_tags}\n")
+    rows_of_v2 = fex.run(sidecar, requests, identity=True).to_arrow()
+    # A sidecar for part of the table (a shorter backfill): the rest stays null.
+    fex.iceberg.write(str(warehouse), "fex.v2", sidecar, rows_of_v2.slice(0, 300))
+    want = fex.iceberg.read(str(warehouse), "fex.default_samples", sidecars=["fex.v2"])
+    days = {t.date() for t in want.column("request_time").to_pylist()}
+    assert len(days) >= 2
+    commits = len(catalog(warehouse).load_table("fex.default_samples").metadata.metadata_log)
+
+    assert fex.iceberg.merge(str(warehouse), "fex.default_samples", "fex.v2") == want.num_rows == 480
+    table = catalog(warehouse).load_table("fex.default_samples")
+    assert [f.name for f in table.schema().fields][-1] == "item_tags_again"
+    # The schema change, then one commit per day.
+    assert len(table.metadata.metadata_log) == commits + 1 + len(days)
+    got = table.scan().to_arrow()
+    assert got.column_names == want.column_names
+    assert Counter(rows(got, got.column_names)) == Counter(rows(want, want.column_names))
+    assert got.column("item_tags_again").null_count == 180
+    assert not catalog(warehouse).table_exists("fex.v2")
+    fex.iceberg.write(str(warehouse), "fex.v2", sidecar, rows_of_v2)
+    with pytest.raises(ValueError, match="has the column.s. item_tags_again of fex.v2 already"):
+        fex.iceberg.merge(str(warehouse), "fex.default_samples", "fex.v2")
+
+
 # A PostgreSQL server of Debian's package on 127.0.0.1, for the shared catalog.
 postgres = pytest.fixture(scope="module", name="postgres")(postgres_server.fixture)
 
