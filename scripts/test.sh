@@ -74,7 +74,7 @@ prefetch() {
     echo "prefetch: venv-test at $SECONDS s"
     FEX_TEST_VENV=target/venv-triton fex_python_env tests/triton/requirements.txt
     echo "prefetch: venv-triton at $SECONDS s"
-    FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
+    FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt tests/nearline/requirements-writer.txt
     echo "prefetch: venv-flink at $SECONDS s"
     # Kafka 4.4's jars for the tests' real broker (scripts/kafka_broker.py, a
     # KRaft node on 127.0.0.1 that server/tests/kafka.rs and the chart's Kafka
@@ -198,7 +198,7 @@ took "maven verify (flink/)"
 # read_committed readers across a SIGKILL of the job, and across the broker
 # SIGKILLed and started again mid-run). The apache-flink wheel is the
 # Flink distribution (bin/, lib/); its own virtualenv (target/venv-flink).
-FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt
+FEX_TEST_VENV=target/venv-flink fex_python_env tests/nearline/requirements.txt tests/nearline/requirements-writer.txt
 FLINK_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$FLINK_PY" -m pip install --quiet --force-reinstall --no-deps ./python
 took "flink venv and package"

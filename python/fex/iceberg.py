@@ -154,6 +154,56 @@ def write(
     return None if snapshot is None else snapshot.snapshot_id
 
 
+def rebuild(
+    warehouse: str,
+    table: str,
+    plan,
+    since,
+    until,
+    *,
+    shitu: Optional[str] = None,
+    catalog_uri: Optional[str] = None,
+):
+    """Rebuilds a time range of the sample table from the joined-request
+    (Shitu) table: every request of ``shitu`` (default
+    ``fex.<model>_shitu``) whose ``request_time`` is in ``[since, until)``
+    is extracted again with ``plan`` from its ``joined`` bytes, as the
+    near-line job extracted it (the model's transforms, its rows numbered
+    from 0 within the request, the request's id and time), and the range's
+    rows of ``table`` (the job's, or anyone's) are replaced by these in one
+    commit (:func:`write` with ``overwrite``). Returns the new snapshot id."""
+    import numpy as np
+    import pyarrow as pa
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+
+    from . import run
+
+    start, end = _micros(since), _micros(until)
+    cat = catalog(warehouse, catalog_uri)
+    shitu = shitu or f"fex.{plan.name}_shitu"
+    in_range = And(GreaterThanOrEqual("request_time", _iso(start)), LessThan("request_time", _iso(end)))
+    requests = cat.load_table(shitu).scan(
+        row_filter=in_range, selected_fields=("request_id", "request_time", "payload", "joined")
+    ).to_arrow()
+    parts = []
+    ids, times = requests.column("request_id").to_pylist(), requests.column("request_time")
+    payloads, joined = requests.column("payload").to_pylist(), requests.column("joined")
+    for i, request_id in enumerate(ids):
+        payload = "examples" if payloads[i] == "examples" else "batch"
+        rows = run(plan, joined[i].as_py(), payload=payload, threads=1, identity=True).to_arrow()
+        n = rows.num_rows
+        fields = rows.schema
+        rows = rows.set_column(0, fields.field(0), pa.array([request_id] * n, fields.field(0).type))
+        rows = rows.set_column(1, fields.field(1), pa.array(np.arange(n, dtype=np.int32)))
+        rows = rows.set_column(2, fields.field(2), pa.repeat(times[i], n).cast(fields.field(2).type))
+        parts.append(rows)
+    if parts:
+        rows = pa.concat_tables(parts)
+    else:
+        rows = run(plan, b"", identity=True).to_arrow()
+    return write(warehouse, table, plan, rows, overwrite=(since, until), catalog_uri=catalog_uri)
+
+
 def _table_field(field):
     """A column of fex's Arrow table as the sample table holds it: u64 fids
     as int64 (the same bits), every list a plain list (as fex-iceberg's
