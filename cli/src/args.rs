@@ -63,6 +63,11 @@ pub struct BackfillArgs {
     /// Only requests before this time (YYYY-MM-DD, or RFC 3339).
     #[arg(long)]
     pub until: Option<String>,
+    /// A delta snapshot, namespace.table: raw features keyed by request_id
+    /// and row (the row's index in the logged request), added to each
+    /// request's records before the new outputs are extracted.
+    #[arg(long)]
+    pub delta: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]

@@ -141,10 +141,14 @@ pub fn backfill(a: BackfillArgs) -> u8 {
         into: a.into.clone(),
         since,
         until,
+        delta: a.delta.clone(),
         parquet: ParquetOptions::default(),
     };
     match fex_iceberg::backfill::backfill(&plan, &opts) {
         Ok(r) => {
+            if let Some(delta) = &opts.delta {
+                eprintln!("delta {delta}: {} rows, adding feature(s) {}", r.delta_rows, r.delta_features.join(", "));
+            }
             eprintln!(
                 "backfilled {} ({} new output(s)) for {} requests, {} rows, from {} data file(s) of {} ({} bytes of joined records) in {:.2} s",
                 r.columns.join(", "),

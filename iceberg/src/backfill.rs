@@ -32,6 +32,7 @@ use iceberg::{Catalog, TableIdent};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+use crate::delta::Delta;
 use crate::identity::IdentitySource;
 use crate::sink::{IdentityFrom, Partitioning, TableOptions, table_ident};
 use crate::{CatalogSpec, IcebergSink, TableError};
@@ -50,6 +51,9 @@ pub struct BackfillOptions {
     pub since: Option<i64>,
     /// Requests before this time (microseconds), if given.
     pub until: Option<i64>,
+    /// A delta snapshot table (`delta`): raw features added to each
+    /// request's records before extraction.
+    pub delta: Option<String>,
     pub parquet: offline::ParquetOptions,
 }
 
@@ -65,6 +69,9 @@ pub struct BackfillReport {
     pub joined_bytes: u64,
     /// Data files of the Shitu table read.
     pub shitu_files: usize,
+    /// Rows of the delta snapshot, and the features it added.
+    pub delta_rows: usize,
+    pub delta_features: Vec<String>,
     pub commit: crate::sink::CommitReport,
     pub seconds: f64,
 }
@@ -88,6 +95,10 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
     };
     let base = load(&opts.base)?;
     let shitu = load(&opts.shitu)?;
+    let delta = match &opts.delta {
+        Some(name) => Some(Delta::new(name, read_table(&runtime, &load(name)?, opts)?)?),
+        None => None,
+    };
     let have: HashSet<String> =
         base.metadata().current_schema().as_struct().fields().iter().map(|f| f.name.clone()).collect();
     let written = fex::offline::table::empty_batch(plan)
@@ -118,18 +129,7 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
     // (partitions and column statistics prune the rest).
     let tasks = runtime.block_on(async {
         let mut scan = shitu.scan().select(["request_id", "request_time", "payload", "joined"]);
-        let time = || Reference::new("request_time");
-        let predicate = match (opts.since, opts.until) {
-            (Some(a), Some(b)) => Some(
-                time()
-                    .greater_than_or_equal_to(Datum::timestamptz_micros(a))
-                    .and(time().less_than(Datum::timestamptz_micros(b))),
-            ),
-            (Some(a), None) => Some(time().greater_than_or_equal_to(Datum::timestamptz_micros(a))),
-            (None, Some(b)) => Some(time().less_than(Datum::timestamptz_micros(b))),
-            (None, None) => None,
-        };
-        if let Some(p) = predicate {
+        if let Some(p) = time_filter(opts.since, opts.until) {
             scan = scan.with_filter(p);
         }
         let scan = scan.build()?;
@@ -148,6 +148,10 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
         rows: 0,
         joined_bytes: 0,
         shitu_files: files.len(),
+        delta_rows: delta.as_ref().map_or(0, Delta::len),
+        delta_features: delta
+            .as_ref()
+            .map_or_else(Vec::new, |d| d.feature_names().into_iter().map(String::from).collect()),
         commit: crate::sink::CommitReport { table: opts.into.clone(), snapshot_id: None, data_files: 0, rows: 0 },
         seconds: 0.0,
     };
@@ -166,7 +170,8 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
         let reader = builder.with_projection(mask).with_batch_size(1024).build().map_err(parquet_err(path))?;
         for batch in reader {
             let batch = batch.map_err(|e| TableError::Model(format!("{path}: {e}")))?;
-            requests(plan, &selected, hook, &batch, opts, &mut sink, &mut report, path)?;
+            let run = Run { plan, selected: &selected, hook, delta: delta.as_ref() };
+            requests(&run, &batch, opts, &mut sink, &mut report, path)?;
         }
     }
     sink.finish().map_err(|e| TableError::Io(std::io::Error::other(e.to_string())))?;
@@ -175,12 +180,17 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
     Ok(report)
 }
 
+/// How each request is computed.
+struct Run<'a> {
+    plan: &'a Plan,
+    selected: &'a [usize],
+    hook: Option<&'a dyn RowsHook>,
+    delta: Option<&'a Delta>,
+}
+
 /// The requests of one batch of Shitu rows, each through the library into the sink.
-#[allow(clippy::too_many_arguments)]
 fn requests(
-    plan: &Plan,
-    selected: &[usize],
-    hook: Option<&dyn RowsHook>,
+    run: &Run<'_>,
     batch: &RecordBatch,
     opts: &BackfillOptions,
     sink: &mut IcebergSink,
@@ -214,15 +224,66 @@ fn requests(
             _ => Payload::ExampleBatch,
         };
         sink.set_request(id, micros);
-        let input = RunInput::Memory { name: format!("request {id}"), bytes: bytes::Bytes::copy_from_slice(bytes) };
+        let records = match run.delta {
+            Some(delta) => bytes::Bytes::from(delta.add_to(id, payload, bytes)?),
+            None => bytes::Bytes::copy_from_slice(bytes),
+        };
+        let input = RunInput::Memory { name: format!("request {id}"), bytes: records };
         let options = Options { payload, threads: 1, ..Options::default() };
-        let summary = offline::run_selected(plan, Some(selected), &[input], options, &mut Forward(sink), hook, &Quiet)
+        let forward = &mut Forward(sink);
+        let summary = offline::run_selected(run.plan, Some(run.selected), &[input], options, forward, run.hook, &Quiet)
             .map_err(|e| TableError::Model(format!("request {id} of {path}: {e}")))?;
         report.requests += 1;
         report.rows += summary.rows_written;
         report.joined_bytes += bytes.len() as u64;
     }
     Ok(())
+}
+
+/// Every row of `table`'s data files (for a table with `request_time`,
+/// those of the backfill's range: partitions and statistics prune the rest),
+/// read by fex's own Parquet reader.
+fn read_table(
+    runtime: &tokio::runtime::Runtime,
+    table: &iceberg::table::Table,
+    opts: &BackfillOptions,
+) -> Result<Vec<RecordBatch>, TableError> {
+    let timed = table.metadata().current_schema().field_by_name("request_time").is_some();
+    let tasks = runtime.block_on(async {
+        let mut scan = table.scan();
+        if timed && let Some(p) = time_filter(opts.since, opts.until) {
+            scan = scan.with_filter(p);
+        }
+        let scan = scan.build()?;
+        use futures::TryStreamExt;
+        let tasks: Vec<_> = scan.plan_files().await?.try_collect().await?;
+        Ok::<_, iceberg::Error>(tasks)
+    })?;
+    let mut batches = Vec::new();
+    for task in tasks {
+        let path = task.data_file_path;
+        let file = std::fs::File::open(local(&path))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err(&path))?;
+        for batch in reader.with_batch_size(8192).build().map_err(parquet_err(&path))? {
+            batches.push(batch.map_err(|e| TableError::Model(format!("{path}: {e}")))?);
+        }
+    }
+    Ok(batches)
+}
+
+/// `request_time` in `[since, until)`, either end open.
+fn time_filter(since: Option<i64>, until: Option<i64>) -> Option<iceberg::expr::Predicate> {
+    let time = || Reference::new("request_time");
+    match (since, until) {
+        (Some(a), Some(b)) => Some(
+            time()
+                .greater_than_or_equal_to(Datum::timestamptz_micros(a))
+                .and(time().less_than(Datum::timestamptz_micros(b))),
+        ),
+        (Some(a), None) => Some(time().greater_than_or_equal_to(Datum::timestamptz_micros(a))),
+        (None, Some(b)) => Some(time().less_than(Datum::timestamptz_micros(b))),
+        (None, None) => None,
+    }
 }
 
 /// The sink for one request's run: its batches go on, the end is not the run's.

@@ -3,6 +3,8 @@
 //!
 //! - [`backfill`]: a model's new outputs only, recomputed from the
 //!   joined-request table into a sidecar table keyed by row identity.
+//! - [`delta`]: a backfill's delta snapshot (§3.4): raw features keyed by
+//!   request id and row, added to each request's records before extraction.
 //! - [`identity`]: which request and row each sample is. Two outputs are
 //!   added to the model (hidden from the table under their own names) that
 //!   read each row's request id and request time from its LineId, so the
@@ -25,6 +27,7 @@
 
 pub mod backfill;
 pub mod catalog;
+pub mod delta;
 pub mod identity;
 pub mod schema;
 pub mod shitu;

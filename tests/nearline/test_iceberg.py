@@ -203,6 +203,34 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path, mode
     arrays = fex.iceberg.to_numpy(both.to_batches(max_chunksize=64)[-1])
     assert (arrays["item_fids_again"].values == arrays["item_fids"].values).all()
     assert (arrays["item_fids_again"].row_splits == arrays["item_fids"].row_splits).all()
+    # A delta snapshot (seed 002 §3.4): a raw feature mined after the join,
+    # keyed by request id and row, which a new output reads; the backfill
+    # adds it to each request's records before extracting.
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    mined = [[1000 + len(request_id or "") * 10 + row, 7] for request_id, row in keys]
+    delta_rows = pa.table({
+        "request_id": pa.array([k[0] for k in keys], pa.string()),
+        "row": pa.array([k[1] for k in keys], pa.int32()),
+        "mined_fids": pa.array(mined, pa.list_(pa.int64())),
+    })
+    catalog = SqlCatalog("fex", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    catalog.create_table("fex.mined_delta", schema=delta_rows.schema).append(delta_rows)
+    delta_model = tmp_path / "delta.yaml"
+    delta_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
+                                        "  - {name: item_fids, kind: sparse}\n  - {name: mined_fids, kind: sparse}\n", 1))
+    p = subprocess.run([cli(), "backfill", "--model", str(delta_model), "-o", str(warehouse), "--into", "fex.mined",
+                        "--delta", "fex.mined_delta"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert f"delta fex.mined_delta: {len(keys)} rows, adding feature(s) mined_fids" in p.stderr, p.stderr
+    assert "backfilled mined_fids (1 new output(s))" in p.stderr, p.stderr
+    side = load(warehouse, "fex.mined").scan().to_arrow()
+    got_mined = dict(zip(zip(side.column("request_id").to_pylist(), side.column("row").to_pylist()),
+                         side.column("mined_fids").to_pylist()))
+    assert len(got_mined) == len(keys) and [got_mined[k] for k in keys] == mined
+    assert [s.snapshot_id for s in load(warehouse).snapshots()] == base_snapshots
+
     # A range with no request backfills nothing; a model with nothing new is refused.
     p = subprocess.run(backfill[:-1] + ["fex.v2_empty", "--since", "2100-01-01"], capture_output=True, text=True,
                        timeout=300)
