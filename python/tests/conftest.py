@@ -145,7 +145,9 @@ def spark():
     # of fex.spark's Iceberg tables.
     jars = os.environ.get("FEX_SPARK_JARS")
     if jars:
-        builder = builder.config("spark.jars", jars)
+        builder = builder.config("spark.jars", jars).config(
+            "spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

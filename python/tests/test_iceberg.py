@@ -515,6 +515,49 @@ def test_spark_reads_and_writes_the_sample_table(spark, spark_warehouse, request
     assert len(catalog(warehouse).load_table("fex.spark_samples").metadata.metadata_log) == before + 1
 
 
+def test_the_books_cleanup_step_lists_the_files_a_killed_run_left(spark, spark_warehouse, tmp_path):
+    """A `fex extract` run SIGKILLed after writing data files and before its
+    commit: the files are no table's, and the cleanup step the book gives
+    (Iceberg's remove_orphan_files procedure, through Spark) lists exactly
+    them, then deletes them; the table's own files and rows stay."""
+    warehouse = spark_warehouse
+    big = tmp_path / "big.pb"
+    args = ["gen", "--model-config", DEFAULT_MODEL, "--count", "600", "--batch-size", "256", "--seed", "5", "--out", str(big)]
+    subprocess.run([binary("FEX_CLIENT"), *args], check=True, capture_output=True)
+    small = tmp_path / "small.pb"
+    subprocess.run([binary("FEX_CLIENT"), "gen", "--model-config", DEFAULT_MODEL, "--count", "3", "--batch-size", "4",
+                    "--out", str(small)], check=True, capture_output=True)
+    extract("--format", "iceberg", "-o", str(warehouse), "--table", "fex.orphans", str(small))
+    table_dir = warehouse / "fex" / "orphans"
+    kept = set(data_files(table_dir))
+    cmd = [binary("FEX_CLI"), "extract", "-q", "--model", DEFAULT_MODEL, "--format", "iceberg", "--threads", "1",
+           "--row-group-size", "1024", "-o", str(warehouse), "--table", "fex.orphans", str(big)]
+    p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while set(data_files(table_dir)) == kept and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert p.poll() is None, "the run ended before a data file was seen: make the input larger"
+        p.send_signal(signal.SIGKILL)
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+    orphans = set(data_files(table_dir)) - kept
+    assert orphans
+    # As if the run had been killed four days ago: the procedure counts only
+    # files older than three days by default (a writer may still be between
+    # its files and its commit), and refuses a line within a day of now.
+    long_ago = time.time() - 4 * 86400
+    for d, _, files in os.walk(table_dir):
+        for f in files:
+            os.utime(os.path.join(d, f), (long_ago, long_ago))
+    listed = spark.sql("CALL fex.system.remove_orphan_files(table => 'fex.fex.orphans', dry_run => true)").collect()
+    assert {r.orphan_file_location.removeprefix("file:") for r in listed} == orphans
+    spark.sql("CALL fex.system.remove_orphan_files(table => 'fex.fex.orphans')")
+    assert set(data_files(table_dir)) == kept
+    assert catalog(warehouse).load_table("fex.orphans").scan().to_arrow().num_rows == 12
+
+
 def test_a_spark_view_reads_the_sample_table_with_its_sidecar(spark, spark_warehouse, requests):
     """fex.spark.iceberg_view: the sample table with a sidecar's columns
     placed on its rows by identity (here a sidecar of one new output,
