@@ -70,7 +70,10 @@ pub struct Delta {
     /// Feature name and kind of each feature column, by its index in the batches.
     features: Vec<(String, usize, Kind)>,
     batches: Vec<RecordBatch>,
-    rows: HashMap<(String, i32), (usize, usize)>,
+    /// Each request's rows: row → (batch, index in it).
+    rows: HashMap<String, HashMap<i32, (usize, usize)>>,
+    /// Rows in all.
+    len: usize,
 }
 
 impl Delta {
@@ -78,7 +81,7 @@ impl Delta {
     pub fn new(name: &str, batches: Vec<RecordBatch>) -> Result<Self, TableError> {
         let bad = |m: String| TableError::Model(format!("delta {name}: {m}"));
         let Some(first) = batches.first() else {
-            return Ok(Self { name: name.to_string(), features: Vec::new(), batches, rows: HashMap::new() });
+            return Ok(Self { name: name.to_string(), features: Vec::new(), batches, rows: HashMap::new(), len: 0 });
         };
         let schema = first.schema();
         let (id_at, row_at) = match (schema.index_of("request_id"), schema.index_of("row")) {
@@ -102,7 +105,8 @@ impl Delta {
                 }
             }
         }
-        let mut rows = HashMap::new();
+        let mut rows: HashMap<String, HashMap<i32, (usize, usize)>> = HashMap::new();
+        let mut len = 0;
         for (b, batch) in batches.iter().enumerate() {
             let column = batch.column(id_at);
             let ids: Vec<Option<&str>> = match column.data_type() {
@@ -115,12 +119,13 @@ impl Delta {
             let row = row.ok_or_else(|| bad("row is not an int column".into()))?;
             for (r, id) in ids.into_iter().enumerate() {
                 let Some(id) = id.filter(|_| row.is_valid(r)) else { continue };
-                if rows.insert((id.to_string(), row.value(r)), (b, r)).is_some() {
+                if rows.entry(id.to_string()).or_default().insert(row.value(r), (b, r)).is_some() {
                     return Err(bad(format!("request {id} row {} is in it twice", row.value(r))));
                 }
+                len += 1;
             }
         }
-        Ok(Self { name: name.to_string(), features, batches, rows })
+        Ok(Self { name: name.to_string(), features, batches, rows, len })
     }
 
     /// The feature names the delta adds.
@@ -130,11 +135,11 @@ impl Delta {
 
     /// Rows the delta has.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len == 0
     }
 
     /// The framed records `joined` of request `request_id` with the delta's
@@ -146,6 +151,7 @@ impl Delta {
         let mut out = Vec::with_capacity(joined.len() + 64);
         let mut record = Vec::new();
         let mut row = 0i32;
+        let rows = self.rows.get(request_id);
         while reader.next_into(&mut record).map_err(|e| bad(e.to_string()))?.is_some() {
             match payload {
                 Payload::ExampleBatch => {
@@ -158,7 +164,7 @@ impl Delta {
                                 self.name
                             )));
                         }
-                        let feature = (0..size).map(|r| self.feature(request_id, row + r, *column, *kind)).collect();
+                        let feature = (0..size).map(|r| self.feature(rows, row + r, *column, *kind)).collect();
                         let list = NamedFeatureList { name: name.clone(), feature, ..Default::default() };
                         append(&mut record, &list);
                     }
@@ -174,7 +180,7 @@ impl Delta {
                                 self.name
                             )));
                         }
-                        let feature = Some(self.feature(request_id, row, *column, *kind));
+                        let feature = Some(self.feature(rows, row, *column, *kind));
                         append(&mut record, &NamedFeature { name: name.clone(), feature, ..Default::default() });
                     }
                     row += 1;
@@ -186,10 +192,10 @@ impl Delta {
         Ok(out)
     }
 
-    /// The Feature of `column` for (request, row): empty where the delta
-    /// has no such row or a null.
-    fn feature(&self, request_id: &str, row: i32, column: usize, kind: Kind) -> Feature {
-        let value = self.rows.get(&(request_id.to_string(), row)).and_then(|&(b, r)| {
+    /// The Feature of `column` for `row` of a request whose delta rows are
+    /// `rows`: empty where the delta has no such row or a null.
+    fn feature(&self, rows: Option<&HashMap<i32, (usize, usize)>>, row: i32, column: usize, kind: Kind) -> Feature {
+        let value = rows.and_then(|rows| rows.get(&row)).and_then(|&(b, r)| {
             let array = self.batches[b].column(column);
             array.is_valid(r).then_some((array, r))
         });

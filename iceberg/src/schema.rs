@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Fields, Schema as ArrowSchema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, Field, Fields, Schema as ArrowSchema, SchemaRef};
 use iceberg::spec::{ListType, NestedField, NestedFieldRef, PrimitiveType, Schema, StructType, Type};
 
 use crate::TableError;
@@ -172,19 +172,14 @@ fn same_type(a: &Type, b: &Type) -> bool {
 /// and each field carrying the table's field id. `check` must have passed.
 pub fn write_schema(table: &Schema, outputs: &ArrowSchema) -> Result<SchemaRef, TableError> {
     let by_name: HashMap<&str, &Arc<Field>> = model_fields(outputs).map(|f| (f.name().as_str(), f)).collect();
+    let identity = fex::offline::identity::identity_fields();
     let mut fields = Vec::new();
     for t in table.as_struct().fields() {
-        let field = match t.name.as_str() {
-            REQUEST_ID => Field::new(REQUEST_ID, DataType::Utf8, true),
-            ROW => Field::new(ROW, DataType::Int32, false),
-            REQUEST_TIME => {
-                Field::new(REQUEST_TIME, DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true)
-            }
-            name => match by_name.get(name) {
-                Some(f) => Field::new(name, written(f.data_type(), &t.field_type)?, f.is_nullable()),
-                // An optional column the model does not write: it stays null.
-                None => continue,
-            },
+        let field = match (identity.iter().find(|f| f.name() == &t.name), by_name.get(t.name.as_str())) {
+            (Some(f), _) => f.clone(),
+            (None, Some(f)) => Field::new(&t.name, written(f.data_type(), &t.field_type)?, f.is_nullable()),
+            // An optional column the model does not write: it stays null.
+            (None, None) => continue,
         };
         fields.push(with_id(field, t.id));
     }

@@ -106,13 +106,10 @@ def write(
     Returns the table's new snapshot id (None when nothing was committed)."""
     import pyarrow as pa
 
-    from . import __version__
-
     data = rows.to_arrow() if hasattr(rows, "to_arrow") else rows
     if not isinstance(data, pa.Table):
         raise TypeError(f"rows: expected fex.run(..., identity=True)'s result or a pyarrow.Table, got {type(data).__name__}")
-    missing = [c for c in IDENTITY if c not in data.column_names]
-    if missing or data.column_names[: len(IDENTITY)] != list(IDENTITY):
+    if data.column_names[: len(IDENTITY)] != list(IDENTITY):
         raise ValueError("rows have no identity columns first (request_id, row, request_time): extract them with fex.run(plan, inputs, identity=True)")
     wanted = pa.schema([_table_field(f) for f in data.schema])
     os.makedirs(warehouse, exist_ok=True)
@@ -124,32 +121,17 @@ def write(
         [data.column(f.name).cast(target.field(f.name).type, safe=False) for f in wanted],
         schema=pa.schema([target.field(f.name) for f in wanted]),
     )
-    properties = {
-        "fex.model": plan.name,
-        "fex.model_version": plan.identity.version,
-        "fex.model_digest": f"{plan.identity.digest:016x}",
-        "fex.version": __version__,
-    }
+    properties = _snapshot_properties(plan)
     if overwrite is None:
         if data.num_rows == 0:
             return None
         tbl.append(data, snapshot_properties=properties)
     else:
-        from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
-
-        since, until = (_micros(t) for t in overwrite)
-        if not since < until:
-            raise ValueError(f"overwrite={overwrite!r}: the range is empty (since must be before until)")
+        since, until = _range(overwrite)
         times = data.column("request_time").cast(pa.int64()).to_numpy(zero_copy_only=False)
         valid = data.column("request_time").is_valid().to_numpy(zero_copy_only=False)
-        outside = int(((times < since) | (times >= until) | ~valid).sum())
-        if outside:
-            raise ValueError(
-                f"{outside} of {data.num_rows} rows have a request_time outside overwrite={overwrite!r} "
-                "(or none): nothing was written; filter them out or widen the range"
-            )
-        in_range = And(GreaterThanOrEqual("request_time", _iso(since)), LessThan("request_time", _iso(until)))
-        tbl.overwrite(data, overwrite_filter=in_range, snapshot_properties=properties)
+        _refuse_outside(int(((times < since) | (times >= until) | ~valid).sum()), data.num_rows, overwrite)
+        tbl.overwrite(data, overwrite_filter=_in_range(since, until), snapshot_properties=properties)
     snapshot = tbl.refresh().current_snapshot()
     return None if snapshot is None else snapshot.snapshot_id
 
@@ -174,16 +156,13 @@ def rebuild(
     commit (:func:`write` with ``overwrite``). Returns the new snapshot id."""
     import numpy as np
     import pyarrow as pa
-    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
 
     from . import run
 
-    start, end = _micros(since), _micros(until)
     cat = catalog(warehouse, catalog_uri)
     shitu = shitu or f"fex.{plan.name}_shitu"
-    in_range = And(GreaterThanOrEqual("request_time", _iso(start)), LessThan("request_time", _iso(end)))
     requests = cat.load_table(shitu).scan(
-        row_filter=in_range, selected_fields=("request_id", "request_time", "payload", "joined")
+        row_filter=_in_range(*_range((since, until))), selected_fields=("request_id", "request_time", "payload", "joined")
     ).to_arrow()
     parts = []
     ids, times = requests.column("request_id").to_pylist(), requests.column("request_time")
@@ -285,6 +264,42 @@ def _check(name: str, table, wanted) -> None:
         raise ValueError(f"table {name} does not match the model: " + "; ".join(problems))
 
 
+def _snapshot_properties(plan):
+    """What every fex writer puts in a snapshot's summary (fex-iceberg's
+    from `fex::offline::table::metadata`): the model and fex's version."""
+    from . import __version__
+
+    return {
+        "fex.model": plan.name,
+        "fex.model_version": plan.identity.version,
+        "fex.model_digest": f"{plan.identity.digest:016x}",
+        "fex.version": __version__,
+    }
+
+
+def _range(overwrite):
+    """``overwrite=(since, until)`` as microseconds, refused when empty."""
+    since, until = (_micros(t) for t in overwrite)
+    if not since < until:
+        raise ValueError(f"overwrite={overwrite!r}: the range is empty (since must be before until)")
+    return since, until
+
+
+def _refuse_outside(outside: int, total: int, overwrite) -> None:
+    if outside:
+        raise ValueError(
+            f"{outside} of {total} rows have a request_time outside overwrite={overwrite!r} "
+            "(or none): nothing was written; filter them out or widen the range"
+        )
+
+
+def _in_range(since: int, until: int):
+    """pyiceberg's filter of `request_time` in ``[since, until)`` (microseconds)."""
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+
+    return And(GreaterThanOrEqual("request_time", _iso(since)), LessThan("request_time", _iso(until)))
+
+
 def _micros(t) -> int:
     """A datetime or ISO 8601 string (UTC unless it says) as microseconds
     since the epoch."""
@@ -339,7 +354,7 @@ def merge(warehouse: str, table: str, sidecar: str, *, drop_sidecar: bool = True
     the step that makes the feature part of the table for good. Returns the
     number of rows rewritten."""
     import pyarrow as pa
-    from pyiceberg.expressions import AlwaysTrue, And, GreaterThanOrEqual, IsNull, LessThan
+    from pyiceberg.expressions import AlwaysTrue, IsNull
 
     cat = catalog(warehouse, catalog_uri)
     base, side = cat.load_table(table), cat.load_table(sidecar)
@@ -355,10 +370,7 @@ def merge(warehouse: str, table: str, sidecar: str, *, drop_sidecar: bool = True
     ranges = [AlwaysTrue()]
     if step is not None:
         micros = times.drop_null().cast(pa.int64()).to_pylist()
-        ranges = [
-            And(GreaterThanOrEqual("request_time", _iso(start)), LessThan("request_time", _iso(start + step)))
-            for start in sorted({m // step * step for m in micros})
-        ]
+        ranges = [_in_range(start, start + step) for start in sorted({m // step * step for m in micros})]
         if times.null_count:
             ranges.append(IsNull("request_time"))
     with base.update_schema() as update:

@@ -577,8 +577,7 @@ def write_iceberg(df, table, plan, *, overwrite=None):
     range, else nothing is written and the error says how many do not."""
     from pyspark.sql import functions as F
 
-    from . import __version__
-    from .iceberg import _iso, _micros
+    from .iceberg import _iso, _range, _refuse_outside, _snapshot_properties
 
     spark = df.sparkSession
     name = f"{ICEBERG_CATALOG}.{table}"
@@ -618,26 +617,15 @@ def write_iceberg(df, table, plan, *, overwrite=None):
     if problems:
         raise ValueError(f"table {table} does not match the model: " + "; ".join(problems))
     writer = df.select(*columns).writeTo(name)
-    properties = {
-        "fex.model": plan.name,
-        "fex.model_version": plan.identity.version,
-        "fex.model_digest": f"{plan.identity.digest:016x}",
-        "fex.version": __version__,
-    }
-    for key, value in properties.items():
+    for key, value in _snapshot_properties(plan).items():
         writer = writer.option(f"snapshot-property.{key}", value)
     if overwrite is None:
         writer.append()
         return
-    since, until = (_micros(t) for t in overwrite)
-    if not since < until:
-        raise ValueError(f"overwrite={overwrite!r}: the range is empty (since must be before until)")
+    since, until = _range(overwrite)
     start, end = (F.lit(_iso(t)).cast("timestamp") for t in (since, until))
     in_range = (F.col("request_time") >= start) & (F.col("request_time") < end)
     outside = df.filter(~in_range | F.col("request_time").isNull()).count()
     if outside:
-        raise ValueError(
-            f"{outside} of {df.count()} rows have a request_time outside overwrite={overwrite!r} "
-            "(or none): nothing was written; filter them out or widen the range"
-        )
+        _refuse_outside(outside, df.count(), overwrite)
     writer.overwrite(in_range)

@@ -206,16 +206,16 @@ pub fn run(
                 "identity=True keeps the table in memory: give no out, and format parquet or arrow",
             ));
         }
-        let (with, source) = plan.with_identity()?;
+        let (with, source) = plan.identity_plan(py)?;
         let per_record = options.payload == Payload::ExampleBatch;
         Some((with, RowIdentity { source, batch_per_record: per_record }))
     } else {
         None
     };
-    let lib = keyed.as_ref().map_or(plan.inner(), |(with, _)| with);
+    let lib = keyed.as_ref().map_or(plan.inner(), |(with, _)| with.inner());
     let mut output = match &keyed {
         Some((with, rows)) => Output::Keyed(
-            IdentitySink::new(CollectSink::default(), plan.inner(), with, rows.clone())
+            IdentitySink::new(CollectSink::default(), plan.inner(), with.inner(), rows.clone())
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
         ),
         None => Output::new(out, format, parquet, lib)?,

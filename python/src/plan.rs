@@ -57,10 +57,11 @@ impl Plan {
     /// The model compiled again with the two outputs that read each row's
     /// identity (`fex::offline::identity`), from the files it read the first
     /// time, and where they read.
-    pub fn with_identity(&self) -> PyResult<(fex::Plan, fex::offline::identity::IdentitySource)> {
+    pub fn identity_plan(&self, py: Python<'_>) -> PyResult<(Plan, fex::offline::identity::IdentitySource)> {
+        let (text, source) = fex::offline::identity::identity_yaml(&self.text, &self.plan)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
         let held: InMemory = self.files.iter().cloned().collect();
-        fex::offline::identity::with_identity(&self.text, &self.base_dir, &held, &self.plan)
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+        Ok((Self::compile(py, text, self.base_dir.clone(), &held)?, source))
     }
 
     fn compile(py: Python<'_>, text: String, base_dir: PathBuf, files: &dyn FileSource) -> PyResult<Self> {
@@ -234,10 +235,8 @@ impl Plan {
     /// `fex extract --format iceberg` reads), and the microseconds in one
     /// unit of the time they read (`fex.spark.extract(identity=True)`).
     fn _with_identity(&self, py: Python<'_>) -> PyResult<(Plan, i64)> {
-        let (text, source) = fex::offline::identity::identity_yaml(&self.text, &self.plan)
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let held: InMemory = self.files.iter().cloned().collect();
-        Ok((Self::compile(py, text, self.base_dir.clone(), &held)?, source.micros(1)))
+        let (plan, source) = self.identity_plan(py)?;
+        Ok((plan, source.micros(1)))
     }
 
     /// A logged request's (`fex.v1.LoggedRequest`) join keys, read as the
