@@ -42,7 +42,8 @@ pub struct BackfillArgs {
     /// The model config with the new outputs (YAML).
     #[arg(long, short)]
     pub model: PathBuf,
-    /// The warehouse directory (with the embedded catalog, catalog.db in it).
+    /// The warehouse: a directory (with the embedded catalog, catalog.db in
+    /// it), or an object store's URI (s3://bucket/prefix) with --catalog.
     #[arg(long, short)]
     pub output: PathBuf,
     /// The joined-request table read (default: fex.<model>_shitu).
@@ -54,9 +55,17 @@ pub struct BackfillArgs {
     /// The sidecar table the new outputs go into, namespace.table (made if missing).
     #[arg(long)]
     pub into: String,
-    /// The catalog's database (default: catalog.db in the warehouse).
+    /// The catalog: default, an embedded SQLite catalog (catalog.db in the
+    /// warehouse); or postgresql://user:password@host/db, sqlite:PATH, or a
+    /// REST catalog's http(s):// URI.
     #[arg(long, env = "FEX_ICEBERG_CATALOG")]
     pub catalog: Option<String>,
+    /// A catalog or file-IO property, KEY=VALUE, repeatable: s3.endpoint,
+    /// s3.region, s3.access-key-id, s3.path-style-access, a REST catalog's
+    /// credential or token (S3 credentials otherwise come from AWS's
+    /// environment variables and files).
+    #[arg(long = "catalog-property", value_name = "KEY=VALUE")]
+    pub catalog_property: Vec<String>,
     /// Only requests at or after this time (YYYY-MM-DD, or RFC 3339).
     #[arg(long)]
     pub since: Option<String>,
@@ -83,16 +92,24 @@ pub struct TableCreateArgs {
     /// The model config (YAML).
     #[arg(long, short)]
     pub model: PathBuf,
-    /// The warehouse directory (with the embedded catalog, catalog.db in it).
+    /// The warehouse: a directory (with the embedded catalog, catalog.db in
+    /// it), or an object store's URI (s3://bucket/prefix) with --catalog.
     #[arg(long, short)]
     pub output: PathBuf,
     /// The table, as namespace.table (default: fex.<model>_samples).
     #[arg(long)]
     pub table: Option<String>,
-    /// The catalog's database. Default: an embedded SQLite catalog,
-    /// catalog.db in the warehouse; or postgresql://user:password@host/db.
+    /// The catalog: default, an embedded SQLite catalog (catalog.db in the
+    /// warehouse); or postgresql://user:password@host/db, sqlite:PATH, or a
+    /// REST catalog's http(s):// URI.
     #[arg(long, env = "FEX_ICEBERG_CATALOG")]
     pub catalog: Option<String>,
+    /// A catalog or file-IO property, KEY=VALUE, repeatable: s3.endpoint,
+    /// s3.region, s3.access-key-id, s3.path-style-access, a REST catalog's
+    /// credential or token (S3 credentials otherwise come from AWS's
+    /// environment variables and files).
+    #[arg(long = "catalog-property", value_name = "KEY=VALUE")]
+    pub catalog_property: Vec<String>,
     /// How a new table is partitioned by request_time.
     #[arg(long, value_enum, default_value_t = PartitionArg::Day)]
     pub partition_by: PartitionArg,
@@ -211,7 +228,8 @@ pub struct ExtractArgs {
     #[arg(long, default_value_t = 4096)]
     pub batch_size: usize,
     /// Where to write the table (`-` for standard output); with --format
-    /// iceberg, the warehouse directory.
+    /// iceberg, the warehouse: a directory, or an object store's URI
+    /// (s3://bucket/prefix) with --catalog.
     #[arg(long, short)]
     pub output: PathBuf,
     /// Output format: a Parquet file, an Arrow IPC stream, framed
@@ -223,10 +241,17 @@ pub struct ExtractArgs {
     /// created with the model's columns if the catalog has none.
     #[arg(long)]
     pub table: Option<String>,
-    /// Iceberg: the catalog's database. Default: an embedded SQLite catalog,
-    /// catalog.db in the warehouse; or postgresql://user:password@host/db.
+    /// Iceberg: the catalog. Default: an embedded SQLite catalog,
+    /// catalog.db in the warehouse; or postgresql://user:password@host/db,
+    /// sqlite:PATH, or a REST catalog's http(s):// URI.
     #[arg(long, env = "FEX_ICEBERG_CATALOG")]
     pub catalog: Option<String>,
+    /// Iceberg: a catalog or file-IO property, KEY=VALUE, repeatable: s3.endpoint,
+    /// s3.region, s3.access-key-id, s3.path-style-access, a REST catalog's
+    /// credential or token (S3 credentials otherwise come from AWS's
+    /// environment variables and files).
+    #[arg(long = "catalog-property", value_name = "KEY=VALUE")]
+    pub catalog_property: Vec<String>,
     /// Iceberg: how a table this run creates is partitioned by request_time.
     #[arg(long, value_enum, default_value_t = PartitionArg::Day)]
     pub partition_by: PartitionArg,

@@ -31,8 +31,8 @@ pub fn run(a: ExtractArgs) -> u8 {
         Ok(plan) => plan,
         Err(code) => return code,
     };
-    if a.format != FormatArg::Iceberg && (a.table.is_some() || a.catalog.is_some()) {
-        eprintln!("error: --table and --catalog are for --format iceberg");
+    if a.format != FormatArg::Iceberg && (a.table.is_some() || a.catalog.is_some() || !a.catalog_property.is_empty()) {
+        eprintln!("error: --table, --catalog and --catalog-property are for --format iceberg");
         return exit::CONFIG;
     }
     let inputs = match sources::expand(&a.input.inputs) {

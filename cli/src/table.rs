@@ -18,6 +18,7 @@ pub struct Where<'a> {
     pub warehouse: &'a Path,
     pub table: Option<&'a str>,
     pub catalog: Option<&'a str>,
+    pub properties: &'a [String],
     pub partition_by: PartitionArg,
 }
 
@@ -27,6 +28,7 @@ impl<'a> From<&'a ExtractArgs> for Where<'a> {
             warehouse: &a.output,
             table: a.table.as_deref(),
             catalog: a.catalog.as_deref(),
+            properties: &a.catalog_property,
             partition_by: a.partition_by,
         }
     }
@@ -49,6 +51,7 @@ fn create(a: &TableCreateArgs) -> u8 {
         warehouse: &a.output,
         table: a.table.as_deref(),
         catalog: a.catalog.as_deref(),
+        properties: &a.catalog_property,
         partition_by: a.partition_by,
     };
     let sink = match open(&at, &a.model, &plan, ParquetOptions::default(), true) {
@@ -57,7 +60,7 @@ fn create(a: &TableCreateArgs) -> u8 {
     };
     println!("{}", sink.describe_table());
     if let Some(shitu) = &a.shitu_table {
-        let catalog = match catalog_of(&a.output, a.catalog.as_deref()) {
+        let catalog = match catalog_of(&a.output, a.catalog.as_deref(), &a.catalog_property) {
             Ok(c) => c,
             Err(code) => return code,
         };
@@ -98,7 +101,7 @@ pub fn open(
     })?;
     let dir = model.parent().unwrap_or(Path::new("."));
     let (run_plan, identity) = fex_iceberg::identity::with_identity(&text, dir, plan).map_err(fail)?;
-    let catalog = catalog_of(a.warehouse, a.catalog)?;
+    let catalog = catalog_of(a.warehouse, a.catalog, a.properties)?;
     let options = TableOptions {
         catalog,
         table: a.table.map_or_else(|| format!("fex.{}_samples", plan.name), str::to_string),
@@ -130,7 +133,7 @@ pub fn backfill(a: BackfillArgs) -> u8 {
         (Ok(s), Ok(u)) => (s, u),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    let catalog = match catalog_of(&a.output, a.catalog.as_deref()) {
+    let catalog = match catalog_of(&a.output, a.catalog.as_deref(), &a.catalog_property) {
         Ok(c) => c,
         Err(code) => return code,
     };
@@ -173,15 +176,27 @@ pub fn backfill(a: BackfillArgs) -> u8 {
     }
 }
 
-/// The catalog of `warehouse` (made if missing): its embedded SQLite file,
-/// or `uri`'s database. Exit 1 when the directory cannot be made.
-fn catalog_of(warehouse: &Path, uri: Option<&str>) -> Result<CatalogSpec, u8> {
-    let mut catalog = CatalogSpec::in_warehouse(warehouse).map_err(|e| {
-        eprintln!("error: cannot create the warehouse {}: {e}", warehouse.display());
-        exit::FAILURE
-    })?;
-    catalog.uri = uri.map(str::to_string);
-    Ok(catalog)
+/// The catalog of `warehouse` (a directory, made if missing, or an object
+/// store's URI): its embedded SQLite file, or `uri`'s catalog, with
+/// `properties` (KEY=VALUE). Exit 64 for a property or an object store
+/// without a catalog, 1 when the directory cannot be made.
+fn catalog_of(warehouse: &Path, uri: Option<&str>, properties: &[String]) -> Result<CatalogSpec, u8> {
+    let mut props = std::collections::BTreeMap::new();
+    for p in properties {
+        let (k, v) = fex_iceberg::catalog::parse_property(p).map_err(|e| {
+            eprintln!("error: --catalog-property {e}");
+            exit::CONFIG
+        })?;
+        props.insert(k, v);
+    }
+    let Some(location) = warehouse.to_str() else {
+        eprintln!("error: the warehouse {} is not UTF-8", warehouse.display());
+        return Err(exit::CONFIG);
+    };
+    CatalogSpec::new(location, uri, props).map_err(|e| {
+        eprintln!("error: {e}");
+        if fex_iceberg::files::local_path(location).is_some() { exit::FAILURE } else { exit::CONFIG }
+    })
 }
 
 fn partitioning(p: PartitionArg) -> Partitioning {

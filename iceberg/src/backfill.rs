@@ -17,7 +17,6 @@
 //! only old outputs need are not decoded.
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::PathBuf;
 use std::time::Instant;
 
 use arrow_array::cast::AsArray;
@@ -26,9 +25,9 @@ use arrow_array::{Array, RecordBatch};
 use fex::Plan;
 use fex::offline::{self, Options, Payload, Quiet, RowsHook, RunInput, Sink};
 use fex::samples::Transforms;
+use iceberg::TableIdent;
 use iceberg::expr::Reference;
 use iceberg::spec::Datum;
-use iceberg::{Catalog, TableIdent};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -156,7 +155,7 @@ pub fn backfill(plan: &Plan, opts: &BackfillOptions) -> Result<BackfillReport, T
         seconds: 0.0,
     };
     for path in &files {
-        let file = std::fs::File::open(local(path))?;
+        let file = crate::files::open(&runtime, shitu.file_io(), path)?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err(path))?;
         let wanted = ["request_id", "request_time", "payload", "joined"];
         let schema = builder.parquet_schema();
@@ -262,7 +261,7 @@ fn read_table(
     let mut batches = Vec::new();
     for task in tasks {
         let path = task.data_file_path;
-        let file = std::fs::File::open(local(&path))?;
+        let file = crate::files::open(runtime, table.file_io(), &path)?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet_err(&path))?;
         for batch in reader.with_batch_size(8192).build().map_err(parquet_err(&path))? {
             batches.push(batch.map_err(|e| TableError::Model(format!("{path}: {e}")))?);
@@ -312,11 +311,6 @@ fn parquet_err(path: &str) -> impl Fn(parquet::errors::ParquetError) -> TableErr
 }
 
 /// A local file's path from its location (`/p`, `file:/p` or `file:///p`).
-fn local(location: &str) -> PathBuf {
-    let path = location.strip_prefix("file://").or_else(|| location.strip_prefix("file:")).unwrap_or(location);
-    PathBuf::from(path)
-}
-
 /// A time given as `YYYY-MM-DD` (midnight UTC) or RFC 3339, in microseconds.
 pub fn parse_time(s: &str) -> Result<i64, String> {
     let full = if s.len() == 10 { format!("{s}T00:00:00+00:00") } else { s.to_string() };
@@ -346,12 +340,5 @@ mod tests {
         assert_eq!(parse_time("1970-01-02"), Ok(86_400_000_000));
         assert_eq!(parse_time("1970-01-01T00:00:01.5+00:00"), Ok(1_500_000));
         assert!(parse_time("yesterday").unwrap_err().contains("not a date"));
-    }
-
-    #[test]
-    fn data_file_locations_are_local_paths() {
-        assert_eq!(local("file:/w/a.parquet"), PathBuf::from("/w/a.parquet"));
-        assert_eq!(local("file:///w/a.parquet"), PathBuf::from("/w/a.parquet"));
-        assert_eq!(local("/w/a.parquet"), PathBuf::from("/w/a.parquet"));
     }
 }

@@ -1,16 +1,31 @@
-//! The catalog that holds the tables: by default an embedded SQL catalog on
-//! a SQLite file in the warehouse directory (`catalog.db`), which Java's
-//! JDBC catalog, pyiceberg's SQL catalog and iceberg-rust's all read (the
-//! same `iceberg_tables` table, catalog name `fex`); a PostgreSQL URI for a
-//! catalog several machines share.
+//! The catalog that holds the tables, and where their files go.
+//!
+//! - By default an embedded SQL catalog on a SQLite file in the warehouse
+//!   directory (`catalog.db`), which Java's JDBC catalog, pyiceberg's SQL
+//!   catalog and iceberg-rust's all read (the same `iceberg_tables` table,
+//!   catalog name `fex`).
+//! - A PostgreSQL URI (or another SQLite file) for a SQL catalog several
+//!   machines share.
+//! - An `http(s)://` URI for an Iceberg REST catalog (iceberg-rust's
+//!   client; Polaris, Gravitino, Nessie, Unity, Glue's and S3 Tables'
+//!   endpoints, Iceberg's own reference server).
+//!
+//! The warehouse is a local directory or an object store's URI
+//! (`s3://bucket/prefix`, through Apache OpenDAL). Catalog properties
+//! (`s3.endpoint`, `s3.region`, `s3.access-key-id`, a REST catalog's
+//! `credential` or `token`, ...) go to the catalog and to its file IO as
+//! given; S3 credentials otherwise come from AWS's usual environment
+//! variables and files.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::Arc;
 
-use iceberg::io::LocalFsStorageFactory;
-use iceberg::{CatalogBuilder, Runtime};
-use iceberg_catalog_sql::{SqlBindStyle, SqlCatalog, SqlCatalogBuilder};
+use iceberg::io::{LocalFsStorageFactory, StorageFactory};
+use iceberg::{Catalog, CatalogBuilder, Runtime};
+use iceberg_catalog_rest::RestCatalogBuilder;
+use iceberg_catalog_sql::{SqlBindStyle, SqlCatalogBuilder};
+use iceberg_storage_opendal::OpenDalResolvingStorageFactory;
 
 use crate::TableError;
 
@@ -20,41 +35,84 @@ pub const CATALOG_NAME: &str = "fex";
 pub const SQLITE_FILE: &str = "catalog.db";
 /// How long a PostgreSQL catalog's server may take to accept a connection.
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a REST catalog may take to answer its configuration request.
+pub const REST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where the catalog is and where its tables' files go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogSpec {
-    /// The warehouse directory (absolute): tables live under
-    /// `<warehouse>/<namespace>/<table>`.
-    pub warehouse: PathBuf,
-    /// The catalog database: `sqlite:...` or `postgresql://...`. None: the
-    /// SQLite file in the warehouse.
+    /// The warehouse: an absolute local directory (tables under
+    /// `<warehouse>/<namespace>/<table>`), or an object store's URI.
+    pub warehouse: String,
+    /// The catalog: `sqlite:...`, `postgresql://...` or a REST catalog's
+    /// `http(s)://...`. None: the SQLite file in a local warehouse.
     pub uri: Option<String>,
+    /// Properties for the catalog and its file IO, as given.
+    pub properties: BTreeMap<String, String>,
 }
 
 impl CatalogSpec {
+    /// A local warehouse directory (made if missing) with its embedded catalog.
     pub fn in_warehouse(warehouse: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(warehouse)?;
-        Ok(Self { warehouse: std::path::absolute(warehouse)?, uri: None })
+        let warehouse = std::path::absolute(warehouse)?.display().to_string();
+        Ok(Self { warehouse, uri: None, properties: BTreeMap::new() })
     }
 
-    /// The database URI sqlx connects to.
+    /// The catalog of `warehouse` (a local directory, made if missing, or an
+    /// object store's URI), at `uri` if given, with `properties`. An object
+    /// store's warehouse has no embedded catalog: it needs `uri`.
+    pub fn new(warehouse: &str, uri: Option<&str>, properties: BTreeMap<String, String>) -> Result<Self, String> {
+        let mut spec = match crate::files::local_path(warehouse) {
+            Some(dir) => {
+                Self::in_warehouse(&dir).map_err(|e| format!("cannot create the warehouse {warehouse}: {e}"))?
+            }
+            None if uri.is_none() => {
+                return Err(format!(
+                    "the warehouse {warehouse} is not a local directory, so it has no embedded catalog: \
+                     give --catalog (postgresql://..., sqlite:..., or a REST catalog's http(s)://...)"
+                ));
+            }
+            None => {
+                Self { warehouse: warehouse.trim_end_matches('/').to_string(), uri: None, properties: BTreeMap::new() }
+            }
+        };
+        spec.uri = uri.map(str::to_string);
+        spec.properties = properties;
+        Ok(spec)
+    }
+
+    /// Whether the warehouse is a local directory.
+    pub fn is_local(&self) -> bool {
+        crate::files::local_path(&self.warehouse).is_some()
+    }
+
+    /// Whether the catalog is a REST catalog.
+    pub fn is_rest(&self) -> bool {
+        self.uri.as_deref().is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"))
+    }
+
+    /// The catalog's URI: the SQL database sqlx connects to, or the REST
+    /// catalog's endpoint.
     pub fn uri(&self) -> String {
         match &self.uri {
             Some(uri) => uri.clone(),
-            None => format!("sqlite:{}?mode=rwc", self.warehouse.join(SQLITE_FILE).display()),
+            None => format!("sqlite:{}?mode=rwc", Path::new(&self.warehouse).join(SQLITE_FILE).display()),
         }
     }
 
-    /// How the catalog is named in messages (a PostgreSQL password is not
-    /// shown).
+    /// How the catalog is named in messages (a password or a token in the
+    /// URI is not shown).
     pub fn describe(&self) -> String {
         match &self.uri {
-            None => format!("{} (SQLite)", self.warehouse.join(SQLITE_FILE).display()),
-            Some(uri) => match (uri.find("://"), uri.rfind('@')) {
-                (Some(scheme), Some(at)) if at > scheme => format!("{}://…{}", &uri[..scheme], &uri[at..]),
-                _ => uri.clone(),
-            },
+            None => format!("{} (SQLite)", Path::new(&self.warehouse).join(SQLITE_FILE).display()),
+            Some(uri) => {
+                let shown = match (uri.find("://"), uri.rfind('@')) {
+                    (Some(scheme), Some(at)) if at > scheme => format!("{}://…{}", &uri[..scheme], &uri[at..]),
+                    _ => uri.clone(),
+                };
+                if self.is_rest() { format!("{shown} (REST)") } else { shown }
+            }
         }
     }
 
@@ -65,11 +123,46 @@ impl CatalogSpec {
         }
     }
 
-    /// Connects (the tables of the catalog are created if the database has
-    /// none). An unreachable database is an error naming it, within
-    /// [`CONNECT_TIMEOUT`].
-    pub async fn open(&self, runtime: &tokio::runtime::Runtime) -> Result<SqlCatalog, TableError> {
+    /// The storage of the warehouse's files: the local file system, or
+    /// OpenDAL's by the location's scheme (s3://, gs://, ...).
+    fn storage(&self) -> Arc<dyn StorageFactory> {
+        if self.is_local() { Arc::new(LocalFsStorageFactory) } else { Arc::new(OpenDalResolvingStorageFactory::new()) }
+    }
+
+    /// The properties the catalog is loaded with: the given ones, then the
+    /// catalog's own.
+    fn props(&self, own: &[(&str, String)]) -> HashMap<String, String> {
+        let mut props: HashMap<String, String> = self.properties.clone().into_iter().collect();
+        for (k, v) in own {
+            props.insert(k.to_string(), v.clone());
+        }
+        props
+    }
+
+    /// Connects (a SQL database with no catalog tables gets them). An
+    /// unreachable catalog is an error naming it, within [`CONNECT_TIMEOUT`]
+    /// (PostgreSQL) or [`REST_TIMEOUT`] (REST).
+    pub async fn open(&self, runtime: &tokio::runtime::Runtime) -> Result<Arc<dyn Catalog>, TableError> {
         let failed = |message: String| TableError::Catalog { catalog: self.describe(), message };
+        if self.is_rest() {
+            let props = self.props(&[("uri", self.uri()), ("warehouse", self.warehouse.clone())]);
+            let load = RestCatalogBuilder::default()
+                .with_storage_factory(self.storage())
+                .with_runtime(Runtime::new(runtime))
+                .load(CATALOG_NAME, props);
+            let catalog = match tokio::time::timeout(REST_TIMEOUT, load).await {
+                Ok(loaded) => loaded.map_err(|e| failed(e.to_string()))?,
+                Err(_) => return Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
+            };
+            // The client asks the server for its configuration on first use:
+            // a catalog that cannot be reached is said here, before any file.
+            match tokio::time::timeout(REST_TIMEOUT, catalog.list_namespaces(None)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(failed(e.to_string())),
+                Err(_) => return Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
+            }
+            return Ok(Arc::new(catalog));
+        }
         // sqlx's pool retries a refused connection until its 30-second
         // acquire timeout, which iceberg-rust's catalog does not expose: one
         // connection first says at once why the server cannot be reached.
@@ -83,18 +176,27 @@ impl CatalogSpec {
                 Err(_) => return Err(failed(format!("no connection within {} s", CONNECT_TIMEOUT.as_secs()))),
             }
         }
-        let props = HashMap::from([
-            ("uri".to_string(), self.uri()),
-            ("warehouse".to_string(), self.warehouse.display().to_string()),
-            ("sql_bind_style".to_string(), self.bind_style().to_string()),
+        let props = self.props(&[
+            ("uri", self.uri()),
+            ("warehouse", self.warehouse.clone()),
+            ("sql_bind_style", self.bind_style().to_string()),
             // One connection: a SQLite file takes one writer at a time.
-            ("pool.max-connections".to_string(), "1".to_string()),
+            ("pool.max-connections", "1".to_string()),
         ]);
-        SqlCatalogBuilder::default()
-            .with_storage_factory(Arc::new(LocalFsStorageFactory))
+        let catalog = SqlCatalogBuilder::default()
+            .with_storage_factory(self.storage())
             .with_runtime(Runtime::new(runtime))
             .load(CATALOG_NAME, props)
             .await
-            .map_err(|e| failed(e.to_string()))
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(Arc::new(catalog))
+    }
+}
+
+/// `KEY=VALUE` as a catalog property.
+pub fn parse_property(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("{s:?}: give a catalog property as KEY=VALUE")),
     }
 }

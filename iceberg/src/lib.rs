@@ -14,7 +14,10 @@
 //!   existing table against it (every mismatch named), and the Arrow schema
 //!   the data files are written with (Iceberg's field ids on every field).
 //! - [`catalog`]: the catalog: an embedded SQL catalog on a SQLite file in
-//!   the warehouse directory by default, PostgreSQL by URI.
+//!   the warehouse directory by default, PostgreSQL by URI, or a REST
+//!   catalog; the warehouse a local directory or an object store.
+//! - [`files`]: data files read and written where their location says
+//!   (locally in place, an object store's through the table's file IO).
 //! - [`shitu`]: the joined-request ("Shitu") table's fixed schema, made or
 //!   checked by `fex table create` for the near-line job to append to.
 //! - [`sink`]: [`IcebergSink`], a `fex::offline::Sink`: Parquet data files
@@ -28,6 +31,7 @@
 pub mod backfill;
 pub mod catalog;
 pub mod delta;
+pub mod files;
 pub mod identity;
 pub mod schema;
 pub mod shitu;

@@ -55,7 +55,7 @@ pub fn create_shitu(catalog: &CatalogSpec, table: &str, partitioning: Partitioni
     let sql = runtime.block_on(catalog.open(&runtime))?;
     let ident = table_ident(table)?;
     let wanted = shitu_schema()?;
-    let found = runtime.block_on(create_or_load(&sql, &ident, &wanted, partitioning, &name))?;
+    let found = runtime.block_on(create_or_load(sql.as_ref(), &ident, &wanted, partitioning, &name))?;
     schema::check(table, found.metadata().current_schema(), &wanted)?;
     Ok(describe(table, &name, &found))
 }

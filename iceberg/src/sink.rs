@@ -31,7 +31,6 @@ use iceberg::spec::{
 };
 use iceberg::transaction::{ApplyTransactionAction, Transaction};
 use iceberg::{Catalog, NamespaceIdent, TableCreation, TableIdent};
-use iceberg_catalog_sql::SqlCatalog;
 use parquet::file::metadata::ParquetMetaDataReader;
 
 use crate::TableError;
@@ -122,14 +121,18 @@ enum PartitionBy {
 /// One partition's data file, being written.
 struct Open {
     sink: ParquetSink,
+    /// Where it is written: at its location, or (an object store's) in a
+    /// local temporary file uploaded before the commit.
     path: PathBuf,
+    location: String,
+    staged: Option<tempfile::TempPath>,
     partition: Struct,
     rows: u64,
 }
 
 pub struct IcebergSink {
     runtime: tokio::runtime::Runtime,
-    catalog: SqlCatalog,
+    catalog: Arc<dyn Catalog>,
     table: iceberg::table::Table,
     describe: String,
     layout: Layout,
@@ -186,7 +189,8 @@ impl IcebergSink {
             outputs = Arc::new(arrow_schema::Schema::new(fields));
         }
         let wanted = schema::table_schema(&outputs)?;
-        let table = runtime.block_on(create_or_load(&catalog, &ident, &wanted, options.partitioning, &describe))?;
+        let table =
+            runtime.block_on(create_or_load(catalog.as_ref(), &ident, &wanted, options.partitioning, &describe))?;
         let current = table.metadata().current_schema().clone();
         schema::check(&options.table, &current, &wanted)?;
         let write = schema::write_schema(&current, &outputs)?;
@@ -301,16 +305,28 @@ impl IcebergSink {
             } else {
                 format!("data/{}", spec.partition_to_path(&partition, metadata.current_schema().clone()))
             };
-            let location = format!("{}/{dir}/{}-{:05}.parquet", metadata.location(), self.run, self.files.len());
-            let path = local_path(&location);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let file = File::create_new(&path)?;
+            let location = format!(
+                "{}/{dir}/{}-{:05}.parquet",
+                metadata.location().trim_end_matches('/'),
+                self.run,
+                self.files.len()
+            );
+            let (file, path, staged) = match crate::files::local_path(&location) {
+                Some(path) => {
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    (File::create_new(&path)?, path, None)
+                }
+                None => {
+                    let (file, staged) = tempfile::NamedTempFile::new()?.into_parts();
+                    (file, staged.to_path_buf(), Some(staged))
+                }
+            };
             let sink =
                 ParquetSink::for_columns(fex::offline::buffered(file), self.options.parquet, self.summary.clone());
             self.helpers.add(sink.helper());
-            self.files.insert(key, Open { sink, path, partition, rows: 0 });
+            self.files.insert(key, Open { sink, path, location, staged, partition, rows: 0 });
         }
         Ok(self.files.get_mut(&key).expect("just opened"))
     }
@@ -325,8 +341,12 @@ impl IcebergSink {
         let mut data_files = Vec::with_capacity(self.files.len());
         let mut rows = 0;
         let spec_id = self.table.metadata().default_partition_spec_id();
+        let io = self.table.file_io().clone();
         for open in std::mem::take(&mut self.files).into_values() {
             rows += open.rows;
+            if open.staged.is_some() {
+                crate::files::upload(&self.runtime, &io, &open.path, &open.location)?;
+            }
             data_files.push(data_file(&open, spec_id)?);
         }
         let mut report =
@@ -340,7 +360,7 @@ impl IcebergSink {
             let tx = Transaction::new(&self.table);
             let append = tx.fast_append().set_snapshot_properties(self.summary.clone()).add_data_files(data_files);
             let tx = append.apply(tx)?;
-            tx.commit(&self.catalog).await.map_err(catalog_err)
+            tx.commit(self.catalog.as_ref()).await.map_err(catalog_err)
         })?;
         report.snapshot_id = table.metadata().current_snapshot().map(|s| s.snapshot_id());
         self.table = table;
@@ -431,7 +451,7 @@ impl SinkHelper for Helpers {
 /// namespace too). A writer that created it meanwhile wins: its table is
 /// loaded, to be checked like any existing table.
 pub(crate) async fn create_or_load(
-    catalog: &SqlCatalog,
+    catalog: &dyn Catalog,
     ident: &TableIdent,
     schema: &iceberg::spec::Schema,
     partitioning: Partitioning,
@@ -448,14 +468,13 @@ pub(crate) async fn create_or_load(
         return Err(catalog_err(e));
     }
     let time_id = schema.field_by_name(REQUEST_TIME).map(|f| f.id).expect("every fex table has request_time");
+    // The spec's id is given (a new table's first is 0): Iceberg's Java REST
+    // server refuses a create-table request whose spec has none.
+    let builder = UnboundPartitionSpec::builder().with_spec_id(0);
     let spec = match partitioning {
-        Partitioning::None => UnboundPartitionSpec::builder().build(),
-        Partitioning::Day => {
-            UnboundPartitionSpec::builder().add_partition_field(time_id, "request_day", Transform::Day)?.build()
-        }
-        Partitioning::Hour => {
-            UnboundPartitionSpec::builder().add_partition_field(time_id, "request_hour", Transform::Hour)?.build()
-        }
+        Partitioning::None => builder.build(),
+        Partitioning::Day => builder.add_partition_field(time_id, "request_day", Transform::Day)?.build(),
+        Partitioning::Hour => builder.add_partition_field(time_id, "request_hour", Transform::Hour)?.build(),
     };
     let creation = TableCreation::builder()
         .name(ident.name().to_string())
@@ -536,10 +555,6 @@ fn partition_by(table: &iceberg::table::Table, name: &str) -> Result<PartitionBy
     }
 }
 
-fn local_path(location: &str) -> PathBuf {
-    PathBuf::from(location.strip_prefix("file://").or_else(|| location.strip_prefix("file:")).unwrap_or(location))
-}
-
 /// A written file as Iceberg's `DataFile`: counts and sizes per leaf column
 /// (by the field ids the file carries) from its footer.
 fn data_file(open: &Open, spec_id: i32) -> Result<DataFile, TableError> {
@@ -567,7 +582,10 @@ fn data_file(open: &Open, spec_id: i32) -> Result<DataFile, TableError> {
     let offsets: Vec<i64> = footer.row_groups().iter().filter_map(|g| g.file_offset()).collect();
     let mut b = DataFileBuilder::default();
     b.content(DataContentType::Data)
-        .file_path(format!("file://{}", open.path.display()))
+        .file_path(match open.staged {
+            Some(_) => open.location.clone(),
+            None => format!("file://{}", open.path.display()),
+        })
         .file_format(DataFileFormat::Parquet)
         .partition(open.partition.clone())
         .partition_spec_id(spec_id)
