@@ -41,10 +41,11 @@ def running(warehouse, properties=None, ready_timeout=120):
     state = tempfile.mkdtemp(prefix="fex-iceberg-rest-")
     args = [f"uri=jdbc:sqlite:{state}/catalog.db", f"warehouse={warehouse}"]
     args += [f"{k}={v}" for k, v in (properties or {}).items()]
+    log = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(["java", "-cp", cp, SERVER, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=log, text=True)
     try:
-        yield _wait_for_port(server, ready_timeout, "the Iceberg REST server")
+        yield _wait_for_port(server, log, ready_timeout, "the Iceberg REST server")
     finally:
-        _stop(server)
+        _stop(server, log)
         shutil.rmtree(state, ignore_errors=True)

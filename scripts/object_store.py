@@ -11,6 +11,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -23,15 +24,16 @@ REGION = "us-east-1"
 def running(bucket="fex-warehouse", ready_timeout=60):
     """Yields a dict: `endpoint` (http://127.0.0.1:PORT), `bucket`,
     `access_key`, `secret_key`, `region`."""
-    server = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    log = tempfile.TemporaryFile(mode="w+")
+    server = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                              text=True)
     try:
-        endpoint = _wait_for_port(server, ready_timeout, "moto's S3 server")
+        endpoint = _wait_for_port(server, log, ready_timeout, "moto's S3 server")
         _make_bucket(endpoint, bucket)
         yield {"endpoint": endpoint, "bucket": bucket, "access_key": ACCESS_KEY, "secret_key": SECRET_KEY,
                "region": REGION}
     finally:
-        _stop(server)
+        _stop(server, log)
 
 
 def _make_bucket(endpoint, bucket):
@@ -41,9 +43,10 @@ def _make_bucket(endpoint, bucket):
         assert answer.status == 200, answer.status
 
 
-def _wait_for_port(server, timeout, what):
+def _wait_for_port(server, log, timeout, what):
     """The `listening on HOST:PORT` line a child prints when it accepts
-    connections, within `timeout` seconds; the child's stderr otherwise."""
+    connections, within `timeout` seconds; what it logged otherwise. (Its
+    log is a file: a pipe nobody reads would stop the server once full.)"""
     import selectors
 
     deadline = time.monotonic() + timeout
@@ -59,10 +62,11 @@ def _wait_for_port(server, timeout, what):
                 return "http://" + line.split()[-1]
             if line == "":
                 server.wait(timeout=10)
-                raise RuntimeError(f"{what} exited ({server.returncode}): {server.stderr.read()[-3000:]}")
+                log.seek(0)
+                raise RuntimeError(f"{what} exited ({server.returncode}): {log.read()[-3000:]}")
 
 
-def _stop(server):
+def _stop(server, log):
     with contextlib.suppress(Exception):
         server.stdin.close()
     try:
@@ -70,10 +74,20 @@ def _stop(server):
     except subprocess.TimeoutExpired:
         server.kill()
         server.wait(timeout=10)
+    log.close()
 
 
 def _serve():
+    import faulthandler
+    import logging
+    import signal
+
     from moto.server import ThreadedMotoServer
+
+    # `kill -USR1` prints every thread's stack: what a stuck request waits on.
+    faulthandler.register(signal.SIGUSR1)
+    # Not a line per request.
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -88,6 +88,13 @@ prefetch() {
         -Dmaven.repo.local="$PWD/target/m2" dependency:build-classpath -Dmdep.includeScope=runtime \
         -Dmdep.outputFile="$PWD/target/spark-iceberg.classpath"
     echo "prefetch: Spark's Iceberg jars at $SECONDS s"
+    # Iceberg's reference REST catalog server with its S3 file IO, for
+    # python/tests/test_iceberg_remote.py (scripts/iceberg_rest.py reads the
+    # classpath file).
+    timeout --kill-after=30s 15m mvn -B -q --no-transfer-progress -f scripts/iceberg-rest/pom.xml \
+        -Dmaven.repo.local="$PWD/target/m2" dependency:build-classpath -Dmdep.includeScope=runtime \
+        -Dmdep.outputFile="$PWD/target/iceberg-rest.classpath"
+    echo "prefetch: Iceberg's REST server jars at $SECONDS s"
 }
 mkdir -p target
 ( prefetch ) > target/prefetch.log 2>&1 &
@@ -159,6 +166,7 @@ took "pip install ./python (venv-test)"
 FEX_SPARK_JARS=$(tr ':' ',' < target/spark-iceberg.classpath)
 export FEX_SPARK_JARS
 FEX_SERVER=target/debug/fex-server FEX_CLIENT=target/debug/fex-client FEX_CLI=target/debug/fex FEX_REQUIRE_POSTGRES=1 \
+    FEX_REQUIRE_REMOTE_ICEBERG=1 \
     timeout --kill-after=30s 15m "$PY" -m pytest -q -p no:cacheprovider --durations=8 python/tests
 took "python/tests"
 

@@ -198,11 +198,11 @@ fn requests(
 ) -> Result<(), TableError> {
     let column =
         |name: &str| batch.column_by_name(name).ok_or_else(|| TableError::Model(format!("{path}: no column {name}")));
-    let ids = column("request_id")?.as_string_opt::<i32>().ok_or_else(|| bad(path, "request_id"))?;
+    let ids = strings(column("request_id")?).ok_or_else(|| bad(path, "request_id"))?;
     let times = column("request_time")?
         .as_primitive_opt::<TimestampMicrosecondType>()
         .ok_or_else(|| bad(path, "request_time"))?;
-    let payloads = column("payload")?.as_string_opt::<i32>().ok_or_else(|| bad(path, "payload"))?;
+    let payloads = strings(column("payload")?).ok_or_else(|| bad(path, "payload"))?;
     let joined = column("joined")?;
     let joined: Vec<Option<&[u8]>> = match joined.data_type() {
         arrow_schema::DataType::Binary => joined.as_binary::<i32>().iter().collect(),
@@ -217,8 +217,8 @@ fn requests(
             continue;
         }
         let Some(bytes) = bytes else { continue };
-        let id = if ids.is_valid(r) { ids.value(r) } else { "" };
-        let payload = match payloads.is_valid(r).then(|| payloads.value(r)) {
+        let id = ids[r].unwrap_or("");
+        let payload = match payloads[r] {
             Some("examples") => Payload::Example,
             _ => Payload::ExampleBatch,
         };
@@ -299,6 +299,18 @@ impl Sink for Forward<'_> {
 
     fn finish(&mut self) -> Result<(), offline::SinkError> {
         Ok(())
+    }
+}
+
+/// A string column's values, whichever of Arrow's string types its writer
+/// chose (Java's and fex's write Utf8, pyiceberg's LargeUtf8).
+fn strings(array: &arrow_array::ArrayRef) -> Option<Vec<Option<&str>>> {
+    use arrow_schema::DataType;
+    match array.data_type() {
+        DataType::Utf8 => Some(array.as_string::<i32>().iter().collect()),
+        DataType::LargeUtf8 => Some(array.as_string::<i64>().iter().collect()),
+        DataType::Utf8View => Some(array.as_string_view().iter().collect()),
+        _ => None,
     }
 }
 

@@ -8,8 +8,12 @@ batches as numpy arrays or torch tensors.
 
 Needs pyiceberg (``pip install 'pyiceberg[sql-sqlite]'``); the catalog is
 the embedded SQL catalog in the warehouse (``catalog.db``, named ``fex``)
-unless ``catalog_uri`` names another (a SQLAlchemy URI, e.g.
-``postgresql+psycopg2://user:password@host/db``).
+unless ``catalog_uri`` names another: a SQLAlchemy URI (e.g.
+``postgresql+psycopg2://user:password@host/db``) or a REST catalog's
+``http(s)://`` URI. The warehouse may be an object store's URI
+(``s3://bucket/prefix``) with such a catalog; ``properties`` go to the
+catalog and its file IO as pyiceberg names them (``s3.endpoint``,
+``s3.region``, ``s3.access-key-id``, ``credential``, ``token``...).
 
     import fex, fex.iceberg
     rows = fex.run(plan, "logs/2026-11-29/*.pb", identity=True)
@@ -30,15 +34,27 @@ from ._convert import Ragged
 IDENTITY = ("request_id", "row", "request_time")
 
 
-def catalog(warehouse: str, catalog_uri: Optional[str] = None):
-    """pyiceberg's SQL catalog of a fex warehouse."""
+def catalog(warehouse: str, catalog_uri: Optional[str] = None, properties: Optional[Dict[str, str]] = None):
+    """pyiceberg's catalog of a fex warehouse: its embedded SQL catalog, the
+    SQL catalog at ``catalog_uri``, or the REST catalog there (``http(s)://``)."""
     try:
         from pyiceberg.catalog.sql import SqlCatalog
     except ImportError as e:
         raise ImportError("fex.iceberg needs pyiceberg: pip install 'pyiceberg[sql-sqlite]'") from e
-    warehouse = os.path.abspath(warehouse)
-    uri = catalog_uri or f"sqlite:///{os.path.join(warehouse, 'catalog.db')}"
-    return SqlCatalog("fex", uri=uri, warehouse=f"file://{warehouse}")
+    props = dict(properties or {})
+    remote = "://" in warehouse and not warehouse.startswith("file:")
+    if not remote:
+        warehouse = f"file://{os.path.abspath(warehouse.removeprefix('file://'))}"
+    if catalog_uri is not None and catalog_uri.startswith(("http://", "https://")):
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog("fex", uri=catalog_uri, warehouse=warehouse, **props)
+    if catalog_uri is None:
+        if remote:
+            raise ValueError(f"the warehouse {warehouse} has no embedded catalog: give catalog_uri "
+                             "(a SQLAlchemy URI or a REST catalog's http(s)://...)")
+        catalog_uri = f"sqlite:///{os.path.join(warehouse.removeprefix('file://'), 'catalog.db')}"
+    return SqlCatalog("fex", uri=catalog_uri, warehouse=warehouse, **props)
 
 
 def read(
@@ -49,6 +65,7 @@ def read(
     row_filter=None,
     columns: Optional[Iterable[str]] = None,
     catalog_uri: Optional[str] = None,
+    properties: Optional[Dict[str, str]] = None,
 ):
     """The sample table ``table`` (rows matching ``row_filter``, a pyiceberg
     filter or its string form) as a ``pyarrow.Table``, with the columns of
@@ -58,7 +75,7 @@ def read(
     keeps only those (the identity columns are always kept)."""
     import pyarrow as pa
 
-    cat = catalog(warehouse, catalog_uri)
+    cat = catalog(warehouse, catalog_uri, properties)
     scan_args = {} if row_filter is None else {"row_filter": row_filter}
     out = cat.load_table(table).scan(**scan_args).to_arrow()
     for name in sidecars:
@@ -81,6 +98,7 @@ def write(
     overwrite=None,
     partition_by: str = "day",
     catalog_uri: Optional[str] = None,
+    properties: Optional[Dict[str, str]] = None,
 ):
     """Writes a model's rows into its sample table ``table``
     (``namespace.name``) in one commit, as ``fex extract --format iceberg``
@@ -112,8 +130,9 @@ def write(
     if data.column_names[: len(IDENTITY)] != list(IDENTITY):
         raise ValueError("rows have no identity columns first (request_id, row, request_time): extract them with fex.run(plan, inputs, identity=True)")
     wanted = pa.schema([_table_field(f) for f in data.schema])
-    os.makedirs(warehouse, exist_ok=True)
-    cat = catalog(warehouse, catalog_uri)
+    if "://" not in warehouse:
+        os.makedirs(warehouse, exist_ok=True)
+    cat = catalog(warehouse, catalog_uri, properties)
     tbl = _create_or_load(cat, table, wanted, partition_by)
     _check(table, tbl.schema(), cat._convert_schema_if_needed(wanted))
     target = tbl.schema().as_arrow()
@@ -121,17 +140,17 @@ def write(
         [data.column(f.name).cast(target.field(f.name).type, safe=False) for f in wanted],
         schema=pa.schema([target.field(f.name) for f in wanted]),
     )
-    properties = _snapshot_properties(plan)
+    summary = _snapshot_properties(plan)
     if overwrite is None:
         if data.num_rows == 0:
             return None
-        tbl.append(data, snapshot_properties=properties)
+        tbl.append(data, snapshot_properties=summary)
     else:
         since, until = _range(overwrite)
         times = data.column("request_time").cast(pa.int64()).to_numpy(zero_copy_only=False)
         valid = data.column("request_time").is_valid().to_numpy(zero_copy_only=False)
         _refuse_outside(int(((times < since) | (times >= until) | ~valid).sum()), data.num_rows, overwrite)
-        tbl.overwrite(data, overwrite_filter=_in_range(since, until), snapshot_properties=properties)
+        tbl.overwrite(data, overwrite_filter=_in_range(since, until), snapshot_properties=summary)
     snapshot = tbl.refresh().current_snapshot()
     return None if snapshot is None else snapshot.snapshot_id
 
@@ -145,6 +164,7 @@ def rebuild(
     *,
     shitu: Optional[str] = None,
     catalog_uri: Optional[str] = None,
+    properties: Optional[Dict[str, str]] = None,
 ):
     """Rebuilds a time range of the sample table from the joined-request
     (Shitu) table: every request of ``shitu`` (default
@@ -159,7 +179,7 @@ def rebuild(
 
     from . import run
 
-    cat = catalog(warehouse, catalog_uri)
+    cat = catalog(warehouse, catalog_uri, properties)
     shitu = shitu or f"fex.{plan.name}_shitu"
     requests = cat.load_table(shitu).scan(
         row_filter=_in_range(*_range((since, until))), selected_fields=("request_id", "request_time", "payload", "joined")
@@ -180,7 +200,8 @@ def rebuild(
         rows = pa.concat_tables(parts)
     else:
         rows = run(plan, b"", identity=True).to_arrow()
-    return write(warehouse, table, plan, rows, overwrite=(since, until), catalog_uri=catalog_uri)
+    return write(warehouse, table, plan, rows, overwrite=(since, until), catalog_uri=catalog_uri,
+                 properties=properties)
 
 
 def _table_field(field):
@@ -339,7 +360,15 @@ def _place(out, side, name, table):
     return out
 
 
-def merge(warehouse: str, table: str, sidecar: str, *, drop_sidecar: bool = True, catalog_uri: Optional[str] = None):
+def merge(
+    warehouse: str,
+    table: str,
+    sidecar: str,
+    *,
+    drop_sidecar: bool = True,
+    catalog_uri: Optional[str] = None,
+    properties: Optional[Dict[str, str]] = None,
+):
     """Keeps a backfilled feature: folds the columns of ``sidecar`` (a table
     ``fex backfill`` wrote for ``table``) into the sample table itself.
 
@@ -356,7 +385,7 @@ def merge(warehouse: str, table: str, sidecar: str, *, drop_sidecar: bool = True
     import pyarrow as pa
     from pyiceberg.expressions import AlwaysTrue, IsNull
 
-    cat = catalog(warehouse, catalog_uri)
+    cat = catalog(warehouse, catalog_uri, properties)
     base, side = cat.load_table(table), cat.load_table(sidecar)
     new = [f for f in side.schema().fields if f.name not in IDENTITY]
     if not new:

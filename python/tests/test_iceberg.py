@@ -186,7 +186,7 @@ def test_an_unreachable_catalog_is_named_and_its_password_is_not(requests, tmp_p
 
 def test_iceberg_is_for_pbdataset_input_and_table_flags_for_iceberg(requests, tmp_path):
     p = extract("--format", "parquet", "-o", str(tmp_path / "x.parquet"), "--table", "a.b", requests, check=False)
-    assert p.returncode == 64 and "--table and --catalog are for --format iceberg" in p.stderr
+    assert p.returncode == 64 and "--table, --catalog and --catalog-property are for --format iceberg" in p.stderr
     libsvm = tmp_path / "a.libsvm"
     libsvm.write_text("1 1:0.5\n")
     p = subprocess.run([binary("FEX_CLI"), "extract", "--input-format", "libsvm", "--format", "iceberg", "-o", str(tmp_path / "w"),

@@ -1,0 +1,251 @@
+"""fex's Iceberg writers against a REST catalog and an object store, as a
+deployment shares them: Iceberg's own reference REST server
+(scripts/iceberg_rest.py: RESTCatalogAdapter and RESTCatalogServlet over a
+JDBC catalog, Iceberg's S3FileIO) and an S3 server (scripts/object_store.py:
+moto's, on 127.0.0.1), both started and stopped here.
+
+- `fex table create` and `fex extract --format iceberg` through the REST
+  catalog into an s3:// warehouse, read back by pyiceberg's REST catalog:
+  the rows `fex extract` writes to Parquet, every data file on the store;
+- the Python package writing and reading the same table;
+- a SQL catalog (SQLite) whose warehouse is on the object store, and `fex
+  backfill` reading a joined-request table there and writing its sidecar
+  there, no data file of the sample table rewritten;
+- bad configurations: an object-store warehouse with no catalog, a REST
+  catalog that cannot be reached, a property that is not KEY=VALUE, a
+  bucket that does not exist.
+
+scripts/test.sh writes the REST server's classpath (Maven) and sets
+FEX_REQUIRE_REMOTE_ICEBERG: without it a missing classpath or moto skips."""
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import ROOT, binary
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import iceberg_rest  # noqa: E402
+import object_store  # noqa: E402
+
+DEFAULT_MODEL = os.path.join(ROOT, "models", "default.yaml")
+U64 = 1 << 64
+
+
+def _unavailable(reason):
+    if os.environ.get("FEX_REQUIRE_REMOTE_ICEBERG"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def s3():
+    try:
+        import moto  # noqa: F401
+    except ImportError:
+        _unavailable("moto is not installed (python/tests/requirements.txt)")
+    with object_store.running() as store:
+        yield store
+
+
+def s3_properties(s3):
+    """The properties fex (iceberg-rust, OpenDAL) and pyiceberg (pyarrow's
+    S3 file system) name alike."""
+    return {
+        "s3.endpoint": s3["endpoint"],
+        "s3.access-key-id": s3["access_key"],
+        "s3.secret-access-key": s3["secret_key"],
+        "s3.region": s3["region"],
+        "s3.path-style-access": "true",
+    }
+
+
+def pyiceberg_properties(s3):
+    """`s3_properties`, and time for moto's server, which answers
+    pyiceberg's parallel uploads one Python thread at a time (pyarrow's S3
+    client gives up after 3 s without a byte)."""
+    return {**s3_properties(s3), "s3.connect-timeout": "60", "s3.request-timeout": "60"}
+
+
+def flags(properties):
+    return [arg for k, v in properties.items() for arg in ("--catalog-property", f"{k}={v}")]
+
+
+@pytest.fixture(scope="module")
+def rest(s3):
+    """The REST catalog's URI; its tables under s3://<bucket>/rest."""
+    try:
+        iceberg_rest.classpath()
+    except iceberg_rest.Missing as e:
+        _unavailable(str(e))
+    server_side = {
+        "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "s3.endpoint": s3["endpoint"],
+        "s3.path-style-access": "true",
+        "s3.access-key-id": s3["access_key"],
+        "s3.secret-access-key": s3["secret_key"],
+        "client.region": s3["region"],
+    }
+    with iceberg_rest.running(f"s3://{s3['bucket']}/rest", server_side) as uri:
+        yield uri
+
+
+@pytest.fixture(scope="module")
+def requests(tmp_path_factory):
+    out = tmp_path_factory.mktemp("remote") / "requests.pb"
+    args = ["gen", "--model-config", DEFAULT_MODEL, "--count", "40", "--batch-size", "12", "--seed", "11", "--out", str(out)]
+    subprocess.run([binary("FEX_CLIENT"), *args], check=True, capture_output=True)
+    return str(out)
+
+
+def fex_cli(*args, check=True, timeout=300):
+    p = subprocess.run([binary("FEX_CLI"), *args], capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert p.returncode == 0, p.stderr
+    return p
+
+
+def rows(table, columns, unsigned=()):
+    data = table.select(columns).to_pylist()
+
+    def value(name, v):
+        if isinstance(v, list):
+            return tuple(value(name, x) for x in v)
+        if name in unsigned and isinstance(v, int):
+            return v % U64
+        return v
+
+    return [tuple(value(c, r[c]) for c in columns) for r in data]
+
+
+def plain_rows(requests, tmp_path):
+    fex_cli("extract", "--model", DEFAULT_MODEL, "-o", str(tmp_path / "plain.parquet"), requests)
+    plain = pq.read_table(tmp_path / "plain.parquet")
+    unsigned = {f.name for f in plain.schema if "uint64" in str(f.type)}
+    return plain, unsigned
+
+
+def test_fex_writes_through_a_rest_catalog_onto_an_object_store(s3, rest, requests, tmp_path):
+    import fex
+    import fex.iceberg
+    from pyiceberg.catalog.rest import RestCatalog
+
+    warehouse = f"s3://{s3['bucket']}/rest"
+    props = s3_properties(s3)
+    where = ["-o", warehouse, "--catalog", rest, *flags(props)]
+    p = fex_cli("table", "create", "--model", DEFAULT_MODEL, *where, "--partition-by", "hour")
+    assert p.stdout.startswith(f"table fex.default_samples in {rest} (REST): 25 columns"), p.stdout
+    assert f"at {warehouse}/fex/default_samples" in p.stdout, p.stdout
+    for _ in range(2):
+        done = fex_cli("extract", "--model", DEFAULT_MODEL, "--format", "iceberg", *where, requests)
+        assert "committed 480 rows" in done.stderr, done.stderr
+
+    catalog = RestCatalog("fex", uri=rest, **pyiceberg_properties(s3))
+    table = catalog.load_table("fex.default_samples")
+    assert len(table.snapshots()) == 2 and "hour(3)" in str(table.spec())
+    assert table.current_snapshot().summary["fex.model"] == "default"
+    paths = [t.file.file_path for t in table.scan().plan_files()]
+    assert paths and all(p.startswith(f"{warehouse}/fex/default_samples/data/request_hour=") for p in paths), paths
+    got = table.scan().to_arrow()
+    plain, unsigned = plain_rows(requests, tmp_path)
+    assert got.column_names == ["request_id", "row", "request_time", *plain.column_names]
+    expected = Counter(rows(plain, plain.column_names, unsigned))
+    assert Counter(rows(got, plain.column_names, unsigned)) == Counter({k: 2 * n for k, n in expected.items()})
+
+    # The package writes into the same table, and reads it back, through
+    # pyiceberg's REST catalog.
+    plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+    fex.iceberg.write(warehouse, "fex.default_samples", plan, fex.run(plan, requests, identity=True),
+                      catalog_uri=rest, properties=pyiceberg_properties(s3))
+    read = fex.iceberg.read(warehouse, "fex.default_samples", catalog_uri=rest, properties=pyiceberg_properties(s3))
+    assert read.num_rows == 3 * 480
+    assert Counter(rows(read, plain.column_names, unsigned)) == Counter({k: 3 * n for k, n in expected.items()})
+
+
+def framed_records(path):
+    """Each record of a PBDataset file as the bytes it has there, framing
+    included (what a joined-request row's `joined` column holds)."""
+    import fex
+
+    data = open(path, "rb").read()
+    offsets = [meta[2] for meta in fex.read_records(path, with_meta=True)]
+    return [data[a:b] for a, b in zip(offsets, offsets[1:] + [len(data)])]
+
+
+def test_a_sql_catalog_keeps_its_tables_on_the_object_store_and_a_backfill_reads_and_writes_there(s3, requests, tmp_path):
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    warehouse = f"s3://{s3['bucket']}/sql"
+    props = s3_properties(s3)
+    db = tmp_path / "catalog.db"
+    where = ["-o", warehouse, "--catalog", f"sqlite:{db}?mode=rwc", *flags(props)]
+    fex_cli("extract", "--model", DEFAULT_MODEL, "--format", "iceberg", *where, requests)
+    fex_cli("table", "create", "--model", DEFAULT_MODEL, *where, "--shitu-table", "fex.default_shitu")
+    assert sorted(os.listdir(tmp_path)) == ["catalog.db"], "nothing but the catalog is local"
+
+    catalog = SqlCatalog("fex", uri=f"sqlite:///{db}", warehouse=warehouse, **pyiceberg_properties(s3))
+    samples = catalog.load_table("fex.default_samples")
+    assert samples.scan().to_arrow().num_rows == 480
+    base_files = sorted(t.file.file_path for t in samples.scan().plan_files())
+    assert base_files and all(p.startswith(f"{warehouse}/fex/default_samples/") for p in base_files)
+
+    # The joined-request table as the near-line job fills it: one row per
+    # request, its records' bytes in `joined`.
+    records = framed_records(requests)
+    shitu = catalog.load_table("fex.default_shitu")
+    required = {f.name for f in shitu.schema().fields if f.required}
+    schema = pa.schema([pa.field(f.name, f.type, nullable=f.name not in required) for f in shitu.schema().as_arrow()])
+    n = len(records)
+    t0 = 1_700_000_000_000_000
+    shitu.append(pa.table({
+        "request_id": [f"r{i}" for i in range(n)], "user_id": ["u"] * n,
+        "request_time": pa.array([t0 + i for i in range(n)], pa.timestamp("us", "UTC")),
+        "emitted_at": pa.array([t0 + i for i in range(n)], pa.timestamp("us", "UTC")),
+        "rule": ["window"] * n, "payload": ["example_batch"] * n, "rows": [12] * n, "late_request": [False] * n,
+        "actions": ["[]"] * n, "joined": records,
+    }, schema=schema))
+
+    new_model = tmp_path / "new.yaml"
+    text = open(DEFAULT_MODEL).read()
+    line = "  - {name: item_tags, kind: sparse}\n"
+    assert line in text
+    new_model.write_text(text.replace(line, line + "  - {name: item_tags_again, kind: sparse, source: item_tags}\n", 1))
+    p = fex_cli("backfill", "--model", str(new_model), *where, "--shitu", "fex.default_shitu",
+                "--base", "fex.default_samples", "--into", "fex.default_v2")
+    assert f"backfilled item_tags_again (1 new output(s)) for {n} requests, 480 rows" in p.stderr, p.stderr
+    side = catalog.load_table("fex.default_v2")
+    assert all(t.file.file_path.startswith(f"{warehouse}/fex/default_v2/") for t in side.scan().plan_files())
+    got = side.scan().to_arrow()
+    assert got.column_names == ["request_id", "row", "request_time", "item_tags_again"]
+    plain, _ = plain_rows(requests, tmp_path)
+    by_key = {(r["request_id"], r["row"]): r["item_tags_again"] for r in got.to_pylist()}
+    expected = plain.column("item_tags").to_pylist()
+    assert [by_key[(f"r{i // 12}", i % 12)] for i in range(480)] == expected
+    assert sorted(t.file.file_path for t in catalog.load_table("fex.default_samples").scan().plan_files()) == base_files
+
+
+def test_bad_remote_configurations_are_named_before_anything_is_written(s3, requests, tmp_path):
+    extract = ["extract", "--model", DEFAULT_MODEL, "--format", "iceberg", requests]
+    # An object store has no embedded catalog.
+    p = fex_cli(*extract, "-o", f"s3://{s3['bucket']}/none", check=False)
+    assert p.returncode == 64, p.stderr
+    assert f"the warehouse s3://{s3['bucket']}/none is not a local directory, so it has no embedded catalog" in p.stderr
+    # A REST catalog nobody serves.
+    p = fex_cli(*extract, "-o", str(tmp_path / "w"), "--catalog", "http://127.0.0.1:9", check=False, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "error: the catalog http://127.0.0.1:9 (REST):" in p.stderr, p.stderr
+    assert not os.path.exists(tmp_path / "w" / "fex")
+    # A property without its value.
+    p = fex_cli(*extract, "-o", str(tmp_path / "w"), "--catalog-property", "s3.endpoint", check=False)
+    assert p.returncode == 64 and '--catalog-property "s3.endpoint": give a catalog property as KEY=VALUE' in p.stderr
+    # A bucket that does not exist: the table cannot be made, nothing is committed.
+    db = tmp_path / "catalog.db"
+    p = fex_cli(*extract, "-o", "s3://no-such-bucket/w", "--catalog", f"sqlite:{db}?mode=rwc",
+                *flags(s3_properties(s3)), check=False)
+    assert p.returncode == 1, p.stderr
+    assert "no-such-bucket" in p.stderr and "NoSuchBucket" in p.stderr, p.stderr
