@@ -49,3 +49,14 @@ def running(warehouse, properties=None, ready_timeout=120):
     finally:
         _stop(server, log)
         shutil.rmtree(state, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_on(store, prefix="rest", ready_timeout=120):
+    """`running()` with its warehouse at s3://<bucket>/<prefix> of
+    `store` (scripts/object_store.py's), through Iceberg's S3FileIO."""
+    from object_store import properties
+
+    server_side = {"io-impl": "org.apache.iceberg.aws.s3.S3FileIO", **properties(store)}
+    with running(f"s3://{store['bucket']}/{prefix}", server_side, ready_timeout) as uri:
+        yield uri

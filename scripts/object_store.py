@@ -36,6 +36,24 @@ def running(bucket="fex-warehouse", ready_timeout=60):
         _stop(server, log)
 
 
+def properties(store, pyiceberg=False):
+    """The catalog and file-IO properties that reach `store`, under the
+    names iceberg-rust (fex), Iceberg's Java S3FileIO (the near-line job)
+    and pyiceberg share. With `pyiceberg`, time for moto's server, which
+    answers pyiceberg's parallel uploads one Python thread at a time
+    (pyarrow's S3 client gives up after 3 s without a byte)."""
+    props = {
+        "s3.endpoint": store["endpoint"],
+        "s3.access-key-id": store["access_key"],
+        "s3.secret-access-key": store["secret_key"],
+        "s3.path-style-access": "true",
+        "client.region": store["region"],
+    }
+    if pyiceberg:
+        props.update({"s3.connect-timeout": "60", "s3.request-timeout": "60"})
+    return props
+
+
 def _make_bucket(endpoint, bucket):
     # moto takes any credentials; a PUT on the bucket's path makes it.
     request = urllib.request.Request(f"{endpoint}/{bucket}", method="PUT")

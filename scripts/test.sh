@@ -211,6 +211,7 @@ FLINK_PY="$PY" PY="$TEST_PY"
 timeout --kill-after=30s 20m "$FLINK_PY" -m pip install --quiet --force-reinstall --no-deps ./python
 took "flink venv and package"
 FEX_CLI=target/debug/fex FEX_NEARLINE_JAR="$PWD/flink/target/fex-flink.jar" FEX_REQUIRE_POSTGRES=1 \
+    FEX_REQUIRE_REMOTE_ICEBERG=1 \
     timeout --kill-after=30s 15m "$FLINK_PY" -m pytest -q -p no:cacheprovider --durations=8 tests/nearline
 took "tests/nearline"
 

@@ -61,7 +61,7 @@ pub struct BackfillArgs {
     #[arg(long, env = "FEX_ICEBERG_CATALOG")]
     pub catalog: Option<String>,
     /// A catalog or file-IO property, KEY=VALUE, repeatable: s3.endpoint,
-    /// s3.region, s3.access-key-id, s3.path-style-access, a REST catalog's
+    /// client.region, s3.access-key-id, s3.path-style-access, a REST catalog's
     /// credential or token (S3 credentials otherwise come from AWS's
     /// environment variables and files).
     #[arg(long = "catalog-property", value_name = "KEY=VALUE")]
@@ -105,7 +105,7 @@ pub struct TableCreateArgs {
     #[arg(long, env = "FEX_ICEBERG_CATALOG")]
     pub catalog: Option<String>,
     /// A catalog or file-IO property, KEY=VALUE, repeatable: s3.endpoint,
-    /// s3.region, s3.access-key-id, s3.path-style-access, a REST catalog's
+    /// client.region, s3.access-key-id, s3.path-style-access, a REST catalog's
     /// credential or token (S3 credentials otherwise come from AWS's
     /// environment variables and files).
     #[arg(long = "catalog-property", value_name = "KEY=VALUE")]
@@ -247,7 +247,7 @@ pub struct ExtractArgs {
     #[arg(long, env = "FEX_ICEBERG_CATALOG")]
     pub catalog: Option<String>,
     /// Iceberg: a catalog or file-IO property, KEY=VALUE, repeatable: s3.endpoint,
-    /// s3.region, s3.access-key-id, s3.path-style-access, a REST catalog's
+    /// client.region, s3.access-key-id, s3.path-style-access, a REST catalog's
     /// credential or token (S3 credentials otherwise come from AWS's
     /// environment variables and files).
     #[arg(long = "catalog-property", value_name = "KEY=VALUE")]

@@ -12,7 +12,7 @@
 //!
 //! The warehouse is a local directory or an object store's URI
 //! (`s3://bucket/prefix`, through Apache OpenDAL). Catalog properties
-//! (`s3.endpoint`, `s3.region`, `s3.access-key-id`, a REST catalog's
+//! (`s3.endpoint`, `client.region`, `s3.access-key-id`, a REST catalog's
 //! `credential` or `token`, ...) go to the catalog and to its file IO as
 //! given; S3 credentials otherwise come from AWS's usual environment
 //! variables and files.

@@ -13,7 +13,7 @@ unless ``catalog_uri`` names another: a SQLAlchemy URI (e.g.
 ``http(s)://`` URI. The warehouse may be an object store's URI
 (``s3://bucket/prefix``) with such a catalog; ``properties`` go to the
 catalog and its file IO as pyiceberg names them (``s3.endpoint``,
-``s3.region``, ``s3.access-key-id``, ``credential``, ``token``...).
+``client.region``, ``s3.access-key-id``, ``credential``, ``token``...).
 
     import fex, fex.iceberg
     rows = fex.run(plan, "logs/2026-11-29/*.pb", identity=True)

@@ -54,22 +54,11 @@ def s3():
 
 
 def s3_properties(s3):
-    """The properties fex (iceberg-rust, OpenDAL) and pyiceberg (pyarrow's
-    S3 file system) name alike."""
-    return {
-        "s3.endpoint": s3["endpoint"],
-        "s3.access-key-id": s3["access_key"],
-        "s3.secret-access-key": s3["secret_key"],
-        "s3.region": s3["region"],
-        "s3.path-style-access": "true",
-    }
+    return object_store.properties(s3)
 
 
 def pyiceberg_properties(s3):
-    """`s3_properties`, and time for moto's server, which answers
-    pyiceberg's parallel uploads one Python thread at a time (pyarrow's S3
-    client gives up after 3 s without a byte)."""
-    return {**s3_properties(s3), "s3.connect-timeout": "60", "s3.request-timeout": "60"}
+    return object_store.properties(s3, pyiceberg=True)
 
 
 def flags(properties):
@@ -83,15 +72,7 @@ def rest(s3):
         iceberg_rest.classpath()
     except iceberg_rest.Missing as e:
         _unavailable(str(e))
-    server_side = {
-        "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-        "s3.endpoint": s3["endpoint"],
-        "s3.path-style-access": "true",
-        "s3.access-key-id": s3["access_key"],
-        "s3.secret-access-key": s3["secret_key"],
-        "client.region": s3["region"],
-    }
-    with iceberg_rest.running(f"s3://{s3['bucket']}/rest", server_side) as uri:
+    with iceberg_rest.running_on(s3) as uri:
         yield uri
 
 

@@ -31,6 +31,8 @@ import data  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import iceberg_rest  # noqa: E402
+import object_store  # noqa: E402
 import postgres_server  # noqa: E402
 
 TABLE = "fex.nearline_ranker_samples"
@@ -439,3 +441,82 @@ def test_the_job_and_fex_extract_commit_to_one_table_at_once(inputs, streaming, 
     assert rows(load(warehouse, postgres=postgres))[0] == want
     assert len(load(warehouse, postgres=postgres).snapshots()) == 1
     assert {f.removeprefix("file:") for f in after} <= {os.path.abspath(f) for f in on_disk()}
+
+
+def test_the_job_writes_through_a_rest_catalog_onto_an_object_store(inputs, tmp_path):
+    """The job's two tables in a REST catalog (Iceberg's reference server,
+    scripts/iceberg_rest.py) with their files on an S3 server (moto's,
+    scripts/object_store.py): the launcher creates them with `fex table
+    create`, Iceberg's Flink sink writes them through Iceberg's S3FileIO,
+    `fex extract` appends to the same table, the compaction rewrites it
+    there, and `fex backfill` reads the joined requests from it; pyiceberg's
+    REST catalog reads every row back."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    cli()
+    try:
+        import moto  # noqa: F401
+
+        iceberg_rest.classpath()
+    except (ImportError, iceberg_rest.Missing) as e:
+        if os.environ.get("FEX_REQUIRE_REMOTE_ICEBERG"):
+            pytest.fail(f"a REST catalog on an object store needs moto and the REST server's classpath: {e}")
+        pytest.skip(str(e))
+    with object_store.running() as s3, iceberg_rest.running_on(s3) as rest:
+        props = object_store.properties(s3)
+        flags = lambda flag: [a for k, v in props.items() for a in (flag, f"{k}={v}")]  # noqa: E731
+        # A REST catalog's tables go where its server says: its warehouse.
+        warehouse = f"s3://{s3['bucket']}/rest"
+        out = str(tmp_path / "out")
+        job(out, inputs["requests"], inputs["actions"], "--checkpoint-interval", "1s", "--iceberg", warehouse,
+            "--iceberg-catalog", rest, *flags("--iceberg-property"))
+        catalog = RestCatalog("fex", uri=rest, **object_store.properties(s3, pyiceberg=True))
+        table = catalog.load_table(TABLE)
+        by_job = {t.file.file_path for t in table.scan().plan_files()}
+        assert by_job and all(f.startswith(f"{warehouse}/fex/nearline_ranker_samples/data/") for f in by_job), by_job
+        got, _ = rows(table, skip=IDENTITY)
+        assert got == rows(extracted(tmp_path, os.path.join(out, "joined"), "extracted"), skip=IDENTITY)[0]
+        emitted = [l for l in read_manifest(out) if l["kind"] == "emitted"]
+        assert catalog.load_table(SHITU).scan().to_arrow().num_rows == len(emitted) > 0
+
+        # A batch writer into the same table, twice: `fex extract` through
+        # the same catalog (its rows' identity is their LineId's, which has
+        # no time here: a partition of its own).
+        remote = ["-o", warehouse, "--catalog", rest, *flags("--catalog-property")]
+        for _ in range(2):
+            subprocess.run([cli(), "extract", "--model", MODEL, "--format", "iceberg", *remote, "--table", TABLE,
+                            *committed(os.path.join(out, "joined"))], check=True, capture_output=True, timeout=300)
+        table = catalog.load_table(TABLE)
+        want = rows(table)[0]
+        assert want.total() == 3 * got.total()
+        before = {t.file.file_path for t in table.scan().plan_files()}
+        partitions = {os.path.dirname(f) for f in before}
+        assert len(before) > len(partitions)
+
+        # The compaction, through the same catalog and file IO.
+        p = subprocess.run([sys.executable, "-m", "fex.nearline.compact", "--iceberg", warehouse, "--table", TABLE,
+                            "--iceberg-catalog", rest, *flags("--iceberg-property")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert f"{len(before)} data files before, {len(partitions)} after" in p.stdout, p.stdout
+        table = catalog.load_table(TABLE)
+        after = {t.file.file_path for t in table.scan().plan_files()}
+        crowded = {f for f in before if sum(os.path.dirname(g) == os.path.dirname(f) for g in before) > 1}
+        assert len(after) == len(partitions) and crowded and not after & crowded
+        assert all(f.startswith(f"{warehouse}/") for f in after)
+        assert rows(table)[0] == want
+
+        # A backfill of one new output, from the joined-request table there into a sidecar there.
+        new_model = tmp_path / "new.yaml"
+        text = open(MODEL).read().replace("file: ../", f"file: {os.path.dirname(os.path.dirname(MODEL))}/")
+        text = text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
+        new_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
+                                          "  - {name: item_fids, kind: sparse}\n"
+                                          "  - {name: item_fids_again, kind: sparse, source: item_fids}\n", 1))
+        p = subprocess.run([cli(), "backfill", "--model", str(new_model), *remote, "--into", "fex.v2_sidecar"],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert f"for {len(emitted)} requests, {got.total()} rows" in p.stderr, p.stderr
+        sidecar = catalog.load_table("fex.v2_sidecar")
+        assert all(t.file.file_path.startswith(f"{warehouse}/fex/v2_sidecar/") for t in sidecar.scan().plan_files())
+        assert sidecar.scan().to_arrow().num_rows == got.total()

@@ -99,7 +99,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--iceberg-catalog", metavar="URI",
         help="the Iceberg catalog (default: the SQLite file catalog.db in the warehouse; or jdbc:..., "
-        "sqlite://PATH, postgresql://user:password@host/db)",
+        "sqlite://PATH, postgresql://user:password@host/db, or a REST catalog's http(s)://...)",
+    )
+    p.add_argument(
+        "--iceberg-property", action="append", default=[], metavar="KEY=VALUE",
+        help="a catalog or file-IO property for the job and `fex table create` (repeatable): s3.endpoint, "
+        "client.region, s3.access-key-id, s3.path-style-access, a REST catalog's credential or token",
     )
     p.add_argument(
         "--partition-by", choices=["day", "hour", "none"], default="day",
@@ -119,6 +124,13 @@ def fex_command():
     return shutil.which("fex")
 
 
+def warehouse_arg(warehouse: str) -> str:
+    """A local warehouse as an absolute path; an object store's URI as given."""
+    if "://" in warehouse and not warehouse.startswith("file:"):
+        return warehouse
+    return os.path.abspath(warehouse)
+
+
 def create_table(args, table: str, shitu: str) -> int:
     """`fex table create` for the job's sample and joined-request tables
     (created, or existing ones checked against the model): 0, or the
@@ -133,6 +145,8 @@ def create_table(args, table: str, shitu: str) -> int:
            "--shitu-table", shitu, "--partition-by", args.partition_by]
     if args.iceberg_catalog:
         cmd += ["--catalog", args.iceberg_catalog]
+    for kv in args.iceberg_property:
+        cmd += ["--catalog-property", kv]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         sys.stderr.write(p.stderr)
@@ -278,9 +292,10 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EX_USAGE
-    if (args.iceberg_table or args.iceberg_shitu_table or args.iceberg_catalog) and not args.iceberg:
-        print("error: --iceberg-table, --iceberg-shitu-table and --iceberg-catalog are for --iceberg WAREHOUSE",
-              file=sys.stderr)
+    if (args.iceberg_table or args.iceberg_shitu_table or args.iceberg_catalog or args.iceberg_property) \
+            and not args.iceberg:
+        print("error: --iceberg-table, --iceberg-shitu-table, --iceberg-catalog and --iceberg-property are for "
+              "--iceberg WAREHOUSE", file=sys.stderr)
         return EX_USAGE
     table_name = args.iceberg_table or f"fex.{plan.name}_samples"
     shitu_name = args.iceberg_shitu_table or f"fex.{plan.name}_shitu"
@@ -327,10 +342,12 @@ def main(argv=None) -> int:
         job_args += ["--max-rate-per-input", str(args.max_rate)]
     jars = list(args.jars)
     if args.iceberg:
-        job_args += ["--iceberg-warehouse", os.path.abspath(args.iceberg), "--iceberg-table", table_name,
+        job_args += ["--iceberg-warehouse", warehouse_arg(args.iceberg), "--iceberg-table", table_name,
                      "--iceberg-shitu-table", shitu_name]
         if args.iceberg_catalog:
             job_args += ["--iceberg-catalog", args.iceberg_catalog]
+        for kv in args.iceberg_property:
+            job_args += ["--iceberg-property", kv]
         try:
             jars += job.iceberg_jars()
         except FileNotFoundError as e:

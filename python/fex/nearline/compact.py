@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-from .__main__ import EX_USAGE, duration_ms
+from .__main__ import EX_USAGE, duration_ms, warehouse_arg
 
 
 def parser() -> argparse.ArgumentParser:
@@ -26,6 +26,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--iceberg", required=True, metavar="WAREHOUSE", help="the warehouse the job writes")
     p.add_argument("--table", required=True, metavar="NS.NAME", help="the table to compact")
     p.add_argument("--iceberg-catalog", metavar="URI", help="the catalog (default: catalog.db in the warehouse)")
+    p.add_argument("--iceberg-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="a catalog or file-IO property (repeatable), as the job takes it")
     p.add_argument("--target-file-size", type=int, default=128 << 20, metavar="BYTES",
                    help="the size of the files written (default 128 MiB)")
     p.add_argument("--expire-older-than", type=duration_ms, metavar="DURATION",
@@ -37,10 +39,12 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     from . import job
 
-    cmd_args = ["--iceberg-warehouse", os.path.abspath(args.iceberg), "--iceberg-table", args.table,
+    cmd_args = ["--iceberg-warehouse", warehouse_arg(args.iceberg), "--iceberg-table", args.table,
                 "--target-file-bytes", str(args.target_file_size)]
     if args.iceberg_catalog:
         cmd_args += ["--iceberg-catalog", args.iceberg_catalog]
+    for kv in args.iceberg_property:
+        cmd_args += ["--iceberg-property", kv]
     if args.expire_older_than is not None:
         cmd_args += ["--expire-older-than-ms", str(args.expire_older_than)]
     scratch = tempfile.mkdtemp(prefix="fex-compact-")

@@ -23,7 +23,8 @@ public final class Compact {
     private Compact() {}
 
     static final String USAGE = "usage: fex.nearline.Compact --iceberg-warehouse DIR --iceberg-table NS.NAME "
-            + "[--iceberg-catalog URI] [--target-file-bytes N] [--expire-older-than-ms MS]";
+            + "[--iceberg-catalog URI] [--iceberg-property KEY=VALUE]... [--target-file-bytes N] "
+            + "[--expire-older-than-ms MS]";
 
     public static void main(String[] args) {
         System.exit(run(args, System.out, System.err));
@@ -33,6 +34,7 @@ public final class Compact {
         String warehouse = null;
         String table = null;
         String catalog = null;
+        java.util.List<String> properties = new java.util.ArrayList<>();
         long target = 128L << 20;
         long expireOlderThanMs = -1;
         try {
@@ -45,6 +47,7 @@ public final class Compact {
                     case "--iceberg-warehouse" -> warehouse = v;
                     case "--iceberg-table" -> table = v;
                     case "--iceberg-catalog" -> catalog = v;
+                    case "--iceberg-property" -> properties.add(SampleTable.property(v));
                     case "--target-file-bytes" -> target = Long.parseLong(v);
                     case "--expire-older-than-ms" -> expireOlderThanMs = Long.parseLong(v);
                     default -> throw new IllegalArgumentException("unknown flag " + args[i]);
@@ -65,7 +68,7 @@ public final class Compact {
             err.println(USAGE);
             return Job.EX_USAGE;
         }
-        SampleTable where = new SampleTable(warehouse, table, catalog);
+        SampleTable where = new SampleTable(warehouse, table, catalog, properties);
         Catalog c = null;
         try {
             // Open until the end: the table's commits go through its connections.

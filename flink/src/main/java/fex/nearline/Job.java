@@ -95,6 +95,8 @@ public final class Job {
         public String icebergCatalog;
         /** The joined-request ("Shitu") table, namespace.table: one row per emitted request; none when null. */
         public String icebergShituTable;
+        /** Catalog and file-IO properties, KEY=VALUE ({@code --iceberg-property}, repeatable). */
+        public List<String> icebergProperties = new ArrayList<>();
 
         static final String USAGE = "usage: fex.nearline.Job --config MODEL.yaml --requests PATH... --actions PATH... "
                 + "--out DIR [--batch] [--parallelism N] [--checkpoint-interval-ms MS] [--checkpoint-dir DIR] "
@@ -102,7 +104,7 @@ public final class Job {
                 + "[--max-record-bytes N] [--floor] [--state-backend rocksdb|hashmap] [--brokers HOST:PORT,...] "
                 + "[--kafka-group ID] [--transactional-id-prefix P] [--bounded] [--kafka-timeout-ms MS] "
                 + "[--max-rate-per-input EVENTS_PER_SECOND] [--iceberg-warehouse DIR --iceberg-table NS.NAME "
-                + "[--iceberg-catalog URI] [--iceberg-shitu-table NS.NAME]]\n"
+                + "[--iceberg-catalog URI] [--iceberg-shitu-table NS.NAME] [--iceberg-property KEY=VALUE]...]\n"
                 + "  a path kafka://TOPIC reads a topic; --out kafka://PREFIX writes PREFIX.joined, PREFIX.samples, "
                 + "PREFIX.manifest (and PREFIX.corrections)";
 
@@ -156,6 +158,7 @@ public final class Job {
                     case "--iceberg-table" -> o.icebergTable = v;
                     case "--iceberg-catalog" -> o.icebergCatalog = v;
                     case "--iceberg-shitu-table" -> o.icebergShituTable = v;
+                    case "--iceberg-property" -> o.icebergProperties.add(SampleTable.property(v));
                     case "--state-backend" -> {
                         if (!v.equals("rocksdb") && !v.equals("hashmap")) {
                             throw new IllegalArgumentException("--state-backend is rocksdb or hashmap, not " + v);
@@ -185,10 +188,10 @@ public final class Job {
                 throw new IllegalArgumentException(
                         "--monitor-ms, --restore and --checkpoint-dir are for streaming execution, not --batch");
             }
-            if (o.icebergWarehouse == null
-                    && (o.icebergTable != null || o.icebergCatalog != null || o.icebergShituTable != null)) {
-                throw new IllegalArgumentException(
-                        "--iceberg-table, --iceberg-shitu-table and --iceberg-catalog need --iceberg-warehouse");
+            if (o.icebergWarehouse == null && (o.icebergTable != null || o.icebergCatalog != null
+                    || o.icebergShituTable != null || !o.icebergProperties.isEmpty())) {
+                throw new IllegalArgumentException("--iceberg-table, --iceberg-shitu-table, --iceberg-catalog and "
+                        + "--iceberg-property need --iceberg-warehouse");
             }
             if (o.icebergWarehouse != null && o.icebergTable == null) {
                 throw new IllegalArgumentException("--iceberg-warehouse needs --iceberg-table (namespace.table)");
@@ -342,7 +345,7 @@ public final class Job {
         org.apache.iceberg.Schema tableSchema = null;
         Map<String, String> tableSummary = Map.of();
         if (o.icebergWarehouse != null) {
-            sampleTable = new SampleTable(o.icebergWarehouse, o.icebergTable, o.icebergCatalog);
+            sampleTable = new SampleTable(o.icebergWarehouse, o.icebergTable, o.icebergCatalog, o.icebergProperties);
             List<String> columns;
             try (TablePlan plan = TablePlan.fromYaml(yaml, Path.of(baseDir))) {
                 columns = plan.columns();
@@ -355,7 +358,7 @@ public final class Job {
         SampleTable shituTable = null;
         org.apache.iceberg.Schema shituSchema = null;
         if (o.icebergShituTable != null) {
-            shituTable = new SampleTable(o.icebergWarehouse, o.icebergShituTable, o.icebergCatalog);
+            shituTable = new SampleTable(o.icebergWarehouse, o.icebergShituTable, o.icebergCatalog, o.icebergProperties);
             shituSchema = shituTable.load(SampleTable.SHITU_COLUMNS, o.config.toString(), "joined requests")
                     .schema();
         }

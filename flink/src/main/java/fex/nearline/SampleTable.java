@@ -43,15 +43,40 @@ final class SampleTable implements Serializable {
     final String warehouse;
     final String table;
     final String catalogUri;
+    /** Catalog and file-IO properties as given (KEY=VALUE), over fex's own. */
+    final List<String> given;
 
-    SampleTable(String warehouse, String table, String catalogUri) {
-        this.warehouse = Path.of(warehouse).toAbsolutePath().toString();
+    SampleTable(String warehouse, String table, String catalogUri, List<String> properties) {
+        this.warehouse = isLocal(warehouse) ? Path.of(warehouse).toAbsolutePath().toString()
+                : warehouse.replaceAll("/+$", "");
         this.table = table;
         this.catalogUri = catalogUri;
+        this.given = List.copyOf(properties);
+    }
+
+    /** Whether a warehouse is a local directory rather than an object store's URI (s3://...). */
+    static boolean isLocal(String warehouse) {
+        return warehouse.startsWith("file:") || !warehouse.matches("^[A-Za-z][A-Za-z0-9+.-]*://.*");
+    }
+
+    /** {@code KEY=VALUE} checked ({@code --iceberg-property}). */
+    static String property(String keyValue) {
+        int eq = keyValue.indexOf('=');
+        if (eq <= 0 || keyValue.substring(0, eq).isBlank()) {
+            throw new IllegalArgumentException("--iceberg-property " + keyValue + ": give it as KEY=VALUE");
+        }
+        return keyValue;
+    }
+
+    boolean isRest() {
+        return catalogUri != null && (catalogUri.startsWith("http://") || catalogUri.startsWith("https://"));
     }
 
     /** What the catalog is, for messages (credentials in the URI are not shown, as fex-iceberg's). */
     String describe() {
+        if (isRest()) {
+            return catalogUri.replaceAll("://[^@/]*@", "://\u2026@") + " (REST)";
+        }
         return jdbcUri().replaceAll("://[^@/]*@", "://\u2026@");
     }
 
@@ -61,6 +86,11 @@ final class SampleTable implements Serializable {
      */
     String jdbcUri() {
         if (catalogUri == null || catalogUri.isEmpty()) {
+            if (!isLocal(warehouse)) {
+                throw new IllegalArgumentException("the warehouse " + warehouse + " is not a local directory, so it "
+                        + "has no embedded catalog: give --iceberg-catalog (postgresql://..., jdbc:..., or a REST "
+                        + "catalog's http(s)://...)");
+            }
             return "jdbc:sqlite:" + Path.of(warehouse, "catalog.db");
         }
         if (catalogUri.startsWith("jdbc:")) {
@@ -73,14 +103,23 @@ final class SampleTable implements Serializable {
         if (catalogUri.startsWith("postgres://") || catalogUri.startsWith("postgresql://")) {
             return "jdbc:postgresql://" + catalogUri.substring(catalogUri.indexOf("://") + 3).replaceAll("^[^@/]*@", "");
         }
-        throw new IllegalArgumentException("--iceberg-catalog " + catalogUri
-                + ": not a catalog URI fex knows (jdbc:..., sqlite://PATH, postgresql://user:password@host/db)");
+        throw new IllegalArgumentException("--iceberg-catalog " + catalogUri + ": not a catalog URI fex knows "
+                + "(jdbc:..., sqlite://PATH, postgresql://user:password@host/db, or a REST catalog's http(s)://...)");
     }
 
     Map<String, String> properties() {
         Map<String, String> p = new HashMap<>();
-        p.put(CatalogProperties.URI, jdbcUri());
         p.put(CatalogProperties.WAREHOUSE_LOCATION, warehouse);
+        if (isRest()) {
+            p.put(CatalogProperties.URI, catalogUri);
+        } else {
+            p.put(CatalogProperties.URI, jdbcUri());
+            // A JDBC catalog's default file IO is Hadoop's, which reads s3:// only with hadoop-aws: Iceberg's
+            // resolving IO picks its own S3FileIO (or GCS, ADLS) by the location's scheme, Hadoop's otherwise.
+            if (!isLocal(warehouse)) {
+                p.put(CatalogProperties.FILE_IO_IMPL, "org.apache.iceberg.io.ResolvingFileIO");
+            }
+        }
         if (catalogUri != null && catalogUri.matches("^postgres(ql)?://[^@/]+@.*")) {
             String credentials = catalogUri.substring(catalogUri.indexOf("://") + 3, catalogUri.indexOf('@'));
             int colon = credentials.indexOf(':');
@@ -89,12 +128,19 @@ final class SampleTable implements Serializable {
                 p.put("jdbc.password", credentials.substring(colon + 1));
             }
         }
+        for (String kv : given) {
+            int eq = kv.indexOf('=');
+            p.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
         return p;
     }
 
     CatalogLoader loader() {
-        return CatalogLoader.custom(CATALOG, properties(), new org.apache.hadoop.conf.Configuration(),
-                JdbcCatalog.class.getName());
+        org.apache.hadoop.conf.Configuration hadoop = new org.apache.hadoop.conf.Configuration();
+        if (isRest()) {
+            return CatalogLoader.rest(CATALOG, hadoop, properties());
+        }
+        return CatalogLoader.custom(CATALOG, properties(), hadoop, JdbcCatalog.class.getName());
     }
 
     TableIdentifier identifier() {
@@ -116,7 +162,7 @@ final class SampleTable implements Serializable {
      */
     Table load(List<String> columns, String model, String rows) {
         TableIdentifier id = identifier();
-        if (catalogUri == null || catalogUri.isEmpty()) {
+        if ((catalogUri == null || catalogUri.isEmpty()) && isLocal(warehouse)) {
             // The embedded catalog's file goes into the warehouse, which may not be there yet.
             try {
                 java.nio.file.Files.createDirectories(Path.of(warehouse));
