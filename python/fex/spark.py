@@ -307,7 +307,16 @@ _IDENTITY_COLUMNS = ("request_id", "row", "_request_time_micros")
 
 
 def extract(
-    df, column="sample", config=None, *, files=None, outputs=None, format="examples", keep=None, identity=False
+    df,
+    column="sample",
+    config=None,
+    *,
+    files=None,
+    outputs=None,
+    format="examples",
+    keep=None,
+    identity=False,
+    ignore_transforms=False,
 ):
     """Extracts the serialized samples in ``df[column]`` (binary) with a
     model config, returning a DataFrame of the kept columns plus one column
@@ -325,6 +334,11 @@ def extract(
       ``request_id`` (string), ``row`` (its index in its record) and
       ``request_time`` (timestamp), read from the LineId as ``fex extract
       --format iceberg`` reads it: the rows ``write_iceberg`` takes.
+    - ``ignore_transforms``: extract a model with ``offline:`` transforms
+      anyway, each record's rows as they are. Spark runs no transforms
+      (they filter, add and reorder rows across records in input order:
+      ``fex extract`` and ``fex.run`` do), so such a model is refused
+      unless this says its rows are wanted untransformed.
     """
     from pyspark.sql import types as T
 
@@ -333,6 +347,12 @@ def extract(
     if format not in _FORMATS:
         raise ValueError(f"format={format!r}: expected one of {', '.join(_FORMATS)}")
     plan = config if isinstance(config, Plan) else Plan.from_yaml(config, files=files)
+    if plan.offline_transforms and not ignore_transforms:
+        raise ValueError(
+            f"model {plan.name!r} has offline: transforms ({', '.join(plan.offline_transforms)}), which "
+            "fex.spark.extract does not run, so its rows would not be the ones fex extract writes: run the "
+            "transforms with fex extract or fex.run, or pass ignore_transforms=True for every record's rows as they are"
+        )
     specs = {s.name: s for s in plan.outputs}
     names = list(outputs) if outputs is not None else list(specs)
     unknown = [n for n in names if n not in specs]

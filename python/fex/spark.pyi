@@ -19,6 +19,7 @@ def extract(
     format: str = "examples",
     keep: Optional[Sequence[str]] = None,
     identity: bool = False,
+    ignore_transforms: bool = False,
 ) -> Any: ...
 def read_pbdataset(
     spark: Any,

@@ -217,6 +217,13 @@ impl Plan {
         self.plan.signature().into_iter().map(TensorSpec::from).collect()
     }
 
+    /// The names of the `offline:` section's transforms, in order (empty
+    /// without one): what `fex extract` and `fex.run` apply to the rows.
+    #[getter]
+    fn offline_transforms(&self) -> Vec<&'static str> {
+        self.plan.offline.transforms.iter().map(|t| t.name()).collect()
+    }
+
     /// The config's text.
     #[getter]
     fn config_text(&self) -> &str {

@@ -348,3 +348,20 @@ def test_a_sample_column_that_is_not_binary_is_refused_on_the_driver(spark):
     df = spark.createDataFrame([("not bytes",)], "sample string")
     with pytest.raises(ValueError, match=r"column 'sample' is string, not binary"):
         fex.spark.extract(df, config=fex.Plan.default())
+
+
+def test_a_model_with_offline_transforms_is_refused_unless_its_rows_are_wanted_untransformed(spark, batches):
+    """Spark runs no `offline:` transforms, so a model that has them would
+    give rows `fex extract` does not write: refused on the driver, naming
+    them; `ignore_transforms=True` extracts every record's rows as they are."""
+    text = fex.Plan.default().config_text + (
+        "\noffline:\n  transforms:\n    - {transform: filter_by_label, label_threshold: [0.5]}\n")
+    plan = fex.Plan.from_yaml(text)
+    assert plan.offline_transforms == ["filter_by_label"] and fex.Plan.default().offline_transforms == []
+    df = spark.createDataFrame([(0, batches[0])], "request int, sample binary")
+    with pytest.raises(ValueError, match=r"has offline: transforms \(filter_by_label\), which fex.spark.extract "
+                                         r"does not run"):
+        fex.spark.extract(df, config=plan, format="batch")
+    kept = fex.spark.extract(df, config=plan, format="batch", outputs=["item_id"], ignore_transforms=True)
+    plain = fex.spark.extract(df, config=fex.Plan.default(), format="batch", outputs=["item_id"])
+    assert kept.collect() == plain.collect() and kept.count() == 16
