@@ -505,7 +505,7 @@ def read_pbdataset(
 ICEBERG_CATALOG = "fex"
 
 
-def iceberg_catalog(spark, warehouse, catalog_uri=None):
+def iceberg_catalog(spark, warehouse, catalog_uri=None, properties=None):
     """Opens a fex warehouse's Iceberg tables in Spark SQL as the catalog
     ``fex``: its tables are then ``fex.<namespace>.<table>``
     (``spark.table("fex.fex.default_samples")``, SQL, ``DataFrame.writeTo``).
@@ -513,18 +513,31 @@ def iceberg_catalog(spark, warehouse, catalog_uri=None):
     Iceberg's ``SparkCatalog`` over Iceberg's JDBC catalog, on the SQLite
     file in the warehouse (``catalog.db``) or on ``catalog_uri``
     (``postgresql://user:password@host/db``, as ``fex extract --catalog``
-    takes it, or a ``jdbc:`` URL). The session needs Iceberg's Spark runtime
-    and the catalog's JDBC driver on its classpath (``spark.jars``;
-    scripts/spark/pom.xml names the versions the tests use: Iceberg
-    1.12.0 for Spark 4.1, sqlite-jdbc, PostgreSQL's driver). A session
-    holds one such catalog: opening another warehouse is refused."""
+    takes it, or a ``jdbc:`` URL), or over a REST catalog
+    (``catalog_uri="https://..."``). The warehouse is a directory or an
+    object store's URI (``s3://bucket/prefix``, with a catalog that is not
+    the embedded one); ``properties`` go to the catalog and its file IO under
+    Iceberg's names (``s3.endpoint``, ``client.region``, ``credential``...).
+    The session needs Iceberg's Spark runtime, AWS's SDK for S3
+    (``iceberg-aws-bundle``) and the catalog's JDBC driver on its classpath
+    (``spark.jars``; scripts/spark/pom.xml names the versions the tests
+    use: Iceberg 1.12.0 for Spark 4.1, sqlite-jdbc, PostgreSQL's driver). A
+    session holds one such catalog: opening another warehouse is refused
+    (``spark.newSession()`` holds catalogs of its own)."""
     import os
     from urllib.parse import unquote, urlsplit
 
-    warehouse = os.path.abspath(warehouse)
-    props = {"": "org.apache.iceberg.spark.SparkCatalog", "type": "jdbc", "warehouse": f"file:{warehouse}"}
+    remote = "://" in warehouse and not warehouse.startswith("file:")
+    location = warehouse.rstrip("/") if remote else f"file:{os.path.abspath(warehouse.removeprefix('file:'))}"
+    props = {"": "org.apache.iceberg.spark.SparkCatalog", "type": "jdbc", "warehouse": location}
     if catalog_uri is None:
-        props["uri"] = f"jdbc:sqlite:{os.path.join(warehouse, 'catalog.db')}"
+        if remote:
+            raise ValueError(f"the warehouse {warehouse} has no embedded catalog: give catalog_uri "
+                             "(postgresql://..., a jdbc: URL, or a REST catalog's http(s)://...)")
+        props["uri"] = f"jdbc:sqlite:{os.path.join(location.removeprefix('file:'), 'catalog.db')}"
+    elif catalog_uri.startswith(("http://", "https://")):
+        props["type"] = "rest"
+        props["uri"] = catalog_uri
     elif catalog_uri.startswith("jdbc:"):
         props["uri"] = catalog_uri
     elif catalog_uri.startswith(("postgresql://", "postgres://")):
@@ -536,7 +549,14 @@ def iceberg_catalog(spark, warehouse, catalog_uri=None):
         if u.password:
             props["jdbc.password"] = unquote(u.password)
     else:
-        raise ValueError(f"catalog_uri={catalog_uri!r}: expected postgresql://user:password@host/db or a jdbc: URL")
+        raise ValueError(
+            f"catalog_uri={catalog_uri!r}: expected postgresql://user:password@host/db, a jdbc: URL or http(s)://..."
+        )
+    if remote and props["type"] == "jdbc":
+        # A JDBC catalog's default file IO is Hadoop's (s3a:// only with
+        # hadoop-aws): Iceberg's resolving IO picks S3FileIO for s3://.
+        props["io-impl"] = "org.apache.iceberg.io.ResolvingFileIO"
+    props.update(properties or {})
     key = lambda name: f"spark.sql.catalog.{ICEBERG_CATALOG}" + (f".{name}" if name else "")  # noqa: E731
     current = spark.conf.get(key("warehouse"), None)
     if current not in (None, props["warehouse"]) or spark.conf.get(key("uri"), props["uri"]) != props["uri"]:

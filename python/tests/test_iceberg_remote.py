@@ -11,6 +11,9 @@ moto's, on 127.0.0.1), both started and stopped here.
 - a SQL catalog (SQLite) whose warehouse is on the object store, and `fex
   backfill` reading a joined-request table there and writing its sidecar
   there, no data file of the sample table rewritten;
+- Spark (fex.spark, Iceberg's Spark runtime) reading and appending to the
+  REST catalog's table on the store, and to a table whose SQL catalog is
+  in a real PostgreSQL;
 - bad configurations: an object-store warehouse with no catalog, a REST
   catalog that cannot be reached, a property that is not KEY=VALUE, a
   bucket that does not exist.
@@ -32,6 +35,7 @@ from conftest import ROOT, binary
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import iceberg_rest  # noqa: E402
 import object_store  # noqa: E402
+import postgres_server  # noqa: E402
 
 DEFAULT_MODEL = os.path.join(ROOT, "models", "default.yaml")
 U64 = 1 << 64
@@ -230,3 +234,71 @@ def test_bad_remote_configurations_are_named_before_anything_is_written(s3, requ
                 *flags(s3_properties(s3)), check=False)
     assert p.returncode == 1, p.stderr
     assert "no-such-bucket" in p.stderr and "NoSuchBucket" in p.stderr, p.stderr
+
+
+def spark_session(spark):
+    """A session of the tests' Spark of its own: a session keeps the one
+    `fex` catalog it opened (test_iceberg.py's is on a local warehouse)."""
+    if not os.environ.get("FEX_SPARK_JARS"):
+        _unavailable("FEX_SPARK_JARS is not set (scripts/test.sh fetches Iceberg's Spark runtime and sets it)")
+    return spark.newSession()
+
+
+def test_spark_reads_and_writes_the_rest_catalogs_table_on_the_object_store(spark, s3, rest, requests):
+    """fex.spark on the REST catalog and S3: Spark SQL reads what `fex
+    extract` wrote there, and Iceberg's Spark writer appends to it through
+    the same catalog, files on the store."""
+    import fex
+    import fex.spark
+    from pyiceberg.catalog.rest import RestCatalog
+
+    session = spark_session(spark)
+    warehouse, table = f"s3://{s3['bucket']}/rest", "fex.spark_remote"
+    props = s3_properties(s3)
+    fex_cli("extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", warehouse, "--catalog", rest,
+            *flags(props), "--table", table, requests)
+    fex.spark.iceberg_catalog(session, warehouse, rest, props)
+    by_sql = session.sql(f"SELECT request_id, row, item_id FROM fex.{table}").toArrow()
+    catalog = RestCatalog("fex", uri=rest, **pyiceberg_properties(s3))
+    by_fex = catalog.load_table(table).scan().to_arrow()
+    key = lambda t: Counter(rows(t, ["request_id", "row", "item_id"]))  # noqa: E731
+    assert key(by_sql) == key(by_fex) and by_sql.num_rows == 480
+
+    plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+    samples = fex.spark.extract(fex.spark.read_pbdataset(session, requests), config=plan, format="batch", keep=[],
+                                identity=True)
+    fex.spark.write_iceberg(samples, table, plan)
+    written = catalog.load_table(table)
+    assert [s.summary.additional_properties.get("engine-name", "fex") for s in written.snapshots()] == ["fex", "spark"]
+    assert all(t.file.file_path.startswith(f"{warehouse}/fex/spark_remote/") for t in written.scan().plan_files())
+    assert key(written.scan().to_arrow()) == Counter({k: 2 * n for k, n in key(by_fex).items()})
+
+
+def test_spark_on_a_postgresql_catalog(spark, requests, tmp_path):
+    """fex.spark on a SQL catalog in a real PostgreSQL (Iceberg's JDBC
+    catalog through PostgreSQL's driver): what `fex extract` committed
+    there is read, and Spark's append is what pyiceberg then reads."""
+    import fex
+    import fex.spark
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    session = spark_session(spark)
+    try:
+        postgres_server.bin_dir()
+    except postgres_server.Missing as e:
+        if os.environ.get("FEX_REQUIRE_POSTGRES"):
+            pytest.fail(str(e))
+        pytest.skip(str(e))
+    with postgres_server.running() as postgres:
+        warehouse = tmp_path / "w"
+        fex_cli("extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", str(warehouse),
+                "--catalog", f"postgresql://{postgres}", requests)
+        fex.spark.iceberg_catalog(session, str(warehouse), f"postgresql://{postgres}")
+        assert session.sql("SELECT count(*) AS n FROM fex.fex.default_samples").collect()[0]["n"] == 480
+        plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+        samples = fex.spark.extract(fex.spark.read_pbdataset(session, requests), config=plan, format="batch",
+                                    keep=[], identity=True)
+        fex.spark.write_iceberg(samples, "fex.default_samples", plan)
+        catalog = SqlCatalog("fex", uri=f"postgresql+psycopg2://{postgres}", warehouse=f"file://{warehouse}")
+        table = catalog.load_table("fex.default_samples")
+        assert len(table.snapshots()) == 2 and table.scan().to_arrow().num_rows == 960
