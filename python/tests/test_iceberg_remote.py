@@ -31,6 +31,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, binary
+# The same generated requests and row comparison as test_iceberg.py.
+from test_iceberg import requests, rows  # noqa: F401
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import iceberg_rest  # noqa: E402
@@ -38,7 +40,6 @@ import object_store  # noqa: E402
 import postgres_server  # noqa: E402
 
 DEFAULT_MODEL = os.path.join(ROOT, "models", "default.yaml")
-U64 = 1 << 64
 
 
 def _unavailable(reason):
@@ -80,32 +81,11 @@ def rest(s3):
         yield uri
 
 
-@pytest.fixture(scope="module")
-def requests(tmp_path_factory):
-    out = tmp_path_factory.mktemp("remote") / "requests.pb"
-    args = ["gen", "--model-config", DEFAULT_MODEL, "--count", "40", "--batch-size", "12", "--seed", "11", "--out", str(out)]
-    subprocess.run([binary("FEX_CLIENT"), *args], check=True, capture_output=True)
-    return str(out)
-
-
 def fex_cli(*args, check=True, timeout=300):
     p = subprocess.run([binary("FEX_CLI"), *args], capture_output=True, text=True, timeout=timeout)
     if check:
         assert p.returncode == 0, p.stderr
     return p
-
-
-def rows(table, columns, unsigned=()):
-    data = table.select(columns).to_pylist()
-
-    def value(name, v):
-        if isinstance(v, list):
-            return tuple(value(name, x) for x in v)
-        if name in unsigned and isinstance(v, int):
-            return v % U64
-        return v
-
-    return [tuple(value(c, r[c]) for c in columns) for r in data]
 
 
 def plain_rows(requests, tmp_path):

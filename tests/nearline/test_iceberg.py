@@ -109,6 +109,18 @@ def extracted(tmp_path, joined_dir, name):
     return load(warehouse)
 
 
+def model_with_a_new_output(tmp_path):
+    """The job's model (its files' paths made absolute) with one more
+    output, `item_fids_again`, a copy of `item_fids`: what a backfill adds."""
+    new_model = tmp_path / "new.yaml"
+    text = open(MODEL).read().replace("file: ../", f"file: {os.path.dirname(os.path.dirname(MODEL))}/")
+    text = text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
+    new_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
+                                      "  - {name: item_fids, kind: sparse}\n"
+                                      "  - {name: item_fids_again, kind: sparse, source: item_fids}\n", 1))
+    return new_model
+
+
 @pytest.mark.parametrize("mode", [["--checkpoint-interval", "1s"], ["--batch"]], ids=["streaming", "batch"])
 def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path, mode):
     """Streaming (commits on checkpoints) and batch execution (one commit
@@ -174,12 +186,7 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path, mode
     base_files = sorted(glob.glob(str(warehouse / "fex" / "nearline_ranker_samples" / "data" / "**" / "*.parquet"),
                         recursive=True))
     base_snapshots = [s.snapshot_id for s in table.snapshots()]
-    new_model = tmp_path / "new.yaml"
-    text = open(MODEL).read().replace("file: ../", f"file: {os.path.dirname(os.path.dirname(MODEL))}/")
-    text = text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
-    new_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
-                                      "  - {name: item_fids, kind: sparse}\n"
-                                      "  - {name: item_fids_again, kind: sparse, source: item_fids}\n", 1))
+    new_model = model_with_a_new_output(tmp_path)
     backfill = [cli(), "backfill", "--model", str(new_model), "-o", str(warehouse), "--into", "fex.v2_sidecar"]
     p = subprocess.run(backfill, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -507,12 +514,7 @@ def test_the_job_writes_through_a_rest_catalog_onto_an_object_store(inputs, tmp_
         assert rows(table)[0] == want
 
         # A backfill of one new output, from the joined-request table there into a sidecar there.
-        new_model = tmp_path / "new.yaml"
-        text = open(MODEL).read().replace("file: ../", f"file: {os.path.dirname(os.path.dirname(MODEL))}/")
-        text = text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
-        new_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
-                                          "  - {name: item_fids, kind: sparse}\n"
-                                          "  - {name: item_fids_again, kind: sparse, source: item_fids}\n", 1))
+        new_model = model_with_a_new_output(tmp_path)
         p = subprocess.run([cli(), "backfill", "--model", str(new_model), *remote, "--into", "fex.v2_sidecar"],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr
