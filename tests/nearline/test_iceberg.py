@@ -109,13 +109,18 @@ def extracted(tmp_path, joined_dir, name):
     return load(warehouse)
 
 
-def model_with_a_new_output(tmp_path):
-    """The job's model (its files' paths made absolute) with one more
-    output, `item_fids_again`, a copy of `item_fids`: what a backfill adds."""
-    new_model = tmp_path / "new.yaml"
+def job_model_text():
+    """The job's model config with its files' paths made absolute (to be
+    written elsewhere)."""
     text = open(MODEL).read().replace("file: ../", f"file: {os.path.dirname(os.path.dirname(MODEL))}/")
-    text = text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
-    new_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
+    return text.replace("file: df.tsv", f"file: {os.path.join(os.path.dirname(MODEL), 'df.tsv')}")
+
+
+def model_with_a_new_output(tmp_path):
+    """The job's model with one more output, `item_fids_again`, a copy of
+    `item_fids`: what a backfill adds."""
+    new_model = tmp_path / "new.yaml"
+    new_model.write_text(job_model_text().replace("  - {name: item_fids, kind: sparse}\n",
                                       "  - {name: item_fids, kind: sparse}\n"
                                       "  - {name: item_fids_again, kind: sparse, source: item_fids}\n", 1))
     return new_model
@@ -227,6 +232,7 @@ def test_the_jobs_samples_are_the_rows_fex_extract_writes(inputs, tmp_path, mode
     catalog = SqlCatalog("fex", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
     catalog.create_table("fex.mined_delta", schema=delta_rows.schema).append(delta_rows)
     delta_model = tmp_path / "delta.yaml"
+    text = job_model_text()
     delta_model.write_text(text.replace("  - {name: item_fids, kind: sparse}\n",
                                         "  - {name: item_fids, kind: sparse}\n  - {name: mined_fids, kind: sparse}\n", 1))
     p = subprocess.run([cli(), "backfill", "--model", str(delta_model), "-o", str(warehouse), "--into", "fex.mined",
