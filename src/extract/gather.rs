@@ -698,7 +698,7 @@ pub(crate) fn direct_sources(plan: &Plan, needed: &[bool], direct: &mut Vec<bool
     direct.resize(plan.source_names.len(), false);
     for (out, _) in plan.outputs.iter().zip(needed).filter(|(_, n)| **n) {
         if let crate::config::Source::Feature(s) = out.source()
-            && matches!(out.op, crate::config::Op::Sparse { .. } | crate::config::Op::Dense { .. })
+            && walks(&out.op)
         {
             direct[s] = true;
         }
@@ -709,11 +709,17 @@ pub(crate) fn direct_sources(plan: &Plan, needed: &[bool], direct: &mut Vec<bool
     }
     for (out, _) in plan.outputs.iter().zip(needed).filter(|(_, n)| **n) {
         if let crate::config::Source::Feature(s) = out.source()
-            && !matches!(out.op, crate::config::Op::Sparse { .. } | crate::config::Op::Dense { .. })
+            && !walks(&out.op)
         {
             direct[s] = false;
         }
     }
+}
+
+/// The outputs whose writers walk their list (`Ctx::write_walked`).
+fn walks(op: &crate::config::Op) -> bool {
+    use crate::config::Op;
+    matches!(op, Op::Sparse { .. } | Op::Dense { .. } | Op::String { join: None, .. })
 }
 
 /// A length of one to three varint bytes at `at`: (length, where its bytes

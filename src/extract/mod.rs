@@ -476,6 +476,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::Dense { source, dtype, dim, default, meta } => {
                 dense::write_direct(self, (*source, *dtype, *dim, *default, *meta), name, body, c)
             }
+            Op::String { join: None, .. } => strings::write_direct(self, name, body, c),
             _ => None,
         };
         let walked = walked.ok_or(Stop::Retry)?;
@@ -486,9 +487,13 @@ impl<'x, 'a> Ctx<'x, 'a> {
             return Err(Stop::Retry);
         }
         let rows = RowPlan::new(shared, self.once(out), all);
-        if let Column::Dense(d) = c {
-            d.rows = walked.count;
-            d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
+        match c {
+            Column::Dense(d) => {
+                d.rows = walked.count;
+                d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
+            }
+            Column::Strings(s) => s.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize)),
+            _ => {}
         }
         c.keep_rows(rows.compute);
         *budget -= bound;

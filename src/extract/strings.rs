@@ -1,8 +1,9 @@
 //! Bytes features → one string per row: bytes_list[0] or bytes_value.
 
+use super::gather::{ListEnd, walk_runs};
 use super::{Cell, Ctx, ExtractError};
 use crate::columns::Column;
-use crate::view::FeatureKind;
+use crate::view::{FeatureKind, FeatureView};
 
 pub(super) fn write(cx: &Ctx<'_, '_>, source: usize, c: &mut Column, rows: usize) -> Result<(), ExtractError> {
     let s = c.strings_mut();
@@ -81,4 +82,48 @@ pub(super) fn cell_value<'a>(
         None => None,
         other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
     })
+}
+
+/// Walks a list straight into the column: a row per Feature, a bytes_list's
+/// first value read without a view, others as `cell_value` reads them.
+/// `None` on anything the checked path must judge (an error, more Features
+/// than rows); the caller judges the count of Features.
+pub(super) fn write_direct(cx: &Ctx<'_, '_>, name: &[u8], body: &[u8], c: &mut Column) -> Option<ListEnd> {
+    let rows = cx.rows_in_batch().max(1);
+    let s = c.strings_mut();
+    s.offsets.reserve(rows + 1);
+    s.end_row();
+    let mut count = 0;
+    walk_runs(name, body, None, |feature, _, _| {
+        if count == rows {
+            return None;
+        }
+        count += 1;
+        let value = match super::line_id::first_bytes(feature) {
+            Some(v) => Some(v),
+            None => any_value(cx, feature)?,
+        };
+        if let Some(v) = value {
+            s.bytes.extend_from_slice(v);
+        }
+        s.end_row();
+        Some(())
+    })
+}
+
+/// `cell_value` of a Feature that is not a bytes_list of one value up
+/// front; `None` for what `cell_value` calls an error.
+fn any_value<'a>(cx: &Ctx<'_, '_>, feature: &'a [u8]) -> Option<Option<&'a [u8]>> {
+    let f = FeatureView::parse(feature, 0).ok()?;
+    match f.kind() {
+        Some(FeatureKind::BytesList) => match f.first_bytes().ok()? {
+            Some(v) => Some(Some(v)),
+            None if cx.is_monolith() => None,
+            None => Some(None),
+        },
+        Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => Some(None),
+        Some(FeatureKind::BytesValue) => Some(Some(f.bytes_value())),
+        None => Some(None),
+        Some(_) => None,
+    }
 }

@@ -16,6 +16,7 @@ const MODEL: &str = "name: m\ncompat: COMPAT\nfeatures:
   - {name: d, kind: dense, shape: [2]DEFAULT}
   - {name: e, kind: dense, shape: [1]}
   - {name: h, op: hash, input: a, buckets: 7}
+  - {name: s, kind: string}
 ";
 
 fn feature() -> impl Strategy<Value = pb::Feature> {
@@ -28,12 +29,15 @@ fn feature() -> impl Strategy<Value = pb::Feature> {
         fids.prop_map(|value| Type::FidV1List(pb::FidList { value })),
         floats.prop_map(|value| Type::FloatList(pb::FloatList { value })),
         any::<i64>().prop_map(Type::Int64Value),
+        prop::collection::vec(prop::collection::vec(any::<u8>(), 0..6), 0..3)
+            .prop_map(|value| Type::BytesList(pb::BytesList { value })),
+        prop::collection::vec(any::<u8>(), 0..6).prop_map(Type::BytesValue),
     ]
     .prop_map(|t| pb::Feature { r#type: Some(t) })
 }
 
 fn batch() -> impl Strategy<Value = Vec<u8>> {
-    let names = || prop::sample::select(vec!["a", "b", "d", "e", "z"]);
+    let names = || prop::sample::select(vec!["a", "b", "d", "e", "s", "z"]);
     let features = prop_oneof![prop::collection::vec(feature(), 0..5), prop::collection::vec(feature(), 0..12)];
     let list = (names(), features, any::<bool>(), prop::option::weighted(0.15, names()));
     (prop::collection::vec(list, 0..6), prop_oneof![0..4i32, 0..12i32], any::<usize>(), any::<u8>(), 0..4u8).prop_map(
@@ -64,13 +68,13 @@ fn run(plan: &Plan, buf: &[u8], outputs: Option<&[usize]>, cells_only: bool) -> 
 
 proptest! {
     #[test]
-    fn walked_lists_agree_with_cells(buf in batch(), monolith in any::<bool>(), pick in any::<[bool; 5]>(), all in any::<bool>()) {
+    fn walked_lists_agree_with_cells(buf in batch(), monolith in any::<bool>(), pick in any::<[bool; 6]>(), all in any::<bool>()) {
         let compat = if monolith { "monolith" } else { "native" };
         let default = if monolith { "" } else { ", default: 0.5" };
         let plan = Plan::from_yaml(&MODEL.replace("COMPAT", compat).replace("DEFAULT", default)).unwrap();
         // Every output, or a subset: a list no selected output reads must
         // still be judged as the checked path judges it.
-        let names: Vec<&str> = ["a", "b", "d", "e", "h"].into_iter().zip(pick).filter(|(_, p)| *p).map(|(n, _)| n).collect();
+        let names: Vec<&str> = ["a", "b", "d", "e", "h", "s"].into_iter().zip(pick).filter(|(_, p)| *p).map(|(n, _)| n).collect();
         let picked = plan.select(&names).unwrap();
         let outputs = (!all).then_some(picked.as_slice());
         prop_assert_eq!(run(&plan, &buf, outputs, false), run(&plan, &buf, outputs, true));
@@ -83,15 +87,21 @@ fn a_regular_batch_is_walked_without_cells() {
     let plan = Plan::from_yaml(&MODEL.replace("COMPAT", "native").replace("DEFAULT", "")).unwrap();
     let fids = |v: &[u64]| pb::Feature { r#type: Some(Type::FidV2List(pb::FidList { value: v.to_vec() })) };
     let list = |name: &str, feature, shared| pb::NamedFeatureList { name: name.into(), feature, r#type: shared, id: 0 };
+    let bytes = |v: &[u8]| pb::Feature { r#type: Some(Type::BytesList(pb::BytesList { value: vec![v.to_vec()] })) };
     let batch = pb::ExampleBatch {
-        named_feature_list: vec![list("a", vec![fids(&[1, 2]), fids(&[3])], 0), list("b", vec![fids(&[9])], 1)],
+        named_feature_list: vec![
+            list("a", vec![fids(&[1, 2]), fids(&[3])], 0),
+            list("b", vec![fids(&[9])], 1),
+            list("s", vec![bytes(b"x"), pb::Feature { r#type: Some(Type::BytesValue(b"yz".to_vec())) }], 0),
+        ],
         batch_size: 2,
         ..Default::default()
     };
     let mut ex = Extractor::new();
     let mut out = Extracted::default();
     ex.extract_batch(&plan, &batch.encode_to_vec(), &mut out).unwrap();
-    assert!(ex.index.has_direct() && ex.index.cells.is_empty(), "both lists walked");
+    assert!(ex.index.has_direct() && ex.index.cells.is_empty(), "every list walked");
+    assert_eq!(out.tensor("s").unwrap().strings(), [b"x".as_slice(), b"yz"]);
     let a = out.tensor("a").unwrap();
     assert_eq!((a.ragged_u64(), a.shape), (vec![vec![1, 2], vec![3]], vec![2, -1]));
     let b = out.tensor("b").unwrap();
