@@ -151,14 +151,14 @@ impl CatalogSpec {
                 .with_runtime(Runtime::new(runtime))
                 .load(CATALOG_NAME, props);
             let catalog = match tokio::time::timeout(REST_TIMEOUT, load).await {
-                Ok(loaded) => loaded.map_err(|e| failed(e.to_string()))?,
+                Ok(loaded) => loaded.map_err(|e| failed(causes(&e)))?,
                 Err(_) => return Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
             };
             // The client asks the server for its configuration on first use:
             // a catalog that cannot be reached is said here, before any file.
             match tokio::time::timeout(REST_TIMEOUT, catalog.list_namespaces(None)).await {
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(failed(e.to_string())),
+                Ok(Err(e)) => return Err(failed(causes(&e))),
                 Err(_) => return Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
             }
             return Ok(Arc::new(catalog));
@@ -191,6 +191,23 @@ impl CatalogSpec {
             .map_err(|e| failed(e.to_string()))?;
         Ok(Arc::new(catalog))
     }
+}
+
+/// An error and every cause under it that its message does not already
+/// say: an HTTP client's "error sending request" says why only there (a
+/// refused connection, a certificate no root vouches for).
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !message.contains(&said) {
+            message.push_str(": ");
+            message.push_str(&said);
+        }
+        next = cause.source();
+    }
+    message
 }
 
 /// `KEY=VALUE` as a catalog property.

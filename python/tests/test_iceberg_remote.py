@@ -203,7 +203,7 @@ def test_bad_remote_configurations_are_named_before_anything_is_written(s3, requ
     # A REST catalog nobody serves.
     p = fex_cli(*extract, "-o", str(tmp_path / "w"), "--catalog", "http://127.0.0.1:9", check=False, timeout=120)
     assert p.returncode == 1, p.stderr
-    assert "error: the catalog http://127.0.0.1:9 (REST):" in p.stderr, p.stderr
+    assert "error: the catalog http://127.0.0.1:9 (REST):" in p.stderr and "Connection refused" in p.stderr, p.stderr
     assert not os.path.exists(tmp_path / "w" / "fex")
     # A property without its value.
     p = fex_cli(*extract, "-o", str(tmp_path / "w"), "--catalog-property", "s3.endpoint", check=False)
@@ -282,3 +282,33 @@ def test_spark_on_a_postgresql_catalog(spark, requests, tmp_path):
         catalog = SqlCatalog("fex", uri=f"postgresql+psycopg2://{postgres}", warehouse=f"file://{warehouse}")
         table = catalog.load_table("fex.default_samples")
         assert len(table.snapshots()) == 2 and table.scan().to_arrow().num_rows == 960
+
+
+def test_a_rest_catalog_over_https_is_trusted_by_its_ca(requests, tmp_path, monkeypatch):
+    """The REST catalog served over HTTPS (a CA and a certificate for
+    127.0.0.1 made here): `fex extract` trusts it through SSL_CERT_FILE
+    (rustls with the system's roots), and refuses it, naming the catalog,
+    without that CA."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    try:
+        iceberg_rest.classpath()
+    except iceberg_rest.Missing as e:
+        _unavailable(str(e))
+    ca, keystore, password = iceberg_rest.self_signed(tmp_path)
+    warehouse = tmp_path / "w"
+    with iceberg_rest.running(str(warehouse), tls=(keystore, password)) as rest:
+        assert rest.startswith("https://127.0.0.1:")
+        cmd = [binary("FEX_CLI"), "extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", str(warehouse),
+               "--catalog", rest, requests]
+        env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        assert p.returncode == 1, p.stderr
+        assert f"error: the catalog {rest} (REST):" in p.stderr and "invalid peer certificate" in p.stderr, p.stderr
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=dict(env, SSL_CERT_FILE=ca))
+        assert p.returncode == 0, p.stderr
+        assert "committed 480 rows" in p.stderr, p.stderr
+        # (requests prefers REQUESTS_CA_BUNDLE, where set, to the session's own CA.)
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", ca)
+        table = RestCatalog("fex", uri=rest, ssl={"cabundle": ca}).load_table("fex.default_samples")
+        assert table.scan().to_arrow().num_rows == 480

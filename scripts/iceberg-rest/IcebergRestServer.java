@@ -6,10 +6,11 @@
 //   java -cp "$(cat target/iceberg-rest.classpath)" \
 //        scripts/iceberg-rest/IcebergRestServer.java key=value ...
 //
-// Every key=value is a catalog property (uri, warehouse, io-impl, s3.*). The
-// server binds an ephemeral port, prints "listening on 127.0.0.1:<port>" once
-// it accepts connections, and stops when its standard input closes, so a test
-// that dies takes the server with it.
+// Every key=value is a catalog property (uri, warehouse, io-impl, s3.*), but
+// server.tls-keystore=PATH (a PKCS#12 file) and server.tls-password=PW, which
+// make it serve HTTPS. The server binds an ephemeral port, prints "listening
+// on 127.0.0.1:<port>" once it accepts connections, and stops when its
+// standard input closes, so a test that dies takes the server with it.
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
@@ -22,6 +23,7 @@ import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
 import org.eclipse.jetty.ee10.servlet.ServletHolder;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.util.ssl.SslContextFactory;
 
 public class IcebergRestServer {
   public static void main(String[] args) throws Exception {
@@ -40,11 +42,22 @@ public class IcebergRestServer {
       System.err.println("error: give uri=jdbc:... and warehouse=...");
       System.exit(64);
     }
+    String keystore = props.remove("server.tls-keystore");
+    String password = props.remove("server.tls-password");
     Catalog catalog = CatalogUtil.buildIcebergCatalog("rest_backend", props, new Configuration());
     ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
     context.addServlet(new ServletHolder(new RESTCatalogServlet(new RESTCatalogAdapter(catalog))), "/*");
     Server server = new Server();
-    ServerConnector connector = new ServerConnector(server);
+    ServerConnector connector;
+    if (keystore != null) {
+      SslContextFactory.Server tls = new SslContextFactory.Server();
+      tls.setKeyStorePath(keystore);
+      tls.setKeyStoreType("PKCS12");
+      tls.setKeyStorePassword(password == null ? "" : password);
+      connector = new ServerConnector(server, tls);
+    } else {
+      connector = new ServerConnector(server);
+    }
     connector.setHost("127.0.0.1");
     connector.setPort(0);
     server.addConnector(connector);

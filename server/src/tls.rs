@@ -32,6 +32,7 @@ const CLIENT_CA: &str = "client CA bundle (--tls-client-ca)";
 /// TLS is off.
 pub fn load(args: &Args) -> Result<Option<ServerTlsConfig>, TlsError> {
     let (Some(cert_path), Some(key_path)) = (&args.tls_cert, &args.tls_key) else { return Ok(None) };
+    install_crypto();
     let cert = PemFile::read(cert_path, CERT)?;
     let key = PemFile::read(key_path, KEY)?;
     let chain = cert.certificates()?;
@@ -53,6 +54,16 @@ pub fn load(args: &Args) -> Result<Option<ServerTlsConfig>, TlsError> {
         tls = tls.client_ca_root(Certificate::from_pem(&ca.bytes));
     }
     Ok(Some(tls))
+}
+
+/// Makes ring rustls's process-wide crypto, as tonic's `tls-ring` says.
+/// rustls picks its default from its own features only when exactly one
+/// backend is compiled in; a build of the whole workspace has two
+/// (fex-iceberg's object-store client brings aws-lc-rs), and then every
+/// server TLS configuration (ours below, tonic's when it serves) would
+/// panic. Installed before any is made; a second call changes nothing.
+fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// A PEM file's bytes and sections.

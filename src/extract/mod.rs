@@ -297,6 +297,20 @@ pub fn extract_examples(plan: &Plan, bufs: &[&[u8]]) -> Result<Extracted, Extrac
     Ok(out)
 }
 
+/// A written column's dimensions after its rows, from the output's shape
+/// (and a dense column's count of rows written).
+fn set_dims(c: &mut Column, out: &Output, rows: usize) {
+    let dims = out.shape.iter().map(|&x| x.max(0) as usize);
+    match c {
+        Column::Dense(d) => {
+            d.rows = rows;
+            d.dims.extend(dims);
+        }
+        Column::Strings(s) => s.dims.extend(dims),
+        _ => {}
+    }
+}
+
 /// Bytes an output takes whatever the input holds (0 for variable outputs).
 fn fixed_size(out: &Output, rows: usize) -> usize {
     let (layout, dtype, _) = out.layout();
@@ -437,14 +451,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             Op::ActionLabel { tasks } => label::write_action_labels(self, c, rows.compute, tasks)?,
             Op::Derived(_) => unreachable!("derived outputs run in Extractor::compute"),
         }
-        match c {
-            Column::Dense(d) => {
-                d.rows = rows.compute;
-                d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
-            }
-            Column::Strings(s) => s.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize)),
-            _ => {}
-        }
+        set_dims(c, out, rows.compute);
         write::charge(budget, c.byte_len().saturating_sub(fixed), limit)?;
         if rows.total > rows.compute {
             write::broadcast(c, rows.total, budget, limit)?;
@@ -487,14 +494,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
             return Err(Stop::Retry);
         }
         let rows = RowPlan::new(shared, self.once(out), all);
-        match c {
-            Column::Dense(d) => {
-                d.rows = walked.count;
-                d.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize));
-            }
-            Column::Strings(s) => s.dims.extend(out.shape.iter().map(|&x| x.max(0) as usize)),
-            _ => {}
-        }
+        set_dims(c, out, walked.count);
         c.keep_rows(rows.compute);
         *budget -= bound;
         write::charge(budget, c.byte_len(), limit)?;
