@@ -36,8 +36,8 @@ pub(crate) fn extend_le<T: bytemuck::Pod>(v: &mut Vec<T>, le: &[u8]) {
 pub(crate) const PAD: usize = 128;
 
 /// `extend_le` of the first `n` bytes of `src` (`n <= PAD`), for a run that
-/// has at least `PAD` readable bytes from its start (the rest of its list,
-/// and of the input, follows it). It copies all `PAD` bytes, the words past `n`
+/// has at least `PAD` readable bytes from its start (the rest of its list
+/// follows it in the input). It copies all `PAD` bytes, the words past `n`
 /// landing in `v`'s spare capacity, where the next append overwrites them:
 /// one fixed-size copy instead of a branch on the run's size, which random
 /// run lengths make unpredictable. Returns false, having appended nothing,

@@ -479,7 +479,7 @@ impl<'x, 'a> Ctx<'x, 'a> {
         let bound = fixed_size(out, all.max(1));
         write::charge(budget, bound, limit)?;
         let walked = match &out.op {
-            Op::Sparse { .. } => sparse::write_direct(self, name, body, &self.bufs[0][start..], c),
+            Op::Sparse { .. } => sparse::write_direct(self, name, body, c),
             Op::Dense { source, dtype, dim, default, meta } => {
                 dense::write_direct(self, (*source, *dtype, *dim, *default, *meta), name, body, c)
             }

@@ -85,26 +85,16 @@ pub(super) fn general_row(
 
 /// Walks a list straight into the column: a row per Feature, canonical runs
 /// copied whole, others decoded in full. `None` on anything the checked path
-/// must judge; the caller judges the count of Features. `window` is the list
-/// and whatever follows it in its buffer (`body` is its start): the bytes a
-/// padded copy may read past a run, so that a list's last Features copy as
-/// its others do.
-pub(super) fn write_direct(
-    cx: &Ctx<'_, '_>,
-    name: &[u8],
-    body: &[u8],
-    window: &[u8],
-    c: &mut Column,
-) -> Option<ListEnd> {
-    debug_assert!(window.starts_with(body) && std::ptr::eq(window.as_ptr(), body.as_ptr()));
+/// must judge; the caller judges the count of Features.
+pub(super) fn write_direct(cx: &Ctx<'_, '_>, name: &[u8], body: &[u8], c: &mut Column) -> Option<ListEnd> {
     let rows = cx.rows_in_batch().max(1);
     let r = c.ragged_mut();
     r.splits.push(0).ok()?;
     match (&mut r.values, &mut r.splits) {
-        (Values::U64(v), Splits::I64(s)) => walk_ids(cx, name, (body, window), rows, v, s),
-        (Values::U64(v), Splits::I32(s)) => walk_ids(cx, name, (body, window), rows, v, s),
-        (Values::I64(v), Splits::I64(s)) => walk_ids(cx, name, (body, window), rows, v, s),
-        (Values::I64(v), Splits::I32(s)) => walk_ids(cx, name, (body, window), rows, v, s),
+        (Values::U64(v), Splits::I64(s)) => walk_ids(cx, name, body, rows, v, s),
+        (Values::U64(v), Splits::I32(s)) => walk_ids(cx, name, body, rows, v, s),
+        (Values::I64(v), Splits::I64(s)) => walk_ids(cx, name, body, rows, v, s),
+        (Values::I64(v), Splits::I32(s)) => walk_ids(cx, name, body, rows, v, s),
         _ => None,
     }
 }
@@ -113,7 +103,7 @@ pub(super) fn write_direct(
 fn walk_ids<T: Id, S: SplitInt>(
     cx: &Ctx<'_, '_>,
     name: &[u8],
-    (body, window): (&[u8], &[u8]),
+    body: &[u8],
     rows: usize,
     values: &mut Vec<T>,
     splits: &mut Vec<S>,
@@ -124,12 +114,11 @@ fn walk_ids<T: Id, S: SplitInt>(
     // the list's own bytes (at most 8 bytes of split per 2-byte Feature), and
     // the caller refuses a count other than the batch's after the walk.
     walk_runs(name, body, Some(0x12), |feature, start, run| {
-        // A short run followed by the rest of its list and buffer: one
-        // fixed-size copy (its values start 4 bytes into the Feature).
-        // Anything else goes out of line, so that this stays small enough
-        // to inline.
+        // A short run followed by the rest of its list: one fixed-size copy
+        // (its values start 4 bytes into the Feature). Anything else goes
+        // out of line, so that this stays small enough to inline.
         let copied = match run {
-            Some(run) if run.len() % 8 == 0 => match window.get(start + 4..).and_then(|b| b.first_chunk::<PAD>()) {
+            Some(run) if run.len() % 8 == 0 => match body.get(start + 4..).and_then(|b| b.first_chunk::<PAD>()) {
                 Some(src) => extend_le_padded(values, src, run.len()),
                 None => false,
             },
@@ -144,7 +133,7 @@ fn walk_ids<T: Id, S: SplitInt>(
 }
 
 /// A Feature the padded copy did not take: a run too near the end of its
-/// buffer, or any other layout.
+/// list, or any other layout.
 #[inline(never)]
 fn other_ids<T: Id>(cx: &Ctx<'_, '_>, feature: &[u8], run: Option<&[u8]>, values: &mut Vec<T>) -> Option<()> {
     match run.or_else(|| packed_run(feature, FeatureKind::FidV2List)) {
