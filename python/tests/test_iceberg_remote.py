@@ -14,6 +14,7 @@ moto's, on 127.0.0.1), both started and stopped here.
 - Spark (fex.spark, Iceberg's Spark runtime) reading and appending to the
   REST catalog's table on the store, and to a table whose SQL catalog is
   in a real PostgreSQL;
+- three runs committing through the REST catalog at once, all landing;
 - bad configurations: an object-store warehouse with no catalog, a REST
   catalog that cannot be reached, a property that is not KEY=VALUE, a
   bucket that does not exist.
@@ -130,6 +131,24 @@ def test_fex_writes_through_a_rest_catalog_onto_an_object_store(s3, rest, reques
     read = fex.iceberg.read(warehouse, "fex.default_samples", catalog_uri=rest, properties=pyiceberg_properties(s3))
     assert read.num_rows == 3 * 480
     assert Counter(rows(read, plain.column_names, unsigned)) == Counter({k: 3 * n for k, n in expected.items()})
+
+
+def test_runs_committing_through_the_rest_catalog_at_once_all_land(s3, rest, requests):
+    """Three `fex extract` runs into one table of the REST catalog at once:
+    a commit made on metadata another run has moved on is refused by the
+    server and retried on the new one, so every run's rows are there once."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    warehouse, table = f"s3://{s3['bucket']}/rest", "fex.racing"
+    where = ["-o", warehouse, "--catalog", rest, *flags(s3_properties(s3)), "--table", table]
+    fex_cli("table", "create", "--model", DEFAULT_MODEL, *where)
+    cmd = [binary("FEX_CLI"), "extract", "--model", DEFAULT_MODEL, "--format", "iceberg", *where, requests]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and "committed 480 rows" in err, err
+    landed = RestCatalog("fex", uri=rest, **pyiceberg_properties(s3)).load_table(table)
+    assert len(landed.snapshots()) == 3 and landed.scan().to_arrow().num_rows == 3 * 480
 
 
 def framed_records(path):
