@@ -62,7 +62,15 @@ impl CatalogSpec {
     /// The catalog of `warehouse` (a local directory, made if missing, or an
     /// object store's URI), at `uri` if given, with `properties`. An object
     /// store's warehouse has no embedded catalog: it needs `uri`.
+    ///
+    /// A REST catalog's warehouse is what its server takes: a location, or
+    /// a bare name (Polaris, Gravitino and Unity name their catalogs so),
+    /// which is passed on as it is, no directory made.
     pub fn new(warehouse: &str, uri: Option<&str>, properties: BTreeMap<String, String>) -> Result<Self, String> {
+        let rest = uri.is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"));
+        if rest && is_bare_name(warehouse) {
+            return Ok(Self { warehouse: warehouse.to_string(), uri: uri.map(str::to_string), properties });
+        }
         let mut spec = match crate::files::local_path(warehouse) {
             Some(dir) => {
                 Self::in_warehouse(&dir).map_err(|e| format!("cannot create the warehouse {warehouse}: {e}"))?
@@ -82,9 +90,10 @@ impl CatalogSpec {
         Ok(spec)
     }
 
-    /// Whether the warehouse is a local directory.
+    /// Whether the warehouse is a local directory (a REST catalog's bare
+    /// warehouse name is not: its tables are where the server says).
     pub fn is_local(&self) -> bool {
-        crate::files::local_path(&self.warehouse).is_some()
+        crate::files::local_path(&self.warehouse).is_some() && !(self.is_rest() && is_bare_name(&self.warehouse))
     }
 
     /// Whether the catalog is a REST catalog.
@@ -193,6 +202,15 @@ impl CatalogSpec {
     }
 }
 
+/// A warehouse given as a name, not a path or a URI (no '/', no scheme).
+fn is_bare_name(warehouse: &str) -> bool {
+    !warehouse.is_empty()
+        && !warehouse.contains('/')
+        && !warehouse.contains(':')
+        && warehouse != "."
+        && warehouse != ".."
+}
+
 /// An error and every cause under it that its message does not already
 /// say: an HTTP client's "error sending request" says why only there (a
 /// refused connection, a certificate no root vouches for).
@@ -215,5 +233,27 @@ pub fn parse_property(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("{s:?}: give a catalog property as KEY=VALUE")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rest_catalogs_warehouse_may_be_a_name() {
+        let named = CatalogSpec::new("training", Some("https://catalog.example/api"), BTreeMap::new()).unwrap();
+        assert_eq!(named.warehouse, "training");
+        assert!(!named.is_local() && !std::path::Path::new("training").exists(), "no directory made for a name");
+        let s3 = CatalogSpec::new("s3://b/w/", Some("http://127.0.0.1:1"), BTreeMap::new()).unwrap();
+        assert_eq!((s3.warehouse.as_str(), s3.is_local()), ("s3://b/w", false));
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("w");
+        let local = CatalogSpec::new(at.to_str().unwrap(), Some("http://127.0.0.1:1"), BTreeMap::new()).unwrap();
+        assert!(local.is_local() && at.is_dir());
+        let err = CatalogSpec::new("s3://b/w", None, BTreeMap::new()).unwrap_err();
+        assert!(err.contains("has no embedded catalog"), "{err}");
+        assert_eq!(parse_property("a=b=c"), Ok(("a".to_string(), "b=c".to_string())));
+        assert!(parse_property("=x").is_err() && parse_property("x").is_err());
     }
 }

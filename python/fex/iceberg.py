@@ -42,10 +42,16 @@ def catalog(warehouse: str, catalog_uri: Optional[str] = None, properties: Optio
     except ImportError as e:
         raise ImportError("fex.iceberg needs pyiceberg: pip install 'pyiceberg[sql-sqlite]'") from e
     props = dict(properties or {})
+    rest = catalog_uri is not None and catalog_uri.startswith(("http://", "https://"))
+    if rest and "/" not in warehouse and ":" not in warehouse:
+        # A REST catalog's warehouse may be a name its server knows.
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog("fex", uri=catalog_uri, warehouse=warehouse, **props)
     remote = "://" in warehouse and not warehouse.startswith("file:")
     if not remote:
         warehouse = f"file://{os.path.abspath(warehouse.removeprefix('file://'))}"
-    if catalog_uri is not None and catalog_uri.startswith(("http://", "https://")):
+    if rest:
         from pyiceberg.catalog.rest import RestCatalog
 
         return RestCatalog("fex", uri=catalog_uri, warehouse=warehouse, **props)
@@ -130,7 +136,7 @@ def write(
     if data.column_names[: len(IDENTITY)] != list(IDENTITY):
         raise ValueError("rows have no identity columns first (request_id, row, request_time): extract them with fex.run(plan, inputs, identity=True)")
     wanted = pa.schema([_table_field(f) for f in data.schema])
-    if "://" not in warehouse:
+    if "://" not in warehouse and not (catalog_uri or "").startswith(("http://", "https://")):
         os.makedirs(warehouse, exist_ok=True)
     cat = catalog(warehouse, catalog_uri, properties)
     tbl = _create_or_load(cat, table, wanted, partition_by)
