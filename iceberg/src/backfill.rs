@@ -322,7 +322,6 @@ fn parquet_err(path: &str) -> impl Fn(parquet::errors::ParquetError) -> TableErr
     move |e| TableError::Model(format!("{path}: {e}"))
 }
 
-/// A local file's path from its location (`/p`, `file:/p` or `file:///p`).
 /// A time given as `YYYY-MM-DD` (midnight UTC) or RFC 3339, in microseconds.
 pub fn parse_time(s: &str) -> Result<i64, String> {
     let full = if s.len() == 10 { format!("{s}T00:00:00+00:00") } else { s.to_string() };

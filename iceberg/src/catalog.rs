@@ -35,7 +35,7 @@ pub const CATALOG_NAME: &str = "fex";
 pub const SQLITE_FILE: &str = "catalog.db";
 /// How long a PostgreSQL catalog's server may take to accept a connection.
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-/// How long a REST catalog may take to answer its configuration request.
+/// How long a REST catalog may take to answer its first requests.
 pub const REST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Where the catalog is and where its tables' files go.
@@ -67,8 +67,7 @@ impl CatalogSpec {
     /// a bare name (Polaris, Gravitino and Unity name their catalogs so),
     /// which is passed on as it is, no directory made.
     pub fn new(warehouse: &str, uri: Option<&str>, properties: BTreeMap<String, String>) -> Result<Self, String> {
-        let rest = uri.is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"));
-        if rest && is_bare_name(warehouse) {
+        if uri.is_some_and(is_rest_uri) && is_bare_name(warehouse) {
             return Ok(Self { warehouse: warehouse.to_string(), uri: uri.map(str::to_string), properties });
         }
         let mut spec = match crate::files::local_path(warehouse) {
@@ -98,7 +97,7 @@ impl CatalogSpec {
 
     /// Whether the catalog is a REST catalog.
     pub fn is_rest(&self) -> bool {
-        self.uri.as_deref().is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"))
+        self.uri.as_deref().is_some_and(is_rest_uri)
     }
 
     /// The catalog's URI: the SQL database sqlx connects to, or the REST
@@ -155,22 +154,23 @@ impl CatalogSpec {
         let failed = |message: String| TableError::Catalog { catalog: self.describe(), message };
         if self.is_rest() {
             let props = self.props(&[("uri", self.uri()), ("warehouse", self.warehouse.clone())]);
-            let load = RestCatalogBuilder::default()
-                .with_storage_factory(self.storage())
-                .with_runtime(Runtime::new(runtime))
-                .load(CATALOG_NAME, props);
-            let catalog = match tokio::time::timeout(REST_TIMEOUT, load).await {
-                Ok(loaded) => loaded.map_err(|e| failed(causes(&e)))?,
-                Err(_) => return Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
+            let connect = async {
+                let catalog = RestCatalogBuilder::default()
+                    .with_storage_factory(self.storage())
+                    .with_runtime(Runtime::new(runtime))
+                    .load(CATALOG_NAME, props)
+                    .await?;
+                // The client asks the server for its configuration on first
+                // use: a catalog that cannot be reached is said here, before
+                // any file is written.
+                catalog.list_namespaces(None).await?;
+                Ok::<_, iceberg::Error>(catalog)
             };
-            // The client asks the server for its configuration on first use:
-            // a catalog that cannot be reached is said here, before any file.
-            match tokio::time::timeout(REST_TIMEOUT, catalog.list_namespaces(None)).await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => return Err(failed(causes(&e))),
-                Err(_) => return Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
-            }
-            return Ok(Arc::new(catalog));
+            return match tokio::time::timeout(REST_TIMEOUT, connect).await {
+                Ok(Ok(catalog)) => Ok(Arc::new(catalog)),
+                Ok(Err(e)) => Err(failed(causes(&e))),
+                Err(_) => Err(failed(format!("no answer within {} s", REST_TIMEOUT.as_secs()))),
+            };
         }
         // sqlx's pool retries a refused connection until its 30-second
         // acquire timeout, which iceberg-rust's catalog does not expose: one
@@ -200,6 +200,11 @@ impl CatalogSpec {
             .map_err(|e| failed(e.to_string()))?;
         Ok(Arc::new(catalog))
     }
+}
+
+/// A REST catalog's URI.
+fn is_rest_uri(uri: &str) -> bool {
+    uri.starts_with("http://") || uri.starts_with("https://")
 }
 
 /// A warehouse given as a name, not a path or a URI (no '/', no scheme).

@@ -43,13 +43,10 @@ def catalog(warehouse: str, catalog_uri: Optional[str] = None, properties: Optio
         raise ImportError("fex.iceberg needs pyiceberg: pip install 'pyiceberg[sql-sqlite]'") from e
     props = dict(properties or {})
     rest = catalog_uri is not None and catalog_uri.startswith(("http://", "https://"))
-    if rest and "/" not in warehouse and ":" not in warehouse:
-        # A REST catalog's warehouse may be a name its server knows.
-        from pyiceberg.catalog.rest import RestCatalog
-
-        return RestCatalog("fex", uri=catalog_uri, warehouse=warehouse, **props)
+    # A REST catalog's warehouse may be a name its server knows.
+    named = rest and "/" not in warehouse and ":" not in warehouse
     remote = "://" in warehouse and not warehouse.startswith("file:")
-    if not remote:
+    if not (named or remote):
         warehouse = f"file://{os.path.abspath(warehouse.removeprefix('file://'))}"
     if rest:
         from pyiceberg.catalog.rest import RestCatalog

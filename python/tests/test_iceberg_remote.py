@@ -71,6 +71,10 @@ def flags(properties):
     return [arg for k, v in properties.items() for arg in ("--catalog-property", f"{k}={v}")]
 
 
+# A PostgreSQL server of Debian's package on 127.0.0.1, for a shared SQL catalog.
+postgres = pytest.fixture(scope="module", name="postgres")(postgres_server.fixture)
+
+
 @pytest.fixture(scope="module")
 def rest(s3):
     """The REST catalog's URI; its tables under s3://<bucket>/rest."""
@@ -282,7 +286,7 @@ def test_spark_reads_and_writes_the_rest_catalogs_table_on_the_object_store(spar
     assert key(written.scan().to_arrow()) == Counter({k: 2 * n for k, n in key(by_fex).items()})
 
 
-def test_spark_on_a_postgresql_catalog(spark, requests, tmp_path):
+def test_spark_on_a_postgresql_catalog(spark, postgres, requests, tmp_path):
     """fex.spark on a SQL catalog in a real PostgreSQL (Iceberg's JDBC
     catalog through PostgreSQL's driver): what `fex extract` committed
     there is read, and Spark's append is what pyiceberg then reads."""
@@ -291,25 +295,18 @@ def test_spark_on_a_postgresql_catalog(spark, requests, tmp_path):
     from pyiceberg.catalog.sql import SqlCatalog
 
     session = spark_session(spark)
-    try:
-        postgres_server.bin_dir()
-    except postgres_server.Missing as e:
-        if os.environ.get("FEX_REQUIRE_POSTGRES"):
-            pytest.fail(str(e))
-        pytest.skip(str(e))
-    with postgres_server.running() as postgres:
-        warehouse = tmp_path / "w"
-        fex_cli("extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", str(warehouse),
-                "--catalog", f"postgresql://{postgres}", requests)
-        fex.spark.iceberg_catalog(session, str(warehouse), f"postgresql://{postgres}")
-        assert session.sql("SELECT count(*) AS n FROM fex.fex.default_samples").collect()[0]["n"] == 480
-        plan = fex.Plan.from_yaml(DEFAULT_MODEL)
-        samples = fex.spark.extract(fex.spark.read_pbdataset(session, requests), config=plan, format="batch",
-                                    keep=[], identity=True)
-        fex.spark.write_iceberg(samples, "fex.default_samples", plan)
-        catalog = SqlCatalog("fex", uri=f"postgresql+psycopg2://{postgres}", warehouse=f"file://{warehouse}")
-        table = catalog.load_table("fex.default_samples")
-        assert len(table.snapshots()) == 2 and table.scan().to_arrow().num_rows == 960
+    warehouse = tmp_path / "w"
+    fex_cli("extract", "--model", DEFAULT_MODEL, "--format", "iceberg", "-o", str(warehouse),
+            "--catalog", f"postgresql://{postgres}", requests)
+    fex.spark.iceberg_catalog(session, str(warehouse), f"postgresql://{postgres}")
+    assert session.sql("SELECT count(*) AS n FROM fex.fex.default_samples").collect()[0]["n"] == 480
+    plan = fex.Plan.from_yaml(DEFAULT_MODEL)
+    samples = fex.spark.extract(fex.spark.read_pbdataset(session, requests), config=plan, format="batch",
+                                keep=[], identity=True)
+    fex.spark.write_iceberg(samples, "fex.default_samples", plan)
+    catalog = SqlCatalog("fex", uri=f"postgresql+psycopg2://{postgres}", warehouse=f"file://{warehouse}")
+    table = catalog.load_table("fex.default_samples")
+    assert len(table.snapshots()) == 2 and table.scan().to_arrow().num_rows == 960
 
 
 def test_a_rest_catalog_over_https_is_trusted_by_its_ca(requests, tmp_path, monkeypatch):

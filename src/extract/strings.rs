@@ -67,20 +67,35 @@ pub(super) fn cell_value<'a>(
         return Ok(Some(v));
     }
     let (f, cell) = cx.parse(source, row, cell)?;
+    value_of(&f, cx.is_monolith()).map_err(|refused| match refused {
+        Refused::Decode(e) => cx.locate(e, source, row, cell),
+        Refused::Empty => cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"),
+        Refused::Kind(other) => cx.mismatch(source, row, cell, other, "bytes_list or bytes_value"),
+    })
+}
+
+/// Why a Feature gives no string column's value.
+enum Refused {
+    Decode(crate::wire::DecodeError),
+    /// An empty bytes_list, which Monolith aborts on.
+    Empty,
+    Kind(Option<FeatureKind>),
+}
+
+/// The string a parsed Feature gives, or `None` when it gives none.
+fn value_of<'a>(f: &FeatureView<'a>, monolith: bool) -> Result<Option<&'a [u8]>, Refused> {
     Ok(match f.kind() {
-        Some(FeatureKind::BytesList) => match f.first_bytes().map_err(|e| cx.locate(e, source, row, cell))? {
+        Some(FeatureKind::BytesList) => match f.first_bytes().map_err(Refused::Decode)? {
             Some(v) => Some(v),
-            None if cx.is_monolith() => {
-                return Err(cx.invalid(source, row, cell, "empty bytes_list (Monolith aborts)"));
-            }
+            None if monolith => return Err(Refused::Empty),
             None => None,
         },
         // Monolith reads only bytes_list[0]: a bytes_value, a scalar or a
         // list of lists leaves its "" (parse_example_lib.cc:162-173).
-        Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => None,
+        Some(k) if monolith && super::monolith::fill_ignores(k) => None,
         Some(FeatureKind::BytesValue) => Some(f.bytes_value()),
         None => None,
-        other => return Err(cx.mismatch(source, row, cell, other, "bytes_list or bytes_value")),
+        other => return Err(Refused::Kind(other)),
     })
 }
 
@@ -99,9 +114,10 @@ pub(super) fn write_direct(cx: &Ctx<'_, '_>, name: &[u8], body: &[u8], c: &mut C
             return None;
         }
         count += 1;
+        // Anything `cell_value` would call an error goes back to it.
         let value = match super::line_id::first_bytes(feature) {
             Some(v) => Some(v),
-            None => any_value(cx, feature)?,
+            None => value_of(&FeatureView::parse(feature, 0).ok()?, cx.is_monolith()).ok()?,
         };
         if let Some(v) = value {
             s.bytes.extend_from_slice(v);
@@ -109,21 +125,4 @@ pub(super) fn write_direct(cx: &Ctx<'_, '_>, name: &[u8], body: &[u8], c: &mut C
         s.end_row();
         Some(())
     })
-}
-
-/// `cell_value` of a Feature that is not a bytes_list of one value up
-/// front; `None` for what `cell_value` calls an error.
-fn any_value<'a>(cx: &Ctx<'_, '_>, feature: &'a [u8]) -> Option<Option<&'a [u8]>> {
-    let f = FeatureView::parse(feature, 0).ok()?;
-    match f.kind() {
-        Some(FeatureKind::BytesList) => match f.first_bytes().ok()? {
-            Some(v) => Some(Some(v)),
-            None if cx.is_monolith() => None,
-            None => Some(None),
-        },
-        Some(k) if cx.is_monolith() && super::monolith::fill_ignores(k) => Some(None),
-        Some(FeatureKind::BytesValue) => Some(Some(f.bytes_value())),
-        None => Some(None),
-        Some(_) => None,
-    }
 }

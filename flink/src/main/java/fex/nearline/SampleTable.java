@@ -74,10 +74,8 @@ final class SampleTable implements Serializable {
 
     /** What the catalog is, for messages (credentials in the URI are not shown, as fex-iceberg's). */
     String describe() {
-        if (isRest()) {
-            return catalogUri.replaceAll("://[^@/]*@", "://\u2026@") + " (REST)";
-        }
-        return jdbcUri().replaceAll("://[^@/]*@", "://\u2026@");
+        String shown = (isRest() ? catalogUri : jdbcUri()).replaceAll("://[^@/]*@", "://\u2026@");
+        return isRest() ? shown + " (REST)" : shown;
     }
 
     /**
